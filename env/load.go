@@ -1,0 +1,315 @@
+package env
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// Load builds the configuration from the built-in defaults, then each YAML
+// file in order (a later file overrides an earlier one key by key), then the
+// process environment. It reports every bad key at once, each error naming
+// its key path and value; see KeyError.
+func Load(files ...string) (Config, error) {
+	return Loader{LookupEnv: os.LookupEnv}.Load(files...)
+}
+
+// Loader loads configuration with an injectable environment.
+// A zero Loader reads no environment variables.
+type Loader struct {
+	// LookupEnv reads an environment variable, as os.LookupEnv does. Nil
+	// reads none.
+	LookupEnv func(key string) (string, bool)
+}
+
+// Load is Load with l's environment.
+func (l Loader) Load(files ...string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(builtinMap(), "."), nil); err != nil {
+		return Config{}, fmt.Errorf("loading built-in defaults: %w", err)
+	}
+	for _, f := range files {
+		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", f, err)
+		}
+	}
+	envMap, err := l.environment()
+	if err != nil {
+		return Config{}, err
+	}
+	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("loading the environment: %w", err)
+	}
+	cfg, err := decode(k.Raw())
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// builtinMap is the first layer: the built-in defaults, as a file would
+// write them.
+func builtinMap() map[string]any {
+	return map[string]any{
+		"transport":                   string(PathLegacy),
+		"defaults.connect_timeout":    DefaultConnectTimeout.String(),
+		"defaults.conn_lifetime":      DefaultConnLifetime.String(),
+		"defaults.idle_conn_timeout":  DefaultIdleConnTimeout.String(),
+		"defaults.max_conns_per_host": 0,
+		"defaults.header_timeout":     DefaultHeaderTimeout.String(),
+		"legacy.handler_lifetime":     DefaultHandlerLifetime.String(),
+	}
+}
+
+// environment reads the variables the transport knows. An invalid switch
+// value is an error here, at startup, naming the variable.
+func (l Loader) environment() (map[string]any, error) {
+	out := map[string]any{}
+	if l.LookupEnv == nil {
+		return out, nil
+	}
+	if v, ok := l.LookupEnv(SwitchVar); ok {
+		p, err := ParseSwitch(v)
+		if err != nil {
+			return nil, &KeyError{Key: SwitchVar, Value: v, Reason: err.Error(), Err: err}
+		}
+		out["transport"] = string(p)
+	}
+	if v, ok := l.LookupEnv(ForwardHeadersVar); ok {
+		list := splitList(v)
+		items := make([]any, len(list))
+		for i, h := range list {
+			items[i] = h
+		}
+		out["forward_headers"] = items
+	}
+	return out, nil
+}
+
+// The keys a file may hold, per level. Anything else is an unknown key.
+var (
+	topKeys     = []string{"transport", "forward_headers", "defaults", "source_schemas", "legacy"}
+	settingKeys = []string{"connect_timeout", "conn_lifetime", "idle_conn_timeout", "max_conns_per_host", "header_timeout"}
+	schemaKeys  = append([]string{"url", "forward_headers"}, settingKeys...)
+	legacyKeys  = []string{"handler_lifetime"}
+)
+
+// decode turns koanf's merged map into a Config, strictly: unknown keys and
+// malformed values are errors that name the key path.
+func decode(raw map[string]any) (Config, error) {
+	var errs errorList
+	var cfg Config
+	unknown(&errs, "", raw, topKeys)
+
+	if v, ok := raw["transport"]; ok {
+		s, isString := v.(string)
+		p, err := ParseSwitch(s)
+		switch {
+		case !isString:
+			errs.add("transport", v, nil, "invalid value %v: want legacy or sockets", v)
+		case err != nil:
+			errs.add("transport", v, err, "%v", err)
+		default:
+			cfg.Transport = p
+		}
+	}
+	cfg.ForwardHeaders = stringList(&errs, "forward_headers", raw["forward_headers"])
+	if m, ok := section(&errs, "defaults", raw["defaults"]); ok {
+		unknown(&errs, "defaults", m, settingKeys)
+		cfg.Defaults = settings(&errs, "defaults", m)
+	}
+	if m, ok := section(&errs, "legacy", raw["legacy"]); ok {
+		unknown(&errs, "legacy", m, legacyKeys)
+		if v, ok := m["handler_lifetime"]; ok {
+			cfg.Legacy.HandlerLifetime = duration(&errs, "legacy.handler_lifetime", v)
+		}
+	}
+	if m, ok := section(&errs, "source_schemas", raw["source_schemas"]); ok && len(m) > 0 {
+		cfg.SourceSchemas = make(map[string]SourceSchema, len(m))
+		for _, name := range sortedKeys(m) {
+			key := "source_schemas." + name
+			sm, ok := section(&errs, key, m[name])
+			if !ok {
+				continue
+			}
+			unknown(&errs, key, sm, schemaKeys)
+			s := SourceSchema{Settings: settings(&errs, key, sm)}
+			switch u := sm["url"].(type) {
+			case string:
+				s.URL = u
+			case nil:
+			default:
+				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", u)
+			}
+			s.ForwardHeaders = stringList(&errs, key+".forward_headers", sm["forward_headers"])
+			cfg.SourceSchemas[name] = s
+		}
+	}
+	return cfg, errs.err()
+}
+
+// settings decodes the setting keys present in m. An explicit 0 in a file
+// means "off" or "no limit", so it is stored as Off or NoLimit: in the
+// struct, 0 means "inherit".
+func settings(errs *errorList, prefix string, m map[string]any) Settings {
+	var s Settings
+	durations := []struct {
+		key string
+		dst *time.Duration
+	}{
+		{"connect_timeout", &s.ConnectTimeout},
+		{"conn_lifetime", &s.ConnLifetime},
+		{"idle_conn_timeout", &s.IdleConnTimeout},
+		{"header_timeout", &s.HeaderTimeout},
+	}
+	for _, d := range durations {
+		if v, ok := m[d.key]; ok {
+			*d.dst = duration(errs, prefix+"."+d.key, v)
+		}
+	}
+	if v, ok := m["max_conns_per_host"]; ok {
+		s.MaxConnsPerHost = limit(errs, prefix+".max_conns_per_host", v)
+	}
+	return s
+}
+
+// duration reads a duration such as "15s", 0 or "off". Zero and "off" give
+// Off; a negative or malformed value is an error.
+func duration(errs *errorList, key string, v any) time.Duration {
+	switch x := v.(type) {
+	case string:
+		s := strings.TrimSpace(x)
+		if strings.EqualFold(s, "off") || s == "0" {
+			return Off
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			errs.add(key, v, err, "invalid duration %q", x)
+			return 0
+		}
+		if d < 0 {
+			errs.add(key, v, nil, "invalid duration %q: must not be negative (write off or 0 to turn the bound off)", x)
+			return 0
+		}
+		if d == 0 {
+			return Off
+		}
+		return d
+	case int, int64, float64, uint64:
+		if n, _ := number(x); n == 0 {
+			return Off
+		}
+		errs.add(key, v, nil, "invalid duration %v: a number needs a unit, for example \"%vs\"", v, v)
+	case nil:
+		errs.add(key, v, nil, "missing duration")
+	default:
+		errs.add(key, v, nil, "invalid duration %v", v)
+	}
+	return 0
+}
+
+// limit reads a non-negative count; 0 gives NoLimit.
+func limit(errs *errorList, key string, v any) int {
+	n, ok := number(v)
+	if s, isString := v.(string); isString {
+		parsed, err := strconv.Atoi(strings.TrimSpace(s))
+		n, ok = float64(parsed), err == nil
+	}
+	switch {
+	case !ok || n != float64(int(n)):
+		errs.add(key, v, nil, "invalid limit %v: want a whole number", v)
+	case n < 0:
+		errs.add(key, v, nil, "invalid limit %v: must not be negative (0 means no limit)", v)
+	case n == 0:
+		return NoLimit
+	default:
+		return int(n)
+	}
+	return 0
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// stringList reads a YAML list of strings or a comma-separated string.
+func stringList(errs *errorList, key string, v any) []string {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return splitList(x)
+	case []any:
+		out := make([]string, 0, len(x))
+		for i, item := range x {
+			s, ok := item.(string)
+			if !ok {
+				errs.add(fmt.Sprintf("%s[%d]", key, i), item, nil, "invalid value %v: want a string", item)
+				continue
+			}
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	errs.add(key, v, nil, "invalid value %v: want a list of strings", v)
+	return nil
+}
+
+// section reads a nested mapping. A missing section is not an error.
+func section(errs *errorList, key string, v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case map[string]any:
+		return x, true
+	}
+	errs.add(key, v, nil, "invalid value %v: want a mapping", v)
+	return nil, false
+}
+
+// unknown reports the keys of m that are not in allowed.
+func unknown(errs *errorList, prefix string, m map[string]any, allowed []string) {
+	for _, k := range sortedKeys(m) {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		errs.add(key, m[k], nil, "unknown key (known keys: %s)", strings.Join(allowed, ", "))
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,107 @@
+// Package transport sends a GraphQL gateway's requests to its source schemas
+// (subgraphs) through one of two paths behind one Invoker:
+//
+//   - the legacy path: one shared http.Client with header propagation,
+//     redirect following, transparent decompression and the environment's
+//     proxy, as most Go gateways run today;
+//   - the sockets path: one owned transport per source schema with
+//     reverse-proxy defaults (no cookies, no redirects, no decompression, no
+//     environment proxy, pooled connections closed after a lifetime).
+//
+// FUSION_SOCKETS_TRANSPORT=1 selects the sockets path at startup; see
+// package env for the configuration and docs/design.md for the two paths side
+// by side.
+package transport
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/legacy"
+	"github.com/fusiongo/transport/sockets"
+)
+
+// Invoker sends source schema requests. Both paths implement it; it is safe
+// for concurrent use.
+type Invoker interface {
+	// Do sends req, which the caller built, for source schema schema. The
+	// request is sent with ctx. The gateway request headers that the
+	// configuration names are added unless req already has them. The error
+	// names the source schema.
+	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
+
+	// Post sends body to schema's configured URL as a GraphQL-over-HTTP
+	// POST, with Content-Type "application/json; charset=utf-8" and Accept
+	// "application/graphql-response+json; charset=utf-8,
+	// application/json; charset=utf-8". The caller must not modify body
+	// until the response has arrived.
+	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
+
+	// Reload applies a new configuration: source schemas whose settings are
+	// equal keep their transport and warm connections, changed ones get new
+	// ones, removed ones are dropped once their in-flight requests end. The
+	// path never changes (cfg.Transport is ignored). An invalid cfg is
+	// rejected with the old configuration left in force.
+	Reload(cfg env.Config) error
+
+	// Close closes every connection once its in-flight requests end. After
+	// Close, Do and Post fail.
+	Close() error
+}
+
+// Compile-time checks that both paths are Invokers.
+var (
+	_ Invoker = (*legacy.Invoker)(nil)
+	_ Invoker = (*sockets.Invoker)(nil)
+)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	logger    *slog.Logger
+	lookupEnv func(string) (string, bool)
+}
+
+// WithLogger sets the logger of the invoker. Default: slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithLookupEnv sets how the legacy path reads the environment's proxy
+// variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their lower-case forms).
+// Default: os.LookupEnv, read once by New.
+func WithLookupEnv(lookup func(string) (string, bool)) Option {
+	return func(o *options) { o.lookupEnv = lookup }
+}
+
+// New builds the path that cfg selects (cfg.Path()). It fails if cfg is
+// invalid; see env.Config.Validate.
+func New(cfg env.Config, opts ...Option) (Invoker, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if cfg.Path() == env.PathSockets {
+		return sockets.New(cfg, sockets.Options{Logger: o.logger})
+	}
+	return legacy.New(cfg, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv})
+}
+
+// WithGatewayRequest returns a copy of ctx that carries r, the incoming
+// gateway request, so that either path can forward its headers. Middleware
+// does this for every request it serves.
+func WithGatewayRequest(ctx context.Context, r *http.Request) context.Context {
+	return gateway.WithRequest(ctx, r)
+}
+
+// Middleware makes the incoming gateway request's headers available to the
+// Invoker for every source schema request made with the request's context.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(gateway.WithRequest(r.Context(), r)))
+	})
+}
