@@ -1,31 +1,198 @@
+// Package legacy is the stack most Go gateways run today, kept as the
+// default path: one http.Client shared by every source schema, on one shared
+// transport with Go's defaults — the environment's proxy (HTTP_PROXY,
+// HTTPS_PROXY, NO_PROXY), transparent gzip decompression, redirects followed
+// by the client's policy — with header propagation as a RoundTripper
+// middleware, and the shared transport replaced every handler_lifetime as
+// IHttpClientFactory rotates its handlers.
+//
+// Most users reach it through transport.New; it is what runs unless
+// FUSION_SOCKETS_TRANSPORT selects the sockets path.
 package legacy
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/headers"
 )
 
-// Options are the Go-only settings of the path.
+// Options are the Go-only settings of the legacy path.
 type Options struct {
-	Logger    *slog.Logger
+	// Logger receives reload and rotation events. Nil: slog.Default().
+	Logger *slog.Logger
+	// LookupEnv reads the proxy variables once, in New. Nil: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 }
 
-// Invoker is the legacy path.
-type Invoker struct{}
+// ErrClosed is returned by an Invoker after Close.
+var ErrClosed = errors.New("transport closed")
 
-// New builds the legacy path.
-func New(cfg env.Config, opts Options) (*Invoker, error) { return nil, errors.New("not yet") }
+// ErrUnknownSchema is wrapped by the error for a request to a source schema
+// that the configuration does not name.
+var ErrUnknownSchema = errors.New("unknown source schema")
 
-func (i *Invoker) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
-	return nil, errors.New("not yet")
+// Invoker is the legacy path. Its zero value is not usable: call New.
+type Invoker struct {
+	log    *slog.Logger
+	client *http.Client
+	rot    *rotator
+	state  atomic.Pointer[state]
+	mu     sync.Mutex // serialises Reload and Close
 }
-func (i *Invoker) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
-	return nil, errors.New("not yet")
+
+type state struct {
+	schemas map[string]*schema
 }
-func (i *Invoker) Reload(cfg env.Config) error { return errors.New("not yet") }
-func (i *Invoker) Close() error                { return nil }
+
+// schema is what the legacy path keeps of one source schema: everything
+// else lives in the shared client.
+type schema struct {
+	name          string
+	url           *url.URL
+	post          *http.Request
+	rules         headers.Rules
+	headerTimeout time.Duration
+}
+
+// New builds the legacy path for cfg. It fails if cfg is invalid.
+func New(cfg env.Config, opts Options) (*Invoker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	inv := &Invoker{log: opts.Logger}
+	if inv.log == nil {
+		inv.log = slog.Default()
+	}
+	inv.rot = newRotator(cfg, proxyFromEnv(lookup), inv.log)
+	inv.client = &http.Client{
+		// The propagation middleware sits in the client's pipeline, above
+		// the shared (rotating) transport, and sees every redirect hop.
+		Transport: &propagator{next: inv.rot},
+		// Jar nil and Timeout zero: Go's defaults. CheckRedirect nil:
+		// up to 10 redirects are followed.
+	}
+	inv.state.Store(buildState(cfg))
+	return inv, nil
+}
+
+func buildState(cfg env.Config) *state {
+	st := &state{schemas: make(map[string]*schema, len(cfg.SourceSchemas))}
+	for name, sc := range cfg.SourceSchemas {
+		settings, _ := cfg.Effective(name)
+		u, _ := url.Parse(sc.URL) // Validate checked it
+		st.schemas[name] = &schema{
+			name:          name,
+			url:           u,
+			post:          &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: u.Host},
+			rules:         headers.Compile(cfg.ForwardHeaders, sc.ForwardHeaders),
+			headerTimeout: env.Bound(settings.HeaderTimeout),
+		}
+	}
+	return st
+}
+
+type schemaKey struct{}
+
+// Do sends req for source schema name through the shared client, which
+// follows redirects and decompresses gzip answers.
+func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	if req == nil || req.URL == nil {
+		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
+	}
+	s, err := inv.schema(name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout)
+	return g.Finish(inv.send(s, req.WithContext(ctx)))
+}
+
+var (
+	contentType = []string{"application/json; charset=utf-8"}
+	accept      = []string{"application/graphql-response+json; charset=utf-8, application/json; charset=utf-8"}
+)
+
+// Post sends body to source schema name's URL as a GraphQL-over-HTTP POST.
+func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	s, err := inv.schema(name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout)
+	req := s.post.WithContext(ctx)
+	req.Header = http.Header{"Content-Type": contentType, "Accept": accept}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
+	return g.Finish(inv.send(s, req))
+}
+
+func (inv *Invoker) send(s *schema, req *http.Request) (*http.Response, error) {
+	resp, err := inv.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("source schema %q: %w", s.name, err)
+	}
+	return resp, nil
+}
+
+func (inv *Invoker) schema(name string) (*schema, error) {
+	st := inv.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
+	}
+	s, ok := st.schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+	}
+	return s, nil
+}
+
+// Reload applies cfg. Source schema URLs, header lists and header timeouts
+// change at once. If the shared transport's settings (Config.Defaults) or
+// the handler lifetime changed, the shared transport is replaced now, and
+// the old one closes its idle connections once its requests end. An
+// invalid cfg leaves the old configuration in force; cfg.Transport is
+// ignored.
+func (inv *Invoker) Reload(cfg env.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.state.Load() == nil {
+		return ErrClosed
+	}
+	inv.state.Store(buildState(cfg))
+	rotated := inv.rot.reconfigure(cfg)
+	inv.log.Info("transport reloaded", "path", "legacy", "schemas", len(cfg.SourceSchemas), "transport_replaced", rotated)
+	return nil
+}
+
+// Close retires the shared transport: idle connections close at once, the
+// others when their requests end. Requests after Close fail with ErrClosed.
+func (inv *Invoker) Close() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.state.Swap(nil) == nil {
+		return nil
+	}
+	inv.rot.close()
+	return nil
+}

@@ -1,31 +1,213 @@
+// Package sockets is the owned-transport path: one connection pool per
+// source schema, built from its settings and used without an http.Client,
+// with reverse-proxy defaults. It sends no cookies, follows no redirects,
+// decompresses nothing, uses no environment proxy, dials within
+// connect_timeout, and closes pooled connections at conn_lifetime. It
+// forwards the configured gateway request headers itself, on Do and Post.
+//
+// Most users reach it through transport.New with FUSION_SOCKETS_TRANSPORT=1.
 package sockets
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gateway"
 )
 
-// Options are the Go-only settings of the path.
+// Options are the Go-only settings of the sockets path.
 type Options struct {
-	Logger    *slog.Logger
-	LookupEnv func(string) (string, bool)
+	// Logger receives reload and lifecycle events. Nil: slog.Default().
+	Logger *slog.Logger
 }
 
-// Invoker is the sockets path.
-type Invoker struct{}
+// ErrClosed is returned by an Invoker after Close.
+var ErrClosed = errors.New("transport closed")
 
-// New builds the sockets path.
-func New(cfg env.Config, opts Options) (*Invoker, error) { return nil, errors.New("not yet") }
+// Invoker is the sockets path. Its zero value is not usable: call New.
+type Invoker struct {
+	log     *slog.Logger
+	state   atomic.Pointer[state]
+	mu      sync.Mutex // serialises Reload and Close
+	closing bool
+}
 
-func (i *Invoker) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
-	return nil, errors.New("not yet")
+// state is one configuration in force: the source schemas by name.
+type state struct {
+	schemas map[string]*schema
 }
-func (i *Invoker) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
-	return nil, errors.New("not yet")
+
+// New builds the sockets path for cfg. It fails if cfg is invalid.
+func New(cfg env.Config, opts Options) (*Invoker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	inv := &Invoker{log: opts.Logger}
+	if inv.log == nil {
+		inv.log = slog.Default()
+	}
+	st, err := build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	inv.state.Store(st)
+	return inv, nil
 }
-func (i *Invoker) Reload(cfg env.Config) error { return errors.New("not yet") }
-func (i *Invoker) Close() error                { return nil }
+
+// Do sends req, which the caller built, for source schema name with ctx.
+// Configured gateway request headers are added unless req has them; req
+// itself is not modified. req.URL must have the scheme and address of the
+// schema's configured URL (its path and query are free): the schema's pool
+// is bound to that address.
+func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	if req == nil || req.URL == nil {
+		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
+	}
+	s, err := inv.schema(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkTarget(req.URL); err != nil {
+		return nil, s.fail(req.Method, req.URL, err)
+	}
+	h, err := s.rules.Apply(req.Header, gateway.Header(ctx), false)
+	if err != nil {
+		return nil, s.fail(req.Method, req.URL, err)
+	}
+	ctx, g := bound.Start(ctx, s.headerTimeout)
+	out := req.WithContext(ctx)
+	out.Header = h
+	if out.Header == nil {
+		out.Header = http.Header{}
+	}
+	return g.Finish(inv.send(name, s, out))
+}
+
+// The media types of a GraphQL-over-HTTP POST, shared by every request:
+// net/http only reads them.
+var (
+	contentType = []string{"application/json; charset=utf-8"}
+	accept      = []string{"application/graphql-response+json; charset=utf-8, application/json; charset=utf-8"}
+)
+
+// Post sends body to source schema name's URL as a GraphQL-over-HTTP POST.
+// The body reaches net/http as a *bytes.Reader, so the headers and a small
+// body leave in one write (golang/go#22088).
+func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	s, err := inv.schema(name)
+	if err != nil {
+		return nil, err
+	}
+	h := make(http.Header, 2+s.rules.Len())
+	h["Content-Type"] = contentType
+	h["Accept"] = accept
+	if h, err = s.rules.Apply(h, gateway.Header(ctx), true); err != nil {
+		return nil, s.fail(http.MethodPost, s.url, err)
+	}
+	ctx, g := bound.Start(ctx, s.headerTimeout)
+	req := s.post.WithContext(ctx)
+	req.Header = h
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
+	return g.Finish(inv.send(name, s, req))
+}
+
+// send runs req on the schema's pool. If the pool drained under it (a
+// reload replaced the schema's transport), the request moves to the
+// current one, so that no request fails because of a reload.
+func (inv *Invoker) send(name string, s *schema, req *http.Request) (*http.Response, error) {
+	for range 4 {
+		resp, err := s.roundTrip(req)
+		if !errors.Is(err, errDrained) {
+			if err != nil {
+				return nil, s.fail(req.Method, req.URL, err)
+			}
+			return resp, nil
+		}
+		if s, err = inv.schema(name); err != nil {
+			return nil, err
+		}
+	}
+	return nil, s.fail(req.Method, req.URL, errDrained)
+}
+
+// schema returns the current configuration of source schema name.
+func (inv *Invoker) schema(name string) (*schema, error) {
+	st := inv.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
+	}
+	s, ok := st.schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+	}
+	return s, nil
+}
+
+// ErrUnknownSchema is wrapped by the error for a request to a source schema
+// that the configuration does not name.
+var ErrUnknownSchema = errors.New("unknown source schema")
+
+// Reload applies cfg: schemas whose transport settings are equal keep their
+// pool and warm connections; changed ones get a new pool, and the old one
+// closes its connections as soon as their requests end; removed ones are
+// dropped the same way. An invalid cfg leaves the old configuration in
+// force. cfg.Transport is ignored: the path never changes.
+func (inv *Invoker) Reload(cfg env.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	old := inv.state.Load()
+	if inv.closing || old == nil {
+		return ErrClosed
+	}
+	st, err := build(cfg, old)
+	if err != nil {
+		return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+	}
+	inv.state.Store(st)
+	kept, replaced, removed := 0, 0, 0
+	for name, o := range old.schemas {
+		n, ok := st.schemas[name]
+		switch {
+		case !ok:
+			removed++
+			o.pool.drain()
+		case n.pool != o.pool:
+			replaced++
+			o.pool.drain()
+		default:
+			kept++
+		}
+	}
+	inv.log.Info("transport reloaded", "path", "sockets", "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
+	return nil
+}
+
+// Close drains every pool: idle connections close at once, the others when
+// their requests end. Requests after Close fail with ErrClosed.
+func (inv *Invoker) Close() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	st := inv.state.Swap(nil)
+	inv.closing = true
+	if st == nil {
+		return nil
+	}
+	for _, s := range st.schemas {
+		s.pool.drain()
+	}
+	return nil
+}
