@@ -1,0 +1,125 @@
+package transport_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/env"
+)
+
+// TestConnLifetime: with a short conn_lifetime, the sockets path closes an
+// idle connection once it is that old, and a new request opens another.
+func TestConnLifetime(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	cfg := config(env.PathSockets, "products", srv.URL())
+	cfg.Defaults.ConnLifetime = 50 * time.Millisecond
+	inv := newInvoker(t, cfg)
+	post(t, inv, context.Background(), "products")
+	first := srv.Last(t).Remote
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.waitClosed(t, ctx, first) // closed by its lifetime, with no request on it
+
+	post(t, inv, context.Background(), "products")
+	if second := srv.Last(t).Remote; second == first {
+		t.Errorf("the second request reused connection %s after its lifetime", first)
+	}
+}
+
+// TestConnLifetimeNeverCutsARequest: a request that outlives its
+// connection's lifetime completes, body included; the connection closes
+// after it.
+func TestConnLifetimeNeverCutsARequest(t *testing.T) {
+	const lifetime = 30 * time.Millisecond
+	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"data":`)
+		w.(http.Flusher).Flush()
+		<-time.After(4 * lifetime) // the body outlives the connection's lifetime
+		io.WriteString(w, `{"ok":true}}`)
+	})
+	cfg := config(env.PathSockets, "products", srv.URL())
+	cfg.Defaults.ConnLifetime = lifetime
+	inv := newInvoker(t, cfg)
+	_, body := post(t, inv, context.Background(), "products")
+	if body != `{"data":{"ok":true}}` {
+		t.Fatalf("body %q", body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.waitClosed(t, ctx, srv.Last(t).Remote)
+}
+
+// TestWarmConnectionReused: without a lifetime passing, consecutive
+// requests share one connection on both paths.
+func TestWarmConnectionReused(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			inv := newInvoker(t, config(path, "products", srv.URL()))
+			for range 5 {
+				post(t, inv, context.Background(), "products")
+			}
+			if opened := srv.Opened(); len(opened) != 1 {
+				t.Errorf("opened %d connections for 5 sequential requests, want 1", len(opened))
+			}
+		})
+	}
+}
+
+// TestIdleConnTimeout: an idle connection is closed after idle_conn_timeout.
+func TestIdleConnTimeout(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			cfg := config(path, "products", srv.URL())
+			cfg.Defaults.IdleConnTimeout = 50 * time.Millisecond
+			inv := newInvoker(t, cfg)
+			post(t, inv, context.Background(), "products")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.waitClosed(t, ctx, srv.Last(t).Remote)
+		})
+	}
+}
+
+// TestMaxConnsPerHost: with a limit of 1, concurrent requests queue for the
+// one connection and never run side by side at the source schema; without
+// a limit they do.
+func TestMaxConnsPerHost(t *testing.T) {
+	for _, path := range paths {
+		for _, limit := range []int{1, env.NoLimit} {
+			t.Run(string(path)+"/limit="+map[int]string{1: "1", env.NoLimit: "none"}[limit], func(t *testing.T) {
+				var now, peak atomic.Int32
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					n := now.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					<-time.After(30 * time.Millisecond) // hold the connection so requests overlap
+					now.Add(-1)
+					io.WriteString(w, "{}")
+				})
+				cfg := config(path, "products", srv.URL())
+				cfg.Defaults.MaxConnsPerHost = limit
+				inv := newInvoker(t, cfg)
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() { post(t, inv, context.Background(), "products") })
+				}
+				wg.Wait()
+				conns := len(srv.Opened())
+				if limit == 1 && (peak.Load() != 1 || conns != 1) {
+					t.Errorf("peak concurrency %d on %d connections, want 1 and 1", peak.Load(), conns)
+				}
+				if limit == env.NoLimit && (peak.Load() < 2 || conns < 2) {
+					t.Errorf("peak concurrency %d on %d connections, want requests side by side", peak.Load(), conns)
+				}
+			})
+		}
+	}
+}
