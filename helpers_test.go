@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -126,7 +127,7 @@ func config(path env.Path, nameURL ...string) env.Config {
 // newInvoker builds an invoker and closes it when the test ends.
 func newInvoker(t *testing.T, cfg env.Config, opts ...transport.Option) transport.Invoker {
 	t.Helper()
-	opts = append([]transport.Option{transport.WithLookupEnv(noEnv)}, opts...)
+	opts = append([]transport.Option{transport.WithLookupEnv(noEnv), transport.WithLogger(quiet)}, opts...)
 	inv, err := transport.New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -136,6 +137,8 @@ func newInvoker(t *testing.T, cfg env.Config, opts ...transport.Option) transpor
 }
 
 func noEnv(string) (string, bool) { return "", false }
+
+var quiet = slog.New(slog.DiscardHandler)
 
 // gatewayCtx returns a context carrying a gateway request with headers h
 // (name, value, name, value, ...).

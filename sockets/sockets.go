@@ -124,9 +124,11 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 
 // send runs req on the schema's pool. If the pool drained under it (a
 // reload replaced the schema's transport), the request moves to the
-// current one, so that no request fails because of a reload.
+// current one, so that no request fails because of a reload. Each move
+// needs a newer configuration, so the loop ends; the bound only guards
+// against reloads that never stop.
 func (inv *Invoker) send(name string, s *schema, req *http.Request) (*http.Response, error) {
-	for range 4 {
+	for range maxMoves {
 		resp, err := s.roundTrip(req)
 		if !errors.Is(err, errDrained) {
 			if err != nil {
@@ -134,12 +136,19 @@ func (inv *Invoker) send(name string, s *schema, req *http.Request) (*http.Respo
 			}
 			return resp, nil
 		}
+		drained := s.pool
 		if s, err = inv.schema(name); err != nil {
 			return nil, err
+		}
+		if s.pool == drained {
+			break // closed, not reloaded
 		}
 	}
 	return nil, s.fail(req.Method, req.URL, errDrained)
 }
+
+// maxMoves bounds how often one request follows its schema to a new pool.
+const maxMoves = 1000
 
 // schema returns the current configuration of source schema name.
 func (inv *Invoker) schema(name string) (*schema, error) {
