@@ -121,7 +121,7 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 		return nil, err
 	}
 	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout)
-	return g.Finish(inv.send(s, req.WithContext(ctx)))
+	return s.result(g.Finish(inv.client.Do(req.WithContext(ctx))))
 }
 
 var (
@@ -141,15 +141,21 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.ContentLength = int64(len(body))
-	return g.Finish(inv.send(s, req))
+	return s.result(g.Finish(inv.client.Do(req)))
 }
 
-func (inv *Invoker) send(s *schema, req *http.Request) (*http.Response, error) {
-	resp, err := inv.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("source schema %q: %w", s.name, err)
+// result names the source schema in an error. http.Client's errors are
+// *url.Error already; a header timeout that came just as the headers did
+// is wrapped the same way, so that every error reads alike.
+func (s *schema) result(resp *http.Response, err error) (*http.Response, error) {
+	if err == nil {
+		return resp, nil
 	}
-	return resp, nil
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		err = &url.Error{Op: "Post", URL: s.url.Redacted(), Err: err}
+	}
+	return nil, fmt.Errorf("source schema %q: %w", s.name, err)
 }
 
 func (inv *Invoker) schema(name string) (*schema, error) {
@@ -186,7 +192,7 @@ func (inv *Invoker) Reload(cfg env.Config) error {
 }
 
 // Close retires the shared transport: idle connections close at once, the
-// others when their requests end. Requests after Close fail with ErrClosed.
+// others as soon as their requests end. Requests after Close fail with ErrClosed.
 func (inv *Invoker) Close() error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

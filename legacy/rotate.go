@@ -117,12 +117,19 @@ func (r *rotator) reconfigure(cfg env.Config) bool {
 	lifetime := env.Bound(cfg.EffectiveLegacy().HandlerLifetime)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || (settings == r.settings && lifetime == r.lifetime) {
+	if r.closed || (sharedSettings(settings) == sharedSettings(r.settings) && lifetime == r.lifetime) {
 		return false
 	}
 	r.settings, r.lifetime = settings, lifetime
 	r.rotateLocked()
 	return true
+}
+
+// sharedSettings keeps the settings the shared transport is built from:
+// conn_lifetime is the sockets path's, and header_timeout acts per request.
+func sharedSettings(s env.Settings) env.Settings {
+	s.ConnLifetime, s.HeaderTimeout = 0, 0
+	return s
 }
 
 func (r *rotator) close() {
@@ -134,13 +141,13 @@ func (r *rotator) close() {
 	}
 }
 
-// retire marks g as replaced and closes its idle connections once no
-// request is in flight on it.
+// retire marks g as replaced and closes its idle connections at once.
+// CloseIdleConnections also makes the transport close each connection that
+// turns idle later, as long as no new request arrives on it; release calls
+// it again when the last request ends, for the one that raced retirement.
 func (g *generation) retire() {
 	g.retired.Store(true)
-	if g.inflight.Load() == 0 {
-		g.tr.CloseIdleConnections()
-	}
+	g.tr.CloseIdleConnections()
 }
 
 func (g *generation) release() {

@@ -32,6 +32,13 @@ type poolKey struct {
 	settings     env.Settings
 }
 
+// newPoolKey keeps what a pool is built from: the header timeout acts per
+// request, so changing it keeps the pool and its warm connections.
+func newPoolKey(u *url.URL, s env.Settings) poolKey {
+	s.HeaderTimeout = 0
+	return poolKey{scheme: u.Scheme, addr: hostPort(u), settings: s}
+}
+
 // build makes the state for cfg, reusing old's pools whose keys are equal.
 func build(cfg env.Config, old *state) (*state, error) {
 	st := &state{schemas: make(map[string]*schema, len(cfg.SourceSchemas))}
@@ -46,7 +53,7 @@ func build(cfg env.Config, old *state) (*state, error) {
 			url:           u,
 			rules:         headers.Compile(cfg.ForwardHeaders, sc.ForwardHeaders),
 			headerTimeout: env.Bound(settings.HeaderTimeout),
-			key:           poolKey{scheme: u.Scheme, addr: hostPort(u), settings: settings},
+			key:           newPoolKey(u, settings),
 		}
 		s.post = &http.Request{
 			Method:     http.MethodPost,
@@ -135,7 +142,9 @@ func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c, gerr := s.pool.get(req.Context())
 	if gerr != nil {
-		return nil, errors.Join(err, gerr)
+		// Not errDrained: the request was tried once, so it must not move
+		// to another pool and be sent again from a read body.
+		return nil, err
 	}
 	return c.cc.RoundTrip(req)
 }

@@ -89,7 +89,11 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	if out.Header == nil {
 		out.Header = http.Header{}
 	}
-	return g.Finish(inv.send(name, s, out))
+	resp, err := g.Finish(inv.send(name, s, out))
+	if err != nil {
+		return nil, s.fail(req.Method, req.URL, err)
+	}
+	return resp, nil
 }
 
 // The media types of a GraphQL-over-HTTP POST, shared by every request:
@@ -119,7 +123,11 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.ContentLength = int64(len(body))
-	return g.Finish(inv.send(name, s, req))
+	resp, err := g.Finish(inv.send(name, s, req))
+	if err != nil {
+		return nil, s.fail(http.MethodPost, s.url, err)
+	}
+	return resp, nil
 }
 
 // send runs req on the schema's pool. If the pool drained under it (a
@@ -131,20 +139,21 @@ func (inv *Invoker) send(name string, s *schema, req *http.Request) (*http.Respo
 	for range maxMoves {
 		resp, err := s.roundTrip(req)
 		if !errors.Is(err, errDrained) {
-			if err != nil {
-				return nil, s.fail(req.Method, req.URL, err)
-			}
-			return resp, nil
+			return resp, err
 		}
 		drained := s.pool
-		if s, err = inv.schema(name); err != nil {
-			return nil, err
+		st := inv.state.Load()
+		if st == nil {
+			return nil, ErrClosed
+		}
+		if s = st.schemas[name]; s == nil {
+			return nil, ErrUnknownSchema
 		}
 		if s.pool == drained {
 			break // closed, not reloaded
 		}
 	}
-	return nil, s.fail(req.Method, req.URL, errDrained)
+	return nil, errDrained
 }
 
 // maxMoves bounds how often one request follows its schema to a new pool.

@@ -6,6 +6,7 @@ package bound
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,7 +60,10 @@ func (g *Guard) expire() { g.cancel(g.cause) }
 
 // Finish takes the round trip's result. It stops the timer; the context
 // stays alive until the response body is closed. If the bound passed, the
-// error is the HeaderTimeoutError (wrapped with the transport's error).
+// error carries the HeaderTimeoutError: the transport's error if it already
+// does (net/http reports a context's cause), else that error with the
+// timeout added, or the timeout alone if the headers came just too late.
+// The caller names the source schema around it.
 func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 	if g == nil {
 		return resp, err
@@ -67,8 +71,9 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 	stopped := g.timer.Stop()
 	if err != nil {
 		g.cancel(nil)
-		if !stopped {
-			return nil, fmt.Errorf("%w: %w", g.cause, err)
+		var hte *HeaderTimeoutError
+		if !stopped && !errors.As(err, &hte) {
+			return nil, fmt.Errorf("%w (%w)", err, g.cause)
 		}
 		return nil, err
 	}
