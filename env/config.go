@@ -166,6 +166,7 @@ var builtin = Settings{
 	ConnectTimeout:  DefaultConnectTimeout,
 	ConnLifetime:    DefaultConnLifetime,
 	IdleConnTimeout: DefaultIdleConnTimeout,
+	MaxConnsPerHost: NoLimit, // as Load resolves it, so that resolved settings compare equal
 	HeaderTimeout:   DefaultHeaderTimeout,
 }
 

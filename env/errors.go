@@ -33,6 +33,32 @@ func (l *errorList) add(key string, value any, err error, format string, args ..
 	*l = append(*l, &KeyError{Key: key, Value: value, Reason: fmt.Sprintf(format, args...), Err: err})
 }
 
+// addAll appends the errors in err, flattening a joined list. A KeyError for
+// a key already reported is dropped: a value that failed to decode is left
+// zero, and Validate would report that zero again (a url that is not a string
+// is also a missing url).
+func (l *errorList) addAll(err error) {
+	list, ok := err.(joined)
+	if !ok && err != nil {
+		list = joined{err}
+	}
+	for _, e := range list {
+		if ke, ok := e.(*KeyError); ok && l.has(ke.Key) {
+			continue
+		}
+		*l = append(*l, e)
+	}
+}
+
+func (l errorList) has(key string) bool {
+	for _, e := range l {
+		if ke, ok := e.(*KeyError); ok && ke.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // err returns nil, the single error, or all of them joined one per line.
 func (l errorList) err() error {
 	switch len(l) {

@@ -42,18 +42,18 @@ func (l Loader) Load(files ...string) (Config, error) {
 			return Config{}, fmt.Errorf("config file %s: %w", f, err)
 		}
 	}
-	envMap, err := l.environment()
-	if err != nil {
-		return Config{}, err
-	}
+	envMap, envErr := l.environment()
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
 		return Config{}, fmt.Errorf("loading the environment: %w", err)
 	}
-	cfg, err := decode(k.Raw())
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, decodeErr := decode(k.Raw())
+	// Validate what decoded even when some keys did not, so that one Load
+	// reports every problem: a bad duration must not hide a missing url.
+	var errs errorList
+	errs.addAll(envErr)
+	errs.addAll(decodeErr)
+	errs.addAll(cfg.Validate())
+	if err := errs.err(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -74,18 +74,21 @@ func builtinMap() map[string]any {
 }
 
 // environment reads the variables the transport knows. An invalid switch
-// value is an error here, at startup, naming the variable.
+// value is an error here, at startup, naming the variable; the map still
+// holds the other variables, so that Load reports their problems too.
 func (l Loader) environment() (map[string]any, error) {
 	out := map[string]any{}
 	if l.LookupEnv == nil {
 		return out, nil
 	}
+	var switchErr error
 	if v, ok := l.LookupEnv(SwitchVar); ok {
 		p, err := ParseSwitch(v)
 		if err != nil {
-			return nil, &KeyError{Key: SwitchVar, Value: v, Reason: err.Error(), Err: err}
+			switchErr = &KeyError{Key: SwitchVar, Value: v, Reason: err.Error(), Err: err}
+		} else {
+			out["transport"] = string(p)
 		}
-		out["transport"] = string(p)
 	}
 	if v, ok := l.LookupEnv(ForwardHeadersVar); ok {
 		list := splitList(v)
@@ -95,7 +98,7 @@ func (l Loader) environment() (map[string]any, error) {
 		}
 		out["forward_headers"] = items
 	}
-	return out, nil
+	return out, switchErr
 }
 
 // The keys a file may hold, per level. Anything else is an unknown key.
@@ -115,6 +118,14 @@ func decode(raw map[string]any) (Config, error) {
 
 	if v, ok := raw["transport"]; ok {
 		s, isString := v.(string)
+		switch v.(type) {
+		case bool, int:
+			// YAML reads true and 1 as a bool and a number: the same words
+			// as in FUSION_SOCKETS_TRANSPORT, which ParseSwitch knows.
+			s, isString = fmt.Sprint(v), true
+		case nil: // "transport:" with no value is empty: legacy
+			isString = true
+		}
 		p, err := ParseSwitch(s)
 		switch {
 		case !isString:
@@ -141,9 +152,11 @@ func decode(raw map[string]any) (Config, error) {
 		for _, name := range sortedKeys(m) {
 			key := "source_schemas." + name
 			sm, ok := section(&errs, key, m[name])
-			if !ok {
+			if !ok && m[name] != nil {
 				continue
 			}
+			// A schema written without keys (products:) is kept, so that
+			// Validate reports its missing url instead of dropping it.
 			unknown(&errs, key, sm, schemaKeys)
 			s := SourceSchema{Settings: settings(&errs, key, sm)}
 			switch u := sm["url"].(type) {

@@ -1,0 +1,416 @@
+package env_test
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/env"
+)
+
+// TestLoadKeyErrors covers each kind of bad key: the full message, and the
+// Key and Value of the one *KeyError.
+func TestLoadKeyErrors(t *testing.T) {
+	const schema = "source_schemas:\n  products:\n    url: http://products/graphql\n"
+	tests := []struct {
+		name    string
+		yaml    string
+		vars    map[string]string
+		wantErr string
+		key     string
+		value   any
+	}{
+		{
+			name:    "unknown top-level key",
+			yaml:    "transprot: sockets\n",
+			wantErr: "transprot: unknown key (known keys: transport, forward_headers, defaults, source_schemas, legacy)",
+			key:     "transprot", value: "sockets",
+		},
+		{
+			name:    "unknown key in defaults",
+			yaml:    "defaults:\n  conn_lifetme: 1m\n",
+			wantErr: "defaults.conn_lifetme: unknown key (known keys: connect_timeout, conn_lifetime, idle_conn_timeout, max_conns_per_host, header_timeout)",
+			key:     "defaults.conn_lifetme", value: "1m",
+		},
+		{
+			name:    "unknown key in a source schema",
+			yaml:    schema + "    timeout: 5s\n",
+			wantErr: "source_schemas.products.timeout: unknown key (known keys: url, forward_headers, connect_timeout, conn_lifetime, idle_conn_timeout, max_conns_per_host, header_timeout)",
+			key:     "source_schemas.products.timeout", value: "5s",
+		},
+		{
+			name:    "unknown key in legacy",
+			yaml:    "legacy:\n  handler_lifetme: 1m\n",
+			wantErr: "legacy.handler_lifetme: unknown key (known keys: handler_lifetime)",
+			key:     "legacy.handler_lifetme", value: "1m",
+		},
+		{
+			name:    "malformed duration",
+			yaml:    schema + "    conn_lifetime: 2x\n",
+			wantErr: `source_schemas.products.conn_lifetime: invalid duration "2x"`,
+			key:     "source_schemas.products.conn_lifetime", value: "2x",
+		},
+		{
+			name:    "duration without unit",
+			yaml:    "defaults:\n  connect_timeout: 5\n",
+			wantErr: `defaults.connect_timeout: invalid duration 5: a number needs a unit, for example "5s"`,
+			key:     "defaults.connect_timeout", value: 5,
+		},
+		{
+			name:    "negative duration",
+			yaml:    "defaults:\n  idle_conn_timeout: -1s\n",
+			wantErr: `defaults.idle_conn_timeout: invalid duration "-1s": must not be negative (write off or 0 to turn the bound off)`,
+			key:     "defaults.idle_conn_timeout", value: "-1s",
+		},
+		{
+			name:    "negative handler lifetime",
+			yaml:    "legacy:\n  handler_lifetime: -2m\n",
+			wantErr: `legacy.handler_lifetime: invalid duration "-2m": must not be negative (write off or 0 to turn the bound off)`,
+			key:     "legacy.handler_lifetime", value: "-2m",
+		},
+		{
+			name:    "duration without value",
+			yaml:    schema + "    header_timeout:\n",
+			wantErr: "source_schemas.products.header_timeout: missing duration",
+			key:     "source_schemas.products.header_timeout", value: nil,
+		},
+		{
+			name:    "duration of the wrong type",
+			yaml:    "defaults:\n  header_timeout: [1s]\n",
+			wantErr: "defaults.header_timeout: invalid duration [1s]",
+			key:     "defaults.header_timeout", value: []any{"1s"},
+		},
+		{
+			name:    "negative limit",
+			yaml:    "defaults:\n  max_conns_per_host: -1\n",
+			wantErr: "defaults.max_conns_per_host: invalid limit -1: must not be negative (0 means no limit)",
+			key:     "defaults.max_conns_per_host", value: -1,
+		},
+		{
+			name:    "negative limit in a source schema",
+			yaml:    schema + "    max_conns_per_host: -4\n",
+			wantErr: "source_schemas.products.max_conns_per_host: invalid limit -4: must not be negative (0 means no limit)",
+			key:     "source_schemas.products.max_conns_per_host", value: -4,
+		},
+		{
+			name:    "fractional limit",
+			yaml:    "defaults:\n  max_conns_per_host: 1.5\n",
+			wantErr: "defaults.max_conns_per_host: invalid limit 1.5: want a whole number",
+			key:     "defaults.max_conns_per_host", value: 1.5,
+		},
+		{
+			name:    "limit not a number",
+			yaml:    "defaults:\n  max_conns_per_host: unlimited\n",
+			wantErr: "defaults.max_conns_per_host: invalid limit unlimited: want a whole number",
+			key:     "defaults.max_conns_per_host", value: "unlimited",
+		},
+		{
+			name:    "url without scheme",
+			yaml:    "source_schemas:\n  products:\n    url: //products/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "//products/graphql": want scheme http or https`,
+			key:     "source_schemas.products.url", value: "//products/graphql",
+		},
+		{
+			name:    "url with another scheme",
+			yaml:    "source_schemas:\n  products:\n    url: ftp://products/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "ftp://products/graphql": want scheme http or https`,
+			key:     "source_schemas.products.url", value: "ftp://products/graphql",
+		},
+		{
+			name:    "url without host",
+			yaml:    "source_schemas:\n  products:\n    url: http:///graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http:///graphql": no host`,
+			key:     "source_schemas.products.url", value: "http:///graphql",
+		},
+		{
+			name:    "url that does not parse",
+			yaml:    "source_schemas:\n  products:\n    url: 127.0.0.1:4001/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "127.0.0.1:4001/graphql": parse "127.0.0.1:4001/graphql": first path segment in URL cannot contain colon`,
+			key:     "source_schemas.products.url", value: "127.0.0.1:4001/graphql",
+		},
+		{
+			name:    "url not a string",
+			yaml:    "source_schemas:\n  products:\n    url: 4001\n",
+			wantErr: "source_schemas.products.url: invalid value 4001: want a URL string",
+			key:     "source_schemas.products.url", value: 4001,
+		},
+		{
+			name:    "schema without url",
+			yaml:    "source_schemas:\n  products:\n    conn_lifetime: 30s\n",
+			wantErr: "source_schemas.products.url: missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql",
+			key:     "source_schemas.products.url", value: "",
+		},
+		{
+			name:    "schema without any key",
+			yaml:    "source_schemas:\n  products:\n",
+			wantErr: "source_schemas.products.url: missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql",
+			key:     "source_schemas.products.url", value: "",
+		},
+		{
+			name:    "schema not a mapping",
+			yaml:    "source_schemas:\n  products: http://products/graphql\n",
+			wantErr: "source_schemas.products: invalid value http://products/graphql: want a mapping",
+			key:     "source_schemas.products", value: "http://products/graphql",
+		},
+		{
+			name:    "section not a mapping",
+			yaml:    "defaults: 30s\n",
+			wantErr: "defaults: invalid value 30s: want a mapping",
+			key:     "defaults", value: "30s",
+		},
+		{
+			name:    "invalid header name",
+			yaml:    "forward_headers: [Authorization, X Request Id]\n",
+			wantErr: `forward_headers[1]: invalid header name "X Request Id"`,
+			key:     "forward_headers[1]", value: "X Request Id",
+		},
+		{
+			name:    "invalid header name in a source schema",
+			yaml:    schema + "    forward_headers: [\"X-Tenant:\"]\n",
+			wantErr: `source_schemas.products.forward_headers[0]: invalid header name "X-Tenant:"`,
+			key:     "source_schemas.products.forward_headers[0]", value: "X-Tenant:",
+		},
+		{
+			name:    "invalid header name in the variable",
+			vars:    map[string]string{env.ForwardHeadersVar: "Authorization,X(Bad)"},
+			wantErr: `forward_headers[1]: invalid header name "X(Bad)"`,
+			key:     "forward_headers[1]", value: "X(Bad)",
+		},
+		{
+			name:    "header not a string",
+			yaml:    "forward_headers: [Authorization, 42]\n",
+			wantErr: "forward_headers[1]: invalid value 42: want a string",
+			key:     "forward_headers[1]", value: 42,
+		},
+		{
+			name:    "header list not a list",
+			yaml:    "forward_headers: {Authorization: true}\n",
+			wantErr: "forward_headers: invalid value map[Authorization:true]: want a list of strings",
+			key:     "forward_headers", value: map[string]any{"Authorization": true},
+		},
+		{
+			name:    "transport word",
+			yaml:    "transport: fast\n",
+			wantErr: `transport: invalid value "fast": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
+			key:     "transport", value: "fast",
+		},
+		{
+			name:    "transport number",
+			yaml:    "transport: 2\n",
+			wantErr: `transport: invalid value "2": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
+			key:     "transport", value: 2,
+		},
+		{
+			name:    "transport list",
+			yaml:    "transport: [sockets]\n",
+			wantErr: "transport: invalid value [sockets]: want legacy or sockets",
+			key:     "transport", value: []any{"sockets"},
+		},
+		{
+			name:    "switch variable",
+			vars:    map[string]string{env.SwitchVar: "yes"},
+			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
+			key:     env.SwitchVar, value: "yes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := env.Loader{LookupEnv: lookupEnv(tt.vars)}.Load(writeConfig(t, tt.yaml))
+			if err == nil {
+				t.Fatalf("Load() = %+v, want error %q", cfg, tt.wantErr)
+			}
+			if got := err.Error(); got != tt.wantErr {
+				t.Errorf("Load() error:\n got %s\nwant %s", got, tt.wantErr)
+			}
+			if !reflect.DeepEqual(cfg, env.Config{}) {
+				t.Errorf("Load() config = %+v, want the zero Config with an error", cfg)
+			}
+			var ke *env.KeyError
+			if !errors.As(err, &ke) {
+				t.Fatalf("errors.As(%T, *KeyError) = false", err)
+			}
+			if ke.Key != tt.key || !reflect.DeepEqual(ke.Value, tt.value) {
+				t.Errorf("KeyError{Key: %q, Value: %#v}, want {Key: %q, Value: %#v}", ke.Key, ke.Value, tt.key, tt.value)
+			}
+			if n := len(keyErrors(err)); n != 1 {
+				t.Errorf("Load() reported %d key errors, want 1: %v", n, err)
+			}
+		})
+	}
+}
+
+func TestLoadKeyErrorCause(t *testing.T) {
+	_, err := env.Loader{}.Load(writeConfig(t, "defaults:\n  conn_lifetime: 2x\n"))
+	var ke *env.KeyError
+	if !errors.As(err, &ke) {
+		t.Fatalf("errors.As(%v, *KeyError) = false", err)
+	}
+	// The cause is time.ParseDuration's error, kept for errors.Unwrap.
+	if ke.Err == nil || errors.Unwrap(ke) != ke.Err || !strings.Contains(ke.Err.Error(), `time: unknown unit "x"`) {
+		t.Errorf("KeyError.Err = %v, want time.ParseDuration's error", ke.Err)
+	}
+	if ke.Reason != `invalid duration "2x"` {
+		t.Errorf("KeyError.Reason = %q, want %q", ke.Reason, `invalid duration "2x"`)
+	}
+}
+
+// TestLoadReportsAllErrors checks that one Load reports every bad key: from
+// the environment, from decoding the files and from validation.
+func TestLoadReportsAllErrors(t *testing.T) {
+	yaml := `
+transport: fast
+colour: blue
+forward_headers: [X Bad, Authorization]
+defaults:
+  connect_timeout: 2x
+  max_conns_per_host: -3
+legacy:
+  handler_lifetime: -1m
+source_schemas:
+  products:
+    url: ftp://products/graphql
+    conn_lifetime: 2x
+    timeout: 5s
+  reviews:
+    forward_headers: ["X:Bad"]
+`
+	vars := map[string]string{env.SwitchVar: "maybe"}
+	cfg, err := env.Loader{LookupEnv: lookupEnv(vars)}.Load(writeConfig(t, yaml))
+	if err == nil {
+		t.Fatalf("Load() = %+v, want errors", cfg)
+	}
+	const accepted = "want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)"
+	wantErr := strings.Join([]string{
+		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe": ` + accepted,
+		"colour: unknown key (known keys: transport, forward_headers, defaults, source_schemas, legacy)",
+		`transport: invalid value "fast": ` + accepted,
+		`defaults.connect_timeout: invalid duration "2x"`,
+		"defaults.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",
+		`legacy.handler_lifetime: invalid duration "-1m": must not be negative (write off or 0 to turn the bound off)`,
+		"source_schemas.products.timeout: unknown key (known keys: url, forward_headers, connect_timeout, conn_lifetime, idle_conn_timeout, max_conns_per_host, header_timeout)",
+		`source_schemas.products.conn_lifetime: invalid duration "2x"`,
+		`forward_headers[0]: invalid header name "X Bad"`,
+		`source_schemas.products.url: invalid url "ftp://products/graphql": want scheme http or https`,
+		"source_schemas.reviews.url: missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql",
+		`source_schemas.reviews.forward_headers[0]: invalid header name "X:Bad"`,
+	}, "\n")
+	if got := err.Error(); got != wantErr {
+		t.Errorf("Load() error:\n%s\nwant:\n%s", got, wantErr)
+	}
+
+	type kv struct {
+		Key   string
+		Value any
+	}
+	want := []kv{
+		{env.SwitchVar, "maybe"},
+		{"colour", "blue"},
+		{"transport", "fast"},
+		{"defaults.connect_timeout", "2x"},
+		{"defaults.max_conns_per_host", -3},
+		{"legacy.handler_lifetime", "-1m"},
+		{"source_schemas.products.timeout", "5s"},
+		{"source_schemas.products.conn_lifetime", "2x"},
+		{"forward_headers[0]", "X Bad"},
+		{"source_schemas.products.url", "ftp://products/graphql"},
+		{"source_schemas.reviews.url", ""},
+		{"source_schemas.reviews.forward_headers[0]", "X:Bad"},
+	}
+	var got []kv
+	for _, ke := range keyErrors(err) {
+		got = append(got, kv{ke.Key, ke.Value})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("key errors:\n got %v\nwant %v", got, want)
+	}
+	var ke *env.KeyError
+	if !errors.As(err, &ke) || ke.Key != env.SwitchVar {
+		t.Errorf("errors.As finds %+v, want the first error, for %s", ke, env.SwitchVar)
+	}
+}
+
+// TestLoadErrorsAcrossFiles checks that bad keys of two files are all
+// reported, each under its key path.
+func TestLoadErrorsAcrossFiles(t *testing.T) {
+	first := writeConfig(t, "defaults:\n  conn_lifetime: 2x\n")
+	second := writeConfig(t, "legacy:\n  handler_lifetime: soon\n")
+	_, err := env.Loader{}.Load(first, second)
+	want := "defaults.conn_lifetime: invalid duration \"2x\"\nlegacy.handler_lifetime: invalid duration \"soon\""
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load() error = %v, want:\n%s", err, want)
+	}
+	// A later file that fixes a key hides the earlier bad value.
+	fix := writeConfig(t, "defaults:\n  conn_lifetime: 1m\nlegacy:\n  handler_lifetime: 1m\n")
+	cfg := mustLoad(t, env.Loader{}, first, second, fix)
+	if cfg.Defaults.ConnLifetime != time.Minute || cfg.Legacy.HandlerLifetime != time.Minute {
+		t.Errorf("Load(first, second, fix) = %+v, want both lifetimes 1m", cfg)
+	}
+}
+
+// TestLoadFileErrors covers files that cannot be read or parsed: the error
+// names the file and keeps the cause, and is not a KeyError.
+func TestLoadFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	malformed := writeConfig(t, "transport: [sockets\n")
+	notMapping := writeConfig(t, "- transport\n- sockets\n")
+	valid := writeConfig(t, issueYAML)
+	tests := []struct {
+		name    string
+		files   []string
+		wantErr string
+		is      error
+	}{
+		{
+			name:    "missing file",
+			files:   []string{missing},
+			wantErr: "config file " + missing + ": open " + missing + ": no such file or directory",
+			is:      fs.ErrNotExist,
+		},
+		{
+			name:    "missing second file",
+			files:   []string{valid, missing},
+			wantErr: "config file " + missing + ": open " + missing + ": no such file or directory",
+			is:      fs.ErrNotExist,
+		},
+		{
+			name:    "directory",
+			files:   []string{dir},
+			wantErr: "config file " + dir + ": read " + dir + ": is a directory",
+		},
+		{
+			name:    "malformed YAML",
+			files:   []string{malformed},
+			wantErr: "config file " + malformed + ": yaml: line 1: did not find expected ',' or ']'",
+		},
+		{
+			name:    "YAML that is not a mapping",
+			files:   []string{notMapping},
+			wantErr: "config file " + notMapping + ": yaml: unmarshal errors:\n  line 1: cannot unmarshal !!seq into map[string]interface {}",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A bad switch value must not hide the file's error.
+			l := env.Loader{LookupEnv: lookupEnv(map[string]string{env.SwitchVar: "bogus"})}
+			cfg, err := l.Load(tt.files...)
+			if err == nil {
+				t.Fatalf("Load() = %+v, want an error", cfg)
+			}
+			if got := err.Error(); got != tt.wantErr {
+				t.Errorf("Load() error:\n got %q\nwant %q", got, tt.wantErr)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
+			}
+			var ke *env.KeyError
+			if errors.As(err, &ke) {
+				t.Errorf("errors.As(*KeyError) = %+v, want no KeyError for a file error", ke)
+			}
+		})
+	}
+}
