@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/fusiongo/transport/internal/schemas"
+)
+
+func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("schemas", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	latency := fs.Duration("latency", 0, "fixed delay before each source schema request is answered (the benchmark's constant-latency mode, e.g. 4ms)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	srv, err := schemas.Start(schemas.Options{Latency: *latency})
+	if err != nil {
+		fmt.Fprintf(stderr, "schemas: %v\n", err)
+		return 2
+	}
+	defer srv.Close()
+	for _, name := range schemas.Names {
+		fmt.Fprintf(stdout, "%s %s\n", name, srv.URLs[name])
+	}
+	<-ctx.Done()
+	return 0
+}

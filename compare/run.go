@@ -1,0 +1,320 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+)
+
+// GatewayURL is the URL of the gateway request that Run puts in the context
+// of every source schema request (transport.WithGatewayRequest). Invokers
+// only read its headers; the URL never goes on the wire.
+const GatewayURL = "http://gateway.local/graphql"
+
+// Defaults of Options.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxBodyBytes = 16 << 20
+	DefaultMaxPaths     = 20
+)
+
+// Side is one Invoker under comparison.
+type Side struct {
+	// Name names the side in the report and in every explanation, e.g.
+	// "legacy". Required; the two sides of a run have different names.
+	Name string
+
+	// Invoker sends the side's requests. Required. Run does not close it.
+	Invoker transport.Invoker
+}
+
+// Options configures Run. The zero value works for a corpus of Post
+// requests.
+type Options struct {
+	// URLs maps a source schema name to its URL, as configured in both
+	// Invokers. Do requests with a relative Path need their schema's URL to
+	// resolve against; with a Post's schema here, a redirect is also
+	// detected when an Invoker does not record the redirect chain. Nil
+	// means no URLs are known.
+	URLs map[string]string
+
+	// Concurrency is how many corpus requests are in flight at once. The
+	// two sides of one request are always sent one after the other. Zero
+	// or negative means 1.
+	Concurrency int
+
+	// Timeout bounds one side of one request, from sending to reading the
+	// last byte of the body. Zero means DefaultTimeout; negative means no
+	// timeout (Run's context still applies).
+	Timeout time.Duration
+
+	// MaxBodyBytes caps how much of a response body is read and kept, and
+	// how far a gzip body is decoded; a longer body is cut there and the
+	// result notes it. Zero or negative means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+
+	// MaxPaths caps how many differing JSON paths a result lists; the rest
+	// are counted in one more Difference. Zero or negative means
+	// DefaultMaxPaths.
+	MaxPaths int
+
+	// IgnoreHeaders names response headers left out of the comparison in
+	// addition to those always left out (Date and the hop-by-hop headers),
+	// e.g. "X-Request-Id". Case does not matter. Nil adds none.
+	IgnoreHeaders []string
+}
+
+func (o *Options) concurrency() int { return max(o.Concurrency, 1) }
+
+func (o *Options) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}
+
+func (o *Options) maxBodyBytes() int64 {
+	if o.MaxBodyBytes <= 0 {
+		return DefaultMaxBodyBytes
+	}
+	return o.MaxBodyBytes
+}
+
+func (o *Options) maxPaths() int {
+	if o.MaxPaths <= 0 {
+		return DefaultMaxPaths
+	}
+	return o.MaxPaths
+}
+
+// Run sends every request of corpus through side a, then through side b,
+// and compares the two answers. Requests run concurrently across the corpus
+// (Options.Concurrency); the results are in corpus order. Run checks the
+// sides, the corpus and the URLs before it sends anything. If ctx ends
+// before every request has been answered, Run returns ctx's error and no
+// report, because requests cut short would look alike on both sides.
+//
+// Each request is made with a context carrying a gateway request to
+// GatewayURL with the Request's Headers (transport.WithGatewayRequest); a
+// Post goes through Invoker.Post, a request with Method and Path through
+// Invoker.Do. The answers are compared in this order:
+//
+//   - Errors: if exactly one side fails (including failing to read the
+//     body), that is the one difference. If both fail, the request counts
+//     as identical and the result notes both messages: they name different
+//     internals, so they are not compared.
+//   - Redirects: if exactly one side followed a redirect, or the two ended
+//     at different URLs, that is the one difference: the answers are to
+//     different requests, so nothing else is compared.
+//   - Status codes.
+//   - Headers, canonicalised, leaving out Date, the hop-by-hop headers
+//     (those a Connection header names, Connection, Keep-Alive,
+//     Proxy-Connection, Proxy-Authenticate, Proxy-Authorization, TE,
+//     Trailer, Transfer-Encoding, Upgrade) and Options.IgnoreHeaders, and
+//     leaving out Content-Length when either side decompressed its body
+//     transparently or when the bodies differ (the body difference says
+//     more). When one side decompressed transparently and the other
+//     returned the body encoded, that is one header difference on
+//     Content-Encoding.
+//   - Bodies, after decoding gzip bodies: as JSON values if both are JSON
+//     (numbers compare by their exact text, object keys in any order), one
+//     difference per differing JSON path; otherwise as bytes.
+func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Report, error) {
+	if err := validateSides(a, b); err != nil {
+		return nil, err
+	}
+	if err := validateCorpus(corpus); err != nil {
+		return nil, err
+	}
+	targets, err := resolveTargets(corpus, opts.URLs)
+	if err != nil {
+		return nil, err
+	}
+
+	c := newComparer(a.Name, b.Name, &opts)
+	results := make([]Result, len(corpus))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(opts.concurrency(), len(corpus)) {
+		wg.Go(func() {
+			for i := range jobs {
+				req := &corpus[i]
+				x := send(ctx, a.Invoker, req, targets[i], &opts)
+				y := send(ctx, b.Invoker, req, targets[i], &opts)
+				results[i] = c.result(req, x, y)
+			}
+		})
+	}
+feed:
+	for i := range corpus {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("compare: run stopped: %w", err)
+	}
+	return &Report{A: a.Name, B: b.Name, Results: results}, nil
+}
+
+func validateSides(a, b Side) error {
+	for _, s := range []Side{a, b} {
+		if s.Name == "" {
+			return errors.New("compare: a side has no name")
+		}
+		if s.Invoker == nil {
+			return fmt.Errorf("compare: side %q has no Invoker", s.Name)
+		}
+	}
+	if a.Name == b.Name {
+		return fmt.Errorf("compare: both sides are named %q", a.Name)
+	}
+	return nil
+}
+
+// resolveTargets returns, per corpus entry, the URL the request is sent to:
+// the resolved Path of a Do request, the schema's URL of a Post if known,
+// else nil.
+func resolveTargets(corpus []Request, urls map[string]string) ([]*url.URL, error) {
+	bases := make(map[string]*url.URL, len(urls))
+	for schema, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("compare: source schema %q: URL %q is not absolute (scheme and host)", schema, raw)
+		}
+		bases[schema] = u
+	}
+	targets := make([]*url.URL, len(corpus))
+	for i := range corpus {
+		req := &corpus[i]
+		base := bases[req.Schema]
+		if !req.isDo() {
+			targets[i] = base
+			continue
+		}
+		ref, err := url.Parse(req.Path) // checked by validate
+		if err != nil {
+			return nil, fmt.Errorf("compare: request %q: %w", req.Name, err)
+		}
+		if ref.Scheme != "" && ref.Host != "" {
+			targets[i] = ref
+			continue
+		}
+		if base == nil {
+			return nil, fmt.Errorf("compare: request %q: path %q is relative and Options.URLs has no URL for source schema %q", req.Name, req.Path, req.Schema)
+		}
+		targets[i] = base.ResolveReference(ref)
+	}
+	return targets, nil
+}
+
+// send makes one side of one request and reads its answer. Failures become
+// Outcome.Err: they are part of what is compared.
+func send(ctx context.Context, inv transport.Invoker, req *Request, target *url.URL, opts *Options) Outcome {
+	var out Outcome
+	if target != nil {
+		out.URL = target.Redacted()
+	}
+	if d := opts.timeout(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	gw, err := http.NewRequestWithContext(ctx, http.MethodPost, GatewayURL, nil)
+	if err != nil {
+		out.Err = err.Error()
+		return out
+	}
+	for name, value := range req.Headers {
+		gw.Header.Set(name, value)
+	}
+	ctx = transport.WithGatewayRequest(ctx, gw)
+
+	var resp *http.Response
+	if req.isDo() {
+		var body io.Reader
+		if len(req.Body) > 0 {
+			body = bytes.NewReader(req.Body) // lets the client replay it on a 307 or 308
+		}
+		hr, err := http.NewRequestWithContext(ctx, req.Method, target.String(), body)
+		if err != nil {
+			out.Err = err.Error()
+			return out
+		}
+		if body != nil {
+			hr.Header.Set("Content-Type", "application/json; charset=utf-8")
+		}
+		resp, err = inv.Do(ctx, req.Schema, hr)
+	} else {
+		resp, err = inv.Post(ctx, req.Schema, req.Body)
+	}
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		out.Err = err.Error()
+		return out
+	}
+	if resp == nil {
+		out.Err = "the Invoker returned neither a response nor an error"
+		return out
+	}
+	defer resp.Body.Close()
+
+	out.Status = resp.StatusCode
+	out.Header = resp.Header.Clone()
+	out.Uncompressed = resp.Uncompressed
+	recordRedirects(&out, resp)
+	out.Body, out.Truncated, err = readCapped(resp.Body, opts.maxBodyBytes())
+	if err != nil {
+		out.Err = fmt.Sprintf("reading body: %v", err)
+	}
+	return out
+}
+
+// recordRedirects fills in where the answer came from and the redirects
+// that led there. An http.Client records them: each request it makes for a
+// redirect carries the response that caused it (Request.Response).
+func recordRedirects(out *Outcome, resp *http.Response) {
+	if resp.Request == nil || resp.Request.URL == nil {
+		return
+	}
+	out.FinalURL = resp.Request.URL.Redacted()
+	first := resp.Request
+	var hops []Redirect
+	for first.Response != nil && first.Response.Request != nil {
+		hops = append(hops, Redirect{
+			Status:   first.Response.StatusCode,
+			Location: first.Response.Header.Get("Location"),
+		})
+		first = first.Response.Request
+	}
+	for i, j := 0, len(hops)-1; i < j; i, j = i+1, j-1 {
+		hops[i], hops[j] = hops[j], hops[i]
+	}
+	out.Redirects = hops
+	if out.URL == "" && first.URL != nil {
+		out.URL = first.URL.Redacted()
+	}
+}
+
+// readCapped reads r up to limit bytes and reports whether there was more.
+func readCapped(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(body)) > limit {
+		return body[:limit], true, err
+	}
+	return body, false, err
+}
