@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"-h"}, 0, []string{"compare", "schemas"}},
+		{[]string{"nope"}, 2, []string{`unknown command "nope"`}},
+		{[]string{"compare", "-h"}, 0, []string{"-config", "-corpus", "-concurrency", "-timeout", "1 when they did not"}},
+		{[]string{"schemas", "-h"}, 0, []string{"-latency"}},
+		{[]string{"compare", "-bogus"}, 2, []string{"flag provided but not defined"}},
+		{[]string{"compare", "extra"}, 2, []string{"unexpected arguments"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tc.args, &out, &errOut)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			all := out.String() + errOut.String()
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+// TestCompareBuiltIn runs the README's first command in process.
+func TestCompareBuiltIn(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"compare"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "53 requests: 53 identical, 0 different") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// TestCompareFindsDifference: a source schema that redirects makes the paths
+// differ, and the command exits 1 with the explanation.
+func TestCompareFindsDifference(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/graphql", http.StatusTemporaryRedirect)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"data":{"ok":true}}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "transport.yaml")
+	os.WriteFile(cfgFile, []byte("source_schemas:\n  products:\n    url: "+srv.URL+"/old\n"), 0o600)
+	corpusFile := filepath.Join(dir, "corpus.jsonl")
+	os.WriteFile(corpusFile, []byte(`{"name":"products/ok","schema":"products","body":{"query":"{ ok }"}}`+"\n"), 0o600)
+
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"compare", "-config", cfgFile, "-corpus", corpusFile}, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "legacy followed a 307") || !strings.Contains(out.String(), "sockets returned the 307") {
+		t.Errorf("report lacks the redirect explanation:\n%s", out.String())
+	}
+}
+
+func TestCompareBadConfig(t *testing.T) {
+	cfgFile := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(cfgFile, []byte("source_schemas:\n  products:\n    conn_lifetime: 2x\n"), 0o600)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"compare", "-config", cfgFile}, &out, &errOut); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if !strings.Contains(errOut.String(), `source_schemas.products.conn_lifetime: invalid duration "2x"`) {
+		t.Errorf("stderr: %s", errOut.String())
+	}
+}
