@@ -9,7 +9,10 @@
 // wrong with it.
 package env
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Path names the HTTP stack that serves source schema requests.
 type Path string
@@ -87,7 +90,8 @@ type SourceSchema struct {
 // Settings are the HTTP settings of a source schema. In every field the zero
 // value means "inherit": from Config.Defaults for a source schema, and from
 // the built-in default for Config.Defaults itself. Use Config.Effective to
-// read the values a source schema runs with.
+// read the values a source schema runs with. docs/configuration.md lists
+// every key with the path that honours it.
 type Settings struct {
 	// ConnectTimeout bounds dialing a new connection (TCP and, for https,
 	// the TLS handshake on the sockets path). Off dials without a bound.
@@ -95,12 +99,15 @@ type Settings struct {
 	ConnectTimeout time.Duration
 
 	// ConnLifetime is the age after which the sockets path closes a pooled
-	// connection, never in the middle of a request, with up to a tenth of
-	// jitter so that a pool does not reconnect all at once. Off keeps
-	// connections for as long as they stay usable. The legacy path ignores
-	// it (it rotates its shared transport, see LegacySettings).
-	// Default: 2m.
+	// connection, never in the middle of a request. Off keeps connections
+	// for as long as they stay usable. The legacy path ignores it (it
+	// rotates its shared transport, see LegacySettings). Default: 2m.
 	ConnLifetime time.Duration
+
+	// ConnLifetimeJitter is the most that is taken, at random, off each
+	// connection's lifetime, so that a pool does not reconnect all at once.
+	// Off: no jitter. Default: a tenth of ConnLifetime.
+	ConnLifetimeJitter time.Duration
 
 	// IdleConnTimeout is how long an idle pooled connection is kept. Off
 	// keeps idle connections without a bound. Default: 90s.
@@ -113,10 +120,175 @@ type Settings struct {
 	// Default: no limit.
 	MaxConnsPerHost int
 
+	// MaxIdleConnsPerHost limits the idle connections kept per source
+	// schema (sockets) or per host (legacy); a connection that turns idle
+	// beyond it is closed. NoLimit (0 in files) means no limit.
+	// Default: the path's own (sockets: no limit; legacy: Go's 2).
+	MaxIdleConnsPerHost int
+
+	// KeepAlive is the interval of TCP keep-alive probes on a connection.
+	// Off turns them off. Default: 15s (Go's dialer default).
+	KeepAlive time.Duration
+
 	// HeaderTimeout bounds the time until the response headers arrive for a
 	// request whose context has no deadline; reading the body is not cut.
 	// Off leaves such requests unbounded. Default: 100s.
 	HeaderTimeout time.Duration
+
+	// RequestTimeout bounds a whole request, body included, unless the
+	// caller's context has an earlier deadline. Off: no bound.
+	// Default: off.
+	RequestTimeout time.Duration
+
+	// TLSHandshakeTimeout bounds the TLS handshake of a new connection.
+	// Off: no bound of its own (ConnectTimeout still applies on sockets).
+	// Default: 10s.
+	TLSHandshakeTimeout time.Duration
+
+	// HTTPVersion is the HTTP version spoken to the source schema: "1.1",
+	// "2" (HTTP/2 over TLS, negotiated by ALPN) or "h2c" (cleartext HTTP/2
+	// with prior knowledge). Default: "2" with VersionPolicy "or_lower",
+	// which is Go's own behaviour: HTTP/2 where TLS offers it, else 1.1.
+	HTTPVersion string
+
+	// VersionPolicy says whether HTTPVersion is a floor or a fixed choice:
+	// "or_lower" falls back to HTTP/1.1; "exact" fails rather than fall
+	// back. h2c is always exact. Default: "or_lower".
+	VersionPolicy string
+
+	// HTTP2 holds the HTTP/2 connection settings.
+	HTTP2 HTTP2Settings
+
+	// TLS holds the TLS client settings for https source schemas.
+	TLS TLSSettings
+
+	// Proxy routes the source schema's connections: "off" (direct),
+	// "environment" (HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read once at
+	// startup), or a proxy URL (http, https or socks5). Default: "off" on
+	// the sockets path; the legacy path always uses the environment.
+	Proxy string
+
+	// Decompression lists the content codings the sockets path asks for
+	// and decodes: "gzip", "zstd". A non-nil empty list (off in files)
+	// decodes nothing. Default: none, the body reaches the caller as sent.
+	Decompression []string
+
+	// UnixSocket, if set, is the path of a Unix domain socket to dial
+	// instead of the URL's host, for a sidecar. The URL still gives the
+	// Host header and scheme. Default: none.
+	UnixSocket string
+
+	// Headers holds header rules beyond the forwarded names.
+	Headers HeaderSettings
+
+	// Retry configures retries of queries. Default: off (one attempt).
+	Retry RetrySettings
+
+	// Dedupe makes identical in-flight queries share one source schema
+	// request. Default: Disabled.
+	Dedupe Toggle
+}
+
+// HTTP2Settings are the HTTP/2 settings of a source schema.
+type HTTP2Settings struct {
+	// PingInterval is how long a connection may stay silent before a
+	// keep-alive PING is sent. Off: no pings. Default: off.
+	PingInterval time.Duration
+
+	// PingTimeout is how long to wait for a PING's answer before the
+	// connection is closed. Default: 15s.
+	PingTimeout time.Duration
+
+	// MultipleConnections lets a source schema open another connection
+	// when an HTTP/2 connection is at the server's stream limit; Disabled
+	// makes requests wait for a stream instead. Default: Enabled.
+	MultipleConnections Toggle
+}
+
+// TLSSettings are the TLS client settings of a source schema.
+type TLSSettings struct {
+	// CAFile is a PEM file of CA certificates trusted instead of the
+	// system's. Default: the system roots.
+	CAFile string
+
+	// CertFile and KeyFile are a PEM client certificate and key, for mTLS.
+	// Both or neither. Default: none.
+	CertFile, KeyFile string
+
+	// ServerName overrides the name checked against the server's
+	// certificate and sent in SNI. Default: the URL's host.
+	ServerName string
+
+	// MinVersion and MaxVersion bound the TLS version: "1.2" or "1.3".
+	// Default: Go's (1.2 to 1.3).
+	MinVersion, MaxVersion string
+
+	// InsecureSkipVerify turns certificate verification OFF: anyone on the
+	// path can read and change the traffic. For tests only; the path logs
+	// a warning at startup. Default: Disabled.
+	InsecureSkipVerify Toggle
+}
+
+// HeaderSettings are header rules of a source schema, applied on both
+// paths after the forwarded names.
+type HeaderSettings struct {
+	// Forward names gateway request headers to forward, in addition to
+	// the forward_headers lists. Default: none.
+	Forward []string
+
+	// ForwardMatching holds regular expressions (RE2, matched against the
+	// canonical header name, anchored by the user) of gateway request
+	// headers to forward. Default: none.
+	ForwardMatching []string
+
+	// Rename forwards the gateway header named by a key under the name of
+	// its value, e.g. X-User -> X-Source-User. Default: none.
+	Rename map[string]string
+
+	// Set adds static headers to every request. A header the caller set
+	// wins. Default: none.
+	Set map[string]string
+}
+
+// RetrySettings configure retries of queries (never mutations or
+// subscriptions).
+type RetrySettings struct {
+	// MaxAttempts is the number of tries, the first included; 1 does not
+	// retry. Default: 1.
+	MaxAttempts int
+
+	// WaitMin and WaitMax bound the backoff between tries; a Retry-After
+	// answer is honoured up to WaitMax. Defaults: 100ms and 2s.
+	WaitMin, WaitMax time.Duration
+
+	// Statuses lists the response statuses that are retried.
+	// Default: 429, 502, 503, 504.
+	Statuses []int
+}
+
+// Toggle is a setting that can be switched on or off, or inherited.
+type Toggle int8
+
+const (
+	// Inherit, the zero Toggle, takes the value from the parent.
+	Inherit Toggle = 0
+	// Enabled switches the setting on.
+	Enabled Toggle = 1
+	// Disabled switches the setting off.
+	Disabled Toggle = -1
+)
+
+// On reports whether t is Enabled.
+func (t Toggle) On() bool { return t == Enabled }
+
+func (t Toggle) String() string {
+	switch t {
+	case Enabled:
+		return "true"
+	case Disabled:
+		return "false"
+	}
+	return "inherit"
 }
 
 // LegacySettings are read by the legacy path only.
@@ -136,7 +308,20 @@ func (c Config) Effective(name string) (Settings, bool) {
 	if !ok {
 		return Settings{}, false
 	}
-	return s.Settings.inherit(c.Defaults).inherit(builtin), true
+	return resolve(s.Settings.inherit(c.Defaults)), true
+}
+
+// resolve applies the built-in defaults, then those that depend on other
+// settings.
+func resolve(s Settings) Settings {
+	s = s.inherit(builtin)
+	if s.ConnLifetimeJitter == 0 {
+		s.ConnLifetimeJitter = Bound(s.ConnLifetime) / 10
+		if s.ConnLifetimeJitter == 0 {
+			s.ConnLifetimeJitter = Off
+		}
+	}
+	return s
 }
 
 // EffectiveLegacy returns the legacy settings with built-in defaults applied.
@@ -151,7 +336,7 @@ func (c Config) EffectiveLegacy() LegacySettings {
 // EffectiveDefaults returns Config.Defaults with the built-in defaults applied:
 // the settings of the legacy path's shared transport.
 func (c Config) EffectiveDefaults() Settings {
-	return c.Defaults.inherit(builtin)
+	return resolve(c.Defaults)
 }
 
 // Path returns the selected path, PathLegacy when Transport is empty.
@@ -162,30 +347,41 @@ func (c Config) Path() Path {
 	return c.Transport
 }
 
+// Equal reports whether s and o are the same settings.
+func (s Settings) Equal(o Settings) bool { return reflect.DeepEqual(s, o) }
+
 var builtin = Settings{
-	ConnectTimeout:  DefaultConnectTimeout,
-	ConnLifetime:    DefaultConnLifetime,
-	IdleConnTimeout: DefaultIdleConnTimeout,
-	MaxConnsPerHost: NoLimit, // as Load resolves it, so that resolved settings compare equal
-	HeaderTimeout:   DefaultHeaderTimeout,
+	ConnectTimeout:      DefaultConnectTimeout,
+	ConnLifetime:        DefaultConnLifetime,
+	IdleConnTimeout:     DefaultIdleConnTimeout,
+	MaxConnsPerHost:     NoLimit, // as Load resolves it, so that resolved settings compare equal
+	KeepAlive:           15 * time.Second,
+	HeaderTimeout:       DefaultHeaderTimeout,
+	RequestTimeout:      Off,
+	TLSHandshakeTimeout: 10 * time.Second,
+	HTTPVersion:         "2",
+	VersionPolicy:       "or_lower",
+	HTTP2: HTTP2Settings{
+		PingInterval:        Off,
+		PingTimeout:         15 * time.Second,
+		MultipleConnections: Enabled,
+	},
+	TLS:           TLSSettings{InsecureSkipVerify: Disabled},
+	Proxy:         "off",
+	Decompression: []string{},
+	Retry: RetrySettings{
+		MaxAttempts: 1,
+		WaitMin:     100 * time.Millisecond,
+		WaitMax:     2 * time.Second,
+		Statuses:    []int{429, 502, 503, 504},
+	},
+	Dedupe: Disabled,
 }
 
-// inherit fills the zero fields of s from parent.
+// inherit fills the unset fields of s from parent, key by key.
 func (s Settings) inherit(parent Settings) Settings {
-	if s.ConnectTimeout == 0 {
-		s.ConnectTimeout = parent.ConnectTimeout
-	}
-	if s.ConnLifetime == 0 {
-		s.ConnLifetime = parent.ConnLifetime
-	}
-	if s.IdleConnTimeout == 0 {
-		s.IdleConnTimeout = parent.IdleConnTimeout
-	}
-	if s.MaxConnsPerHost == 0 {
-		s.MaxConnsPerHost = parent.MaxConnsPerHost
-	}
-	if s.HeaderTimeout == 0 {
-		s.HeaderTimeout = parent.HeaderTimeout
+	for _, f := range settingFields {
+		f.inherit(&s, &parent)
 	}
 	return s
 }

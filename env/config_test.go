@@ -65,11 +65,11 @@ func TestEffective(t *testing.T) {
 				SourceSchemas: map[string]env.SourceSchema{"products": {URL: url, Settings: tt.schema}},
 			}
 			got, ok := cfg.Effective("products")
-			if !ok || got != tt.want {
+			if !ok || core(got) != core(tt.want) {
 				t.Errorf("Effective(products) = %+v, %v\nwant %+v, true", got, ok, tt.want)
 			}
 			// Defaults are applied where they are read, never written back.
-			if cfg.Defaults != tt.defaults || cfg.SourceSchemas["products"].Settings != tt.schema {
+			if core(cfg.Defaults) != core(tt.defaults) || core(cfg.SourceSchemas["products"].Settings) != core(tt.schema) {
 				t.Errorf("Effective changed the Config: %+v", cfg)
 			}
 		})
@@ -90,7 +90,7 @@ func TestEffectiveUnknownSchema(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, name := range []string{"reviews", "", "Products"} {
-				if got, ok := tt.cfg.Effective(name); ok || got != (env.Settings{}) {
+				if got, ok := tt.cfg.Effective(name); ok || core(got) != core((env.Settings{})) {
 					t.Errorf("Effective(%q) = %+v, %v; want zero Settings, false", name, got, ok)
 				}
 			}
@@ -120,7 +120,7 @@ func TestEffectiveDefaults(t *testing.T) {
 				// A schema's settings are not the shared transport's.
 				SourceSchemas: map[string]env.SourceSchema{"products": {Settings: env.Settings{ConnectTimeout: time.Second}}},
 			}
-			if got := cfg.EffectiveDefaults(); got != tt.want {
+			if got := cfg.EffectiveDefaults(); core(got) != core(tt.want) {
 				t.Errorf("EffectiveDefaults() = %+v\nwant %+v", got, tt.want)
 			}
 		})
@@ -134,12 +134,12 @@ func TestEffectiveDefaults(t *testing.T) {
 func TestEffectiveDefaultsSameForLoadedAndBuilt(t *testing.T) {
 	loaded := mustLoad(t, env.Loader{}, writeConfig(t, "source_schemas:\n  products:\n    url: http://products/graphql\n"))
 	built := env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {URL: "http://products/graphql"}}}
-	if l, b := loaded.EffectiveDefaults(), built.EffectiveDefaults(); l != b {
+	if l, b := loaded.EffectiveDefaults(), built.EffectiveDefaults(); core(l) != core(b) {
 		t.Errorf("EffectiveDefaults: loaded %+v, built %+v; want equal", l, b)
 	}
 	l, _ := loaded.Effective("products")
 	b, _ := built.Effective("products")
-	if l != b {
+	if core(l) != core(b) {
 		t.Errorf("Effective(products): loaded %+v, built %+v; want equal", l, b)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // process environment. It reports every bad key at once, each error naming
 // its key path and value; see KeyError.
 func Load(files ...string) (Config, error) {
-	return Loader{LookupEnv: os.LookupEnv}.Load(files...)
+	return Loader{LookupEnv: os.LookupEnv, Environ: os.Environ}.Load(files...)
 }
 
 // Loader loads configuration with an injectable environment.
@@ -29,6 +29,11 @@ type Loader struct {
 	// LookupEnv reads an environment variable, as os.LookupEnv does. Nil
 	// reads none.
 	LookupEnv func(key string) (string, bool)
+
+	// Environ lists the environment as os.Environ does, for the variables
+	// that set any key (FUSION_DEFAULTS__*, FUSION_SOURCE_SCHEMAS__*,
+	// FUSION_LEGACY__*). Nil reads none of those.
+	Environ func() []string
 }
 
 // Load is Load with l's environment.
@@ -42,17 +47,18 @@ func (l Loader) Load(files ...string) (Config, error) {
 			return Config{}, fmt.Errorf("config file %s: %w", f, err)
 		}
 	}
-	envMap, envErr := l.environment()
+	envMap, origin, envErr := l.environment(k.MapKeys("source_schemas"))
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
 		return Config{}, fmt.Errorf("loading the environment: %w", err)
 	}
 	cfg, decodeErr := decode(k.Raw())
+	decodeErr = blameEnvironment(decodeErr, origin)
 	// Validate what decoded even when some keys did not, so that one Load
 	// reports every problem: a bad duration must not hide a missing url.
 	var errs errorList
 	errs.addAll(envErr)
 	errs.addAll(decodeErr)
-	errs.addAll(cfg.Validate())
+	errs.addAll(blameEnvironment(cfg.Validate(), origin))
 	if err := errs.err(); err != nil {
 		return Config{}, err
 	}
@@ -76,10 +82,26 @@ func builtinMap() map[string]any {
 // environment reads the variables the transport knows. An invalid switch
 // value is an error here, at startup, naming the variable; the map still
 // holds the other variables, so that Load reports their problems too.
-func (l Loader) environment() (map[string]any, error) {
+func (l Loader) environment(schemas []string) (map[string]any, map[string]string, error) {
 	out := map[string]any{}
+	origin := map[string]string{}
+	var errs errorList
+	if l.Environ != nil {
+		for _, kv := range l.Environ() {
+			name, value, _ := strings.Cut(kv, "=")
+			path, err := envKey(name, schemas)
+			if err != nil {
+				errs.add(name, value, err, "%v", err)
+				continue
+			}
+			if path != "" {
+				out[path] = value
+				origin[path] = name
+			}
+		}
+	}
 	if l.LookupEnv == nil {
-		return out, nil
+		return out, origin, errs.err()
 	}
 	var switchErr error
 	if v, ok := l.LookupEnv(SwitchVar); ok {
@@ -98,15 +120,17 @@ func (l Loader) environment() (map[string]any, error) {
 		}
 		out["forward_headers"] = items
 	}
-	return out, switchErr
+	if switchErr != nil {
+		errs = append(errorList{switchErr}, errs...)
+	}
+	return out, origin, errs.err()
 }
 
 // The keys a file may hold, per level. Anything else is an unknown key.
 var (
-	topKeys     = []string{"transport", "forward_headers", "defaults", "source_schemas", "legacy"}
-	settingKeys = []string{"connect_timeout", "conn_lifetime", "idle_conn_timeout", "max_conns_per_host", "header_timeout"}
-	schemaKeys  = append([]string{"url", "forward_headers"}, settingKeys...)
-	legacyKeys  = []string{"handler_lifetime"}
+	topKeys    = []string{"transport", "forward_headers", "defaults", "source_schemas", "legacy"}
+	schemaOnly = []string{"url", "forward_headers"}
+	legacyKeys = []string{"handler_lifetime"}
 )
 
 // decode turns koanf's merged map into a Config, strictly: unknown keys and
@@ -138,8 +162,7 @@ func decode(raw map[string]any) (Config, error) {
 	}
 	cfg.ForwardHeaders = stringList(&errs, "forward_headers", raw["forward_headers"])
 	if m, ok := section(&errs, "defaults", raw["defaults"]); ok {
-		unknown(&errs, "defaults", m, settingKeys)
-		cfg.Defaults = settings(&errs, "defaults", m)
+		cfg.Defaults = settings(&errs, "defaults", m, nil)
 	}
 	if m, ok := section(&errs, "legacy", raw["legacy"]); ok {
 		unknown(&errs, "legacy", m, legacyKeys)
@@ -157,8 +180,7 @@ func decode(raw map[string]any) (Config, error) {
 			}
 			// A schema written without keys (products:) is kept, so that
 			// Validate reports its missing url instead of dropping it.
-			unknown(&errs, key, sm, schemaKeys)
-			s := SourceSchema{Settings: settings(&errs, key, sm)}
+			s := SourceSchema{Settings: settings(&errs, key, sm, schemaOnly)}
 			switch u := sm["url"].(type) {
 			case string:
 				s.URL = u
@@ -173,29 +195,84 @@ func decode(raw map[string]any) (Config, error) {
 	return cfg, errs.err()
 }
 
-// settings decodes the setting keys present in m. An explicit 0 in a file
+// settings decodes the setting keys present in m (see settingFields),
+// reporting unknown keys other than those in also. An explicit 0 in a file
 // means "off" or "no limit", so it is stored as Off or NoLimit: in the
 // struct, 0 means "inherit".
-func settings(errs *errorList, prefix string, m map[string]any) Settings {
-	var s Settings
-	durations := []struct {
+func settings(errs *errorList, prefix string, m map[string]any, also []string) Settings {
+	// Unknown keys first, then values, so that a typo reads before what it
+	// may have caused.
+	type entry struct {
 		key string
-		dst *time.Duration
-	}{
-		{"connect_timeout", &s.ConnectTimeout},
-		{"conn_lifetime", &s.ConnLifetime},
-		{"idle_conn_timeout", &s.IdleConnTimeout},
-		{"header_timeout", &s.HeaderTimeout},
+		v   any
 	}
-	for _, d := range durations {
-		if v, ok := m[d.key]; ok {
-			*d.dst = duration(errs, prefix+"."+d.key, v)
+	var known []entry
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch {
+		case contains(also, k):
+		case contains(sections, k):
+			sub, ok := section(errs, prefix+"."+k, v)
+			if !ok {
+				continue
+			}
+			for _, sk := range sortedKeys(sub) {
+				known = append(known, entry{k + "." + sk, sub[sk]})
+			}
+		default:
+			known = append(known, entry{k, v})
 		}
 	}
-	if v, ok := m["max_conns_per_host"]; ok {
-		s.MaxConnsPerHost = limit(errs, prefix+".max_conns_per_host", v)
+	var s Settings
+	var values []entry
+	for _, e := range known {
+		if _, ok := fieldByKey(e.key); !ok {
+			errs.add(prefix+"."+e.key, e.v, nil, "unknown key%s", suggest(e.key, append(SettingKeys(), also...)))
+			continue
+		}
+		values = append(values, e)
+	}
+	for _, e := range values {
+		f, _ := fieldByKey(e.key)
+		f.decode(errs, prefix+"."+e.key, e.v, &s)
 	}
 	return s
+}
+
+// suggest returns " (did you mean x?)" for the known key nearest to key,
+// or a pointer to the documentation when none is near.
+func suggest(key string, known []string) string {
+	best, bestDist := "", 4
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return " (docs/configuration.md lists the keys)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // duration reads a duration such as "15s", 0 or "off". Zero and "off" give

@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -38,14 +39,110 @@ func (c Config) Validate() error {
 		}
 		headerNames(&errs, key+".forward_headers", s.ForwardHeaders)
 		validateSettings(&errs, key, s.Settings)
+		if u, err := url.Parse(s.URL); err == nil && checkURL(s.URL) == nil {
+			eff, _ := c.Effective(name)
+			validateEffective(&errs, key, u, eff)
+		}
 	}
 	return errs.err()
 }
 
+// validateSettings checks the values set at one level, naming their keys.
 func validateSettings(errs *errorList, prefix string, s Settings) {
-	if s.MaxConnsPerHost < NoLimit {
-		errs.add(prefix+".max_conns_per_host", s.MaxConnsPerHost, nil, "invalid limit %d: must not be negative (0 means no limit)", s.MaxConnsPerHost)
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}} {
+		if l.n < NoLimit {
+			errs.add(prefix+"."+l.key, l.n, nil, "invalid limit %d: must not be negative (0 means no limit)", l.n)
+		}
 	}
+	if s.Retry.MaxAttempts < 0 {
+		errs.add(prefix+".retry.max_attempts", 0, nil, "invalid value %d: want at least 1 (1 does not retry)", max(s.Retry.MaxAttempts, 0))
+	}
+	if s.Proxy != "" {
+		if err := checkProxy(s.Proxy); err != nil {
+			errs.add(prefix+".proxy", s.Proxy, err, "%v", err)
+		}
+	}
+	for i, c := range s.Decompression {
+		if c != "gzip" && c != "zstd" {
+			errs.add(fmt.Sprintf("%s.decompression[%d]", prefix, i), c, nil, "invalid value %q: allowed gzip, zstd", c)
+		}
+	}
+	headerNames(errs, prefix+".headers.forward", s.Headers.Forward)
+	for i, expr := range s.Headers.ForwardMatching {
+		if _, err := regexp.Compile(expr); err != nil {
+			errs.add(fmt.Sprintf("%s.headers.forward_matching[%d]", prefix, i), expr, err, "invalid regular expression %q: %v", expr, err)
+		}
+	}
+	for _, from := range sortedStrings(s.Headers.Rename) {
+		to := s.Headers.Rename[from]
+		for _, n := range []string{from, to} {
+			if !httpguts.ValidHeaderFieldName(n) {
+				errs.add(prefix+".headers.rename."+from, to, nil, "invalid header name %q", n)
+			}
+		}
+	}
+	for _, name := range sortedStrings(s.Headers.Set) {
+		v := s.Headers.Set[name]
+		if !httpguts.ValidHeaderFieldName(name) {
+			errs.add(prefix+".headers.set."+name, v, nil, "invalid header name %q", name)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			errs.add(prefix+".headers.set."+name, v, nil, "invalid header value %q: control characters such as CR or LF are not allowed", v)
+		}
+	}
+}
+
+// validateEffective checks a source schema's settings after inheritance:
+// combinations that no single key shows.
+func validateEffective(errs *errorList, key string, u *url.URL, s Settings) {
+	switch {
+	case s.HTTPVersion == "h2c" && u.Scheme != "http":
+		errs.add(key+".http_version", s.HTTPVersion, nil, "invalid value \"h2c\" for url %s: h2c is cleartext HTTP/2 and needs an http url (use \"2\" over https)", u.Redacted())
+	case s.HTTPVersion == "2" && s.VersionPolicy == "exact" && u.Scheme != "https":
+		errs.add(key+".http_version", s.HTTPVersion, nil, "invalid value \"2\" with version_policy exact for url %s: HTTP/2 over http needs prior knowledge (use \"h2c\")", u.Redacted())
+	}
+	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
+		errs.add(key+".tls", s.TLS.CertFile+s.TLS.KeyFile, nil, "tls.cert_file and tls.key_file go together: set both or neither")
+	}
+	if s.TLS.MinVersion != "" && s.TLS.MaxVersion != "" && s.TLS.MinVersion > s.TLS.MaxVersion {
+		errs.add(key+".tls.min_version", s.TLS.MinVersion, nil, "invalid value %q: above tls.max_version %q", s.TLS.MinVersion, s.TLS.MaxVersion)
+	}
+	if s.Retry.WaitMin > 0 && s.Retry.WaitMax > 0 && s.Retry.WaitMin > s.Retry.WaitMax {
+		errs.add(key+".retry.wait_min", s.Retry.WaitMin.String(), nil, "invalid value %s: above retry.wait_max %s", s.Retry.WaitMin, s.Retry.WaitMax)
+	}
+}
+
+// checkProxy accepts off, environment, or an absolute proxy URL.
+func checkProxy(v string) error {
+	switch strings.ToLower(v) {
+	case "off", "environment":
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("invalid proxy %q: %w", v, err)
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5", "socks5h":
+	default:
+		return fmt.Errorf("invalid proxy %q: want off, environment, or a URL with scheme http, https or socks5", v)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("invalid proxy %q: no host", v)
+	}
+	return nil
+}
+
+func sortedStrings(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // checkURL requires an absolute http or https URL.

@@ -117,7 +117,7 @@ func (r *rotator) reconfigure(cfg env.Config) bool {
 	lifetime := env.Bound(cfg.EffectiveLegacy().HandlerLifetime)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || (sharedSettings(settings) == sharedSettings(r.settings) && lifetime == r.lifetime) {
+	if r.closed || (sharedSettings(settings).Equal(sharedSettings(r.settings)) && lifetime == r.lifetime) {
 		return false
 	}
 	r.settings, r.lifetime = settings, lifetime

@@ -39,6 +39,10 @@ func newPoolKey(u *url.URL, s env.Settings) poolKey {
 	return poolKey{scheme: u.Scheme, addr: hostPort(u), settings: s}
 }
 
+func (k poolKey) equal(o poolKey) bool {
+	return k.scheme == o.scheme && k.addr == o.addr && k.settings.Equal(o.settings)
+}
+
 // build makes the state for cfg, reusing old's pools whose keys are equal.
 func build(cfg env.Config, old *state) (*state, error) {
 	st := &state{schemas: make(map[string]*schema, len(cfg.SourceSchemas))}
@@ -63,7 +67,7 @@ func build(cfg env.Config, old *state) (*state, error) {
 			ProtoMinor: 1,
 			Host:       u.Host,
 		}
-		if o, ok := old.lookup(name); ok && o.key == s.key {
+		if o, ok := old.lookup(name); ok && o.key.equal(s.key) {
 			s.pool = o.pool
 		} else {
 			s.pool = newPool(s.key)

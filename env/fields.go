@@ -1,0 +1,312 @@
+package env
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// field is one setting key: how a file value decodes into Settings, and how
+// a source schema inherits it. settingFields is the one list of keys that
+// the loader, inheritance, the environment mapping and the config command
+// share.
+type field struct {
+	key     string // dotted, under defaults or source_schemas.<name>
+	decode  func(errs *errorList, key string, v any, s *Settings)
+	inherit func(dst, parent *Settings)
+	isSet   func(s *Settings) bool
+	format  func(s *Settings) string
+}
+
+var settingFields = []field{
+	durationField("connect_timeout", func(s *Settings) *time.Duration { return &s.ConnectTimeout }),
+	durationField("conn_lifetime", func(s *Settings) *time.Duration { return &s.ConnLifetime }),
+	durationField("conn_lifetime_jitter", func(s *Settings) *time.Duration { return &s.ConnLifetimeJitter }),
+	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }),
+	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }),
+	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }),
+	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }),
+	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }),
+	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }),
+	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }),
+	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }),
+	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }),
+	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }),
+	durationField("http2.ping_timeout", func(s *Settings) *time.Duration { return &s.HTTP2.PingTimeout }),
+	toggleField("http2.multiple_connections", func(s *Settings) *Toggle { return &s.HTTP2.MultipleConnections }),
+	stringField("tls.ca_file", func(s *Settings) *string { return &s.TLS.CAFile }),
+	stringField("tls.cert_file", func(s *Settings) *string { return &s.TLS.CertFile }),
+	stringField("tls.key_file", func(s *Settings) *string { return &s.TLS.KeyFile }),
+	stringField("tls.server_name", func(s *Settings) *string { return &s.TLS.ServerName }),
+	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }),
+	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }),
+	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }),
+	stringField("proxy", func(s *Settings) *string { return &s.Proxy }),
+	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }),
+	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }),
+	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }),
+	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }),
+	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }),
+	mapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }),
+	limitField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }),
+	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }),
+	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }),
+	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }),
+	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }),
+}
+
+// SettingKeys returns the keys a source schema or defaults section may
+// hold, dotted, in documentation order.
+func SettingKeys() []string {
+	keys := make([]string, len(settingFields))
+	for i, f := range settingFields {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// sections are the nested mappings among the setting keys.
+var sections = []string{"http2", "tls", "headers", "retry"}
+
+func fieldByKey(key string) (field, bool) {
+	for _, f := range settingFields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+func durationField(key string, p func(*Settings) *time.Duration) field {
+	return field{
+		key:     key,
+		decode:  func(e *errorList, k string, v any, s *Settings) { *p(s) = duration(e, k, v) },
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != 0 },
+		format: func(s *Settings) string {
+			if *p(s) < 0 {
+				return "off"
+			}
+			return p(s).String()
+		},
+	}
+}
+
+func limitField(key string, p func(*Settings) *int) field {
+	return field{
+		key:     key,
+		decode:  func(e *errorList, k string, v any, s *Settings) { *p(s) = limit(e, k, v) },
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != 0 },
+		format: func(s *Settings) string {
+			if *p(s) < 0 {
+				return "0 (no limit)"
+			}
+			return strconv.Itoa(*p(s))
+		},
+	}
+}
+
+func stringField(key string, p func(*Settings) *string) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			str, ok := scalarString(v)
+			if !ok {
+				e.add(k, v, nil, "invalid value %v: want a string", v)
+				return
+			}
+			*p(s) = strings.TrimSpace(str)
+		},
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != "" },
+		format:  func(s *Settings) string { return *p(s) },
+	}
+}
+
+func enumField(key string, allowed []string, p func(*Settings) *string) field {
+	f := stringField(key, p)
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		str, ok := scalarString(v)
+		str = strings.ToLower(strings.TrimSpace(str))
+		if !ok || !contains(allowed, str) {
+			e.add(k, v, nil, "invalid value %q: allowed %s", fmt.Sprint(v), strings.Join(allowed, ", "))
+			return
+		}
+		*p(s) = str
+	}
+	return f
+}
+
+func toggleField(key string, p func(*Settings) *Toggle) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			switch x := v.(type) {
+			case bool:
+				*p(s) = map[bool]Toggle{true: Enabled, false: Disabled}[x]
+				return
+			case string:
+				switch strings.ToLower(strings.TrimSpace(x)) {
+				case "true", "on", "1", "yes":
+					*p(s) = Enabled
+					return
+				case "false", "off", "0", "no":
+					*p(s) = Disabled
+					return
+				}
+			}
+			e.add(k, v, nil, "invalid value %v: want true or false", v)
+		},
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != Inherit },
+		format:  func(s *Settings) string { return p(s).String() },
+	}
+}
+
+func listField(key string, p func(*Settings) *[]string) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			if str, ok := v.(string); ok && strings.EqualFold(strings.TrimSpace(str), "off") {
+				*p(s) = []string{}
+				return
+			}
+			list := stringList(e, k, v)
+			if list == nil {
+				list = []string{}
+			}
+			*p(s) = list
+		},
+		inherit: func(d, par *Settings) {
+			if *p(d) == nil {
+				*p(d) = *p(par)
+			}
+		},
+		isSet:  func(s *Settings) bool { return *p(s) != nil },
+		format: func(s *Settings) string { return "[" + strings.Join(*p(s), ", ") + "]" },
+	}
+}
+
+func intListField(key string, p func(*Settings) *[]int) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			var items []any
+			switch x := v.(type) {
+			case []any:
+				items = x
+			case string:
+				for _, it := range splitList(x) {
+					items = append(items, it)
+				}
+			case int:
+				items = []any{x}
+			default:
+				e.add(k, v, nil, "invalid value %v: want a list of whole numbers", v)
+				return
+			}
+			out := []int{}
+			for i, it := range items {
+				n, ok := number(it)
+				if str, isString := it.(string); isString {
+					parsed, err := strconv.Atoi(strings.TrimSpace(str))
+					n, ok = float64(parsed), err == nil
+				}
+				if !ok || n != float64(int(n)) || n < 100 || n > 599 {
+					e.add(fmt.Sprintf("%s[%d]", k, i), it, nil, "invalid status %v: want a number from 100 to 599", it)
+					continue
+				}
+				out = append(out, int(n))
+			}
+			*p(s) = out
+		},
+		inherit: func(d, par *Settings) {
+			if *p(d) == nil {
+				*p(d) = *p(par)
+			}
+		},
+		isSet:  func(s *Settings) bool { return *p(s) != nil },
+		format: func(s *Settings) string { return strings.Trim(fmt.Sprint(*p(s)), "[]") },
+	}
+}
+
+func mapField(key string, p func(*Settings) *map[string]string) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			out := map[string]string{}
+			switch x := v.(type) {
+			case map[string]any:
+				for name, val := range x {
+					str, ok := scalarString(val)
+					if !ok {
+						e.add(k+"."+name, val, nil, "invalid value %v: want a string", val)
+						continue
+					}
+					out[name] = str
+				}
+			case string: // from the environment: Name=Value,Name=Value
+				for _, pair := range splitList(x) {
+					name, val, ok := strings.Cut(pair, "=")
+					if !ok {
+						e.add(k, v, nil, "invalid value %q: want Name=Value pairs, comma-separated", x)
+						return
+					}
+					out[strings.TrimSpace(name)] = strings.TrimSpace(val)
+				}
+			default:
+				e.add(k, v, nil, "invalid value %v: want a mapping of header names", v)
+				return
+			}
+			*p(s) = out
+		},
+		inherit: func(d, par *Settings) {
+			if *p(d) == nil {
+				*p(d) = *p(par)
+			}
+		},
+		isSet: func(s *Settings) bool { return *p(s) != nil },
+		format: func(s *Settings) string {
+			m := *p(s)
+			names := make([]string, 0, len(m))
+			for n := range m {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for i, n := range names {
+				names[i] = n + ": " + m[n]
+			}
+			return "{" + strings.Join(names, ", ") + "}"
+		},
+	}
+}
+
+func inheritZero[T comparable](dst *T, parent T) {
+	var zero T
+	if *dst == zero {
+		*dst = parent
+	}
+}
+
+// scalarString reads a YAML scalar as text.
+func scalarString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

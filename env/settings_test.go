@@ -1,0 +1,187 @@
+package env_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fusiongo/transport/env"
+)
+
+// TestLoadEverySetting loads every key of a source schema from a file and
+// checks what a schema inherits, key by key.
+func TestLoadEverySetting(t *testing.T) {
+	file := writeConfig(t, `
+defaults:
+  conn_lifetime_jitter: 5s
+  max_idle_conns_per_host: 8
+  keep_alive: 30s
+  request_timeout: 20s
+  tls_handshake_timeout: 5s
+  http_version: "1.1"
+  version_policy: exact
+  http2:
+    ping_interval: 10s
+    ping_timeout: 3s
+    multiple_connections: false
+  tls:
+    ca_file: /etc/ca.pem
+    min_version: "1.3"
+  proxy: environment
+  decompression: [gzip]
+  headers:
+    forward: [X-Tenant]
+    forward_matching: ["^X-Trace-"]
+    rename: {X-User: X-Source-User}
+    set: {X-Gateway: fusion}
+  retry:
+    max_attempts: 3
+    wait_min: 10ms
+    wait_max: 1s
+    statuses: [503]
+  dedupe: true
+source_schemas:
+  products:
+    url: https://products.internal/graphql
+    http_version: "2"
+    tls:
+      server_name: products.internal
+      cert_file: /etc/client.pem
+      key_file: /etc/client.key
+    decompression: off
+    unix_socket: /run/products.sock
+    retry:
+      max_attempts: 2
+`)
+	cfg := mustLoad(t, env.Loader{}, file)
+	got, _ := cfg.Effective("products")
+	want := env.Settings{
+		ConnectTimeout:      15 * time.Second,
+		ConnLifetime:        2 * time.Minute,
+		ConnLifetimeJitter:  5 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxConnsPerHost:     env.NoLimit,
+		MaxIdleConnsPerHost: 8,
+		KeepAlive:           30 * time.Second,
+		HeaderTimeout:       100 * time.Second,
+		RequestTimeout:      20 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
+		HTTPVersion:         "2",
+		VersionPolicy:       "exact",
+		HTTP2:               env.HTTP2Settings{PingInterval: 10 * time.Second, PingTimeout: 3 * time.Second, MultipleConnections: env.Disabled},
+		TLS: env.TLSSettings{CAFile: "/etc/ca.pem", CertFile: "/etc/client.pem", KeyFile: "/etc/client.key",
+			ServerName: "products.internal", MinVersion: "1.3", InsecureSkipVerify: env.Disabled},
+		Proxy:         "environment",
+		Decompression: []string{},
+		UnixSocket:    "/run/products.sock",
+		Headers: env.HeaderSettings{Forward: []string{"X-Tenant"}, ForwardMatching: []string{"^X-Trace-"},
+			Rename: map[string]string{"X-User": "X-Source-User"}, Set: map[string]string{"X-Gateway": "fusion"}},
+		Retry:  env.RetrySettings{MaxAttempts: 2, WaitMin: 10 * time.Millisecond, WaitMax: time.Second, Statuses: []int{503}},
+		Dedupe: env.Enabled,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuiltInSettings(t *testing.T) {
+	cfg := mustLoad(t, env.Loader{}, writeConfig(t, "source_schemas:\n  p:\n    url: http://p/graphql\n"))
+	got, _ := cfg.Effective("p")
+	want := env.Settings{
+		ConnectTimeout: 15 * time.Second, ConnLifetime: 2 * time.Minute, ConnLifetimeJitter: 12 * time.Second,
+		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
+		HeaderTimeout: 100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
+		HTTPVersion: "2", VersionPolicy: "or_lower",
+		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},
+		TLS:           env.TLSSettings{InsecureSkipVerify: env.Disabled},
+		Proxy:         "off",
+		Decompression: []string{},
+		Retry:         env.RetrySettings{MaxAttempts: 1, WaitMin: 100 * time.Millisecond, WaitMax: 2 * time.Second, Statuses: []int{429, 502, 503, 504}},
+		Dedupe:        env.Disabled,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestEnvironmentSetsKeys: every key has a variable, which overrides the
+// files; schema names match regardless of case and dashes.
+func TestEnvironmentSetsKeys(t *testing.T) {
+	file := writeConfig(t, "source_schemas:\n  product-catalog:\n    url: http://p/graphql\n    request_timeout: 1s\n")
+	vars := map[string]string{
+		"FUSION_DEFAULTS__TLS__MIN_VERSION":                       "1.3",
+		"FUSION_DEFAULTS__DECOMPRESSION":                          "gzip, zstd",
+		"FUSION_DEFAULTS__HEADERS__SET":                           "X-A=1,X-B=2",
+		"FUSION_DEFAULTS__RETRY__STATUSES":                        "502,503",
+		"FUSION_SOURCE_SCHEMAS__PRODUCT_CATALOG__REQUEST_TIMEOUT": "3s",
+		"FUSION_SOURCE_SCHEMAS__REVIEWS__URL":                     "http://reviews/graphql",
+		"FUSION_LEGACY__HANDLER_LIFETIME":                         "5m",
+		"UNRELATED":                                               "x",
+		"FUSION_SOMETHING_ELSE":                                   "ignored: not a key variable",
+	}
+	l := env.Loader{Environ: environ(vars), LookupEnv: lookupEnv(vars)}
+	cfg := mustLoad(t, l, file)
+	p, _ := cfg.Effective("product-catalog")
+	if p.TLS.MinVersion != "1.3" || !cmp.Equal(p.Decompression, []string{"gzip", "zstd"}) || p.Headers.Set["X-B"] != "2" ||
+		!cmp.Equal(p.Retry.Statuses, []int{502, 503}) || p.RequestTimeout != 3*time.Second {
+		t.Errorf("product-catalog settings from the environment: %+v", p)
+	}
+	if r, ok := cfg.SourceSchemas["reviews"]; !ok || r.URL != "http://reviews/graphql" {
+		t.Errorf("reviews from the environment: %+v, %v", r, ok)
+	}
+	if cfg.EffectiveLegacy().HandlerLifetime != 5*time.Minute {
+		t.Errorf("handler lifetime %v", cfg.EffectiveLegacy().HandlerLifetime)
+	}
+	if got := env.EnvVar("product-catalog", "tls.ca_file"); got != "FUSION_SOURCE_SCHEMAS__PRODUCT_CATALOG__TLS__CA_FILE" {
+		t.Errorf("EnvVar = %s", got)
+	}
+}
+
+func TestSettingErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		vars       map[string]string
+		want       string
+	}{
+		{"enum", "  http_version: \"3\"\n", nil, `source_schemas.p.http_version: invalid value "3": allowed 1.1, 2, h2c`},
+		{"h2c over https", "  http_version: h2c\n", nil, `source_schemas.p.http_version: invalid value "h2c" for url https://p/graphql: h2c is cleartext HTTP/2 and needs an http url (use "2" over https)`},
+		{"tls version", "  tls:\n      min_version: \"1.1\"\n", nil, `source_schemas.p.tls.min_version: invalid value "1.1": allowed 1.2, 1.3`},
+		{"cert without key", "  tls:\n      cert_file: /c.pem\n", nil, `source_schemas.p.tls: tls.cert_file and tls.key_file go together: set both or neither`},
+		{"proxy", "  proxy: ftp://proxy:21\n", nil, `source_schemas.p.proxy: invalid proxy "ftp://proxy:21": want off, environment, or a URL with scheme http, https or socks5`},
+		{"codec", "  decompression: [br]\n", nil, `source_schemas.p.decompression[0]: invalid value "br": allowed gzip, zstd`},
+		{"regexp", "  headers:\n      forward_matching: [\"(\"]\n", nil, "source_schemas.p.headers.forward_matching[0]: invalid regular expression \"(\""},
+		{"set value", "  headers:\n      set: {X-A: \"a\\r\\nb\"}\n", nil, `source_schemas.p.headers.set.X-A: invalid header value "a\r\nb": control characters such as CR or LF are not allowed`},
+		{"toggle", "  dedupe: maybe\n", nil, `source_schemas.p.dedupe: invalid value maybe: want true or false`},
+		{"attempts", "  retry:\n      max_attempts: 0\n", nil, `source_schemas.p.retry.max_attempts: invalid value 0: want at least 1 (1 does not retry)`},
+		{"status", "  retry:\n      statuses: [99]\n", nil, `source_schemas.p.retry.statuses[0]: invalid status 99: want a number from 100 to 599`},
+		{"typo", "  conn_lifetim: 1s\n", nil, `source_schemas.p.conn_lifetim: unknown key (did you mean conn_lifetime?)`},
+		{"section typo", "  tls:\n      ca_fil: x\n", nil, `source_schemas.p.tls.ca_fil: unknown key (did you mean tls.ca_file?)`},
+		{"from the environment", "", map[string]string{"FUSION_SOURCE_SCHEMAS__P__CONNECT_TIMEOUT": "2x"}, `source_schemas.p.connect_timeout: invalid duration "2x" (set by FUSION_SOURCE_SCHEMAS__P__CONNECT_TIMEOUT)`},
+		{"unknown variable", "", map[string]string{"FUSION_DEFAULTS__CONECT_TIMEOUT": "1s"}, `FUSION_DEFAULTS__CONECT_TIMEOUT: unknown key defaults.conect_timeout`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeConfig(t, "source_schemas:\n  p:\n    url: https://p/graphql\n  "+strings.ReplaceAll(tc.yaml, "\n  ", "\n    "))
+			_, err := env.Loader{Environ: environ(tc.vars)}.Load(file)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+			var ke *env.KeyError
+			if !errors.As(err, &ke) {
+				t.Errorf("no *KeyError in %v", err)
+			}
+		})
+	}
+}
+
+func environ(vars map[string]string) func() []string {
+	return func() []string {
+		var out []string
+		for k, v := range vars {
+			out = append(out, k+"="+v)
+		}
+		return out
+	}
+}
