@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/fusiongo/transport/internal/gateway"
 	"golang.org/x/net/http/httpproxy"
 )
 
@@ -22,7 +21,7 @@ func (p *propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s == nil || s.rules.Empty() || !sameOrigin(req) {
 		return p.next.RoundTrip(req)
 	}
-	h, err := s.rules.Apply(req.Header, gateway.Header(req.Context()), false)
+	h, err := s.rules.Apply(req.Context(), req.Header, false)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close() // a RoundTripper closes the body, even on errors

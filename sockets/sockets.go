@@ -21,7 +21,6 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
-	"github.com/fusiongo/transport/internal/gateway"
 )
 
 // Options are the Go-only settings of the sockets path.
@@ -79,7 +78,7 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	if err := s.checkTarget(req.URL); err != nil {
 		return nil, s.fail(req.Method, req.URL, err)
 	}
-	h, err := s.rules.Apply(req.Header, gateway.Header(ctx), false)
+	h, err := s.rules.Apply(ctx, req.Header, false)
 	if err != nil {
 		return nil, s.fail(req.Method, req.URL, err)
 	}
@@ -114,7 +113,7 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	h := make(http.Header, 2+s.rules.Len())
 	h["Content-Type"] = contentType
 	h["Accept"] = accept
-	if h, err = s.rules.Apply(h, gateway.Header(ctx), true); err != nil {
+	if h, err = s.rules.Apply(ctx, h, true); err != nil {
 		return nil, s.fail(http.MethodPost, s.url, err)
 	}
 	ctx, g := bound.Start(ctx, s.headerTimeout)

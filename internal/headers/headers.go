@@ -3,11 +3,16 @@
 package headers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/fusiongo/transport/internal/gateway"
 )
 
 // hopByHop lists the headers that describe one connection, not the message,
@@ -34,91 +39,228 @@ func IsHopByHop(name string) bool {
 	if name == "Host" || strings.HasPrefix(name, "Proxy-") {
 		return true
 	}
-	for _, h := range hopByHop {
-		if name == h {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(hopByHop, name)
 }
 
 // ErrInvalidValue is wrapped by Forward's error for a header value holding
 // CR, LF or NUL, which could split a request if it were ever written raw.
 var ErrInvalidValue = errors.New("header value contains CR, LF or NUL")
 
-// Rules is a compiled list of gateway request headers to forward. The zero
-// value forwards nothing. A Rules is safe for concurrent use.
-type Rules struct {
-	names []string // canonical, unique, without hop-by-hop names and Host
+// ValueFunc computes a header value from the gateway request (nil when the
+// source schema request was made outside one). It reports false to send no
+// header.
+type ValueFunc func(ctx context.Context, gateway *http.Request) (string, bool)
+
+// Spec is what a source schema's header rules are compiled from.
+type Spec struct {
+	// Forward names gateway request headers to forward.
+	Forward []string
+	// Matching holds regular expressions; a gateway header whose canonical
+	// name matches one is forwarded.
+	Matching []string
+	// Rename forwards the gateway header named by a key under the name of
+	// its value.
+	Rename map[string]string
+	// Set adds static headers.
+	Set map[string]string
+	// Values adds headers computed per request.
+	Values map[string]ValueFunc
 }
 
-// Compile merges lists of header names into Rules: names are canonicalised
-// and deduplicated, and hop-by-hop names and Host are dropped whatever the
-// lists say.
+// Rules are compiled header rules. The zero value forwards nothing. Rules
+// are safe for concurrent use.
+type Rules struct {
+	names    []string // canonical, unique, without hop-by-hop names and Host
+	matching []*regexp.Regexp
+	rename   []pair // gateway name -> source schema name, canonical
+	set      []pair
+	values   []valueRule
+}
+
+type pair struct{ from, to string }
+
+type valueRule struct {
+	name string
+	fn   ValueFunc
+}
+
+// Compile merges lists of header names into Rules that forward them: names
+// are canonicalised and deduplicated, and hop-by-hop names and Host are
+// dropped whatever the lists say.
 func Compile(lists ...[]string) Rules {
+	var spec Spec
+	for _, l := range lists {
+		spec.Forward = append(spec.Forward, l...)
+	}
+	r, _ := New(spec) // without expressions, New cannot fail
+	return r
+}
+
+// New compiles spec. Hop-by-hop names and Host are dropped from every rule;
+// an invalid regular expression is an error.
+func New(spec Spec) (Rules, error) {
 	var r Rules
-	for _, list := range lists {
-		for _, n := range list {
-			n = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))
-			if n == "" || IsHopByHop(n) || contains(r.names, n) {
-				continue
-			}
-			r.names = append(r.names, n)
+	for _, n := range spec.Forward {
+		n = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))
+		if n == "" || IsHopByHop(n) || slices.Contains(r.names, n) {
+			continue
+		}
+		r.names = append(r.names, n)
+	}
+	for _, expr := range spec.Matching {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return Rules{}, fmt.Errorf("header expression %q: %w", expr, err)
+		}
+		r.matching = append(r.matching, re)
+	}
+	for _, from := range sortedKeys(spec.Rename) {
+		p := pair{textproto.CanonicalMIMEHeaderKey(from), textproto.CanonicalMIMEHeaderKey(spec.Rename[from])}
+		if !IsHopByHop(p.from) && !IsHopByHop(p.to) {
+			r.rename = append(r.rename, p)
 		}
 	}
-	return r
+	for _, name := range sortedKeys(spec.Set) {
+		p := pair{textproto.CanonicalMIMEHeaderKey(name), spec.Set[name]}
+		if !IsHopByHop(p.from) {
+			r.set = append(r.set, p)
+		}
+	}
+	for _, name := range sortedKeys(spec.Values) {
+		if n := textproto.CanonicalMIMEHeaderKey(name); !IsHopByHop(n) && spec.Values[name] != nil {
+			r.values = append(r.values, valueRule{n, spec.Values[name]})
+		}
+	}
+	return r, nil
 }
 
 // Names returns the forwarded header names, canonical, in list order.
 func (r Rules) Names() []string { return append([]string(nil), r.names...) }
 
-// Len returns the number of forwarded header names.
-func (r Rules) Len() int { return len(r.names) }
+// Len returns an estimate of the headers the rules add, for sizing maps.
+func (r Rules) Len() int { return len(r.names) + len(r.rename) + len(r.set) + len(r.values) }
 
-// Empty reports whether r forwards nothing.
-func (r Rules) Empty() bool { return len(r.names) == 0 }
+// Empty reports whether r adds nothing.
+func (r Rules) Empty() bool {
+	return len(r.names) == 0 && len(r.matching) == 0 && len(r.rename) == 0 && len(r.set) == 0 && len(r.values) == 0
+}
 
-// Apply returns the headers for a source schema request: dst with the
-// gateway's listed headers added. A header dst already has wins. A header
-// the gateway request's Connection header names is not forwarded. dst is
-// cloned before the first change unless owned is true, so a caller's request
-// is never modified. A value with CR, LF or NUL fails with an error naming
-// the header and wrapping ErrInvalidValue; nothing is forwarded then.
-func (r Rules) Apply(dst, gateway http.Header, owned bool) (http.Header, error) {
-	if len(r.names) == 0 || len(gateway) == 0 {
-		return dst, nil
+// Apply returns the headers for a source schema request: dst with what the
+// rules add from the gateway request that ctx carries — forwarded names,
+// names matching an expression, renamed headers, static and computed
+// values, in that order. A header dst already has wins, and so does an
+// earlier rule. A header the gateway request's Connection header names is
+// not forwarded. dst is cloned before the first change unless owned is
+// true, so a caller's request is never modified. A value with CR, LF or NUL
+// fails with an error naming the header and wrapping ErrInvalidValue;
+// nothing is sent then.
+func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Header, error) {
+	gwReq := gateway.Request(ctx)
+	var gw http.Header
+	if gwReq != nil {
+		gw = gwReq.Header
 	}
-	var connection []string
-	if c := gateway["Connection"]; len(c) > 0 {
-		connection = c
-	}
-	out := dst
-	for _, name := range r.names {
-		values := gateway[name]
-		if len(values) == 0 {
-			continue
+	a := applier{dst: dst, owned: owned, size: r.Len()}
+	if len(gw) > 0 {
+		connection := gw["Connection"]
+		forwardable := func(name string) bool {
+			return connection == nil || !listed(connection, name)
 		}
-		if _, ok := dst[name]; ok {
-			continue
-		}
-		if connection != nil && listed(connection, name) {
-			continue
-		}
-		for _, v := range values {
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return dst, fmt.Errorf("forwarding gateway header %s: %w", name, ErrInvalidValue)
+		for _, name := range r.names {
+			if values := gw[name]; len(values) > 0 && forwardable(name) {
+				if err := a.add(name, values); err != nil {
+					return dst, err
+				}
 			}
 		}
-		if !owned {
-			out = dst.Clone()
-			if out == nil {
-				out = make(http.Header, len(r.names))
+		if len(r.matching) > 0 {
+			for _, name := range sortedHeaderNames(gw) {
+				if IsHopByHop(name) || !forwardable(name) || !matchesAny(r.matching, name) {
+					continue
+				}
+				if err := a.add(name, gw[name]); err != nil {
+					return dst, err
+				}
 			}
-			owned = true
 		}
-		out[name] = values
+		for _, p := range r.rename {
+			if values := gw[p.from]; len(values) > 0 && forwardable(p.from) {
+				if err := a.add(p.to, values); err != nil {
+					return dst, err
+				}
+			}
+		}
 	}
-	return out, nil
+	for _, p := range r.set {
+		if err := a.add(p.from, []string{p.to}); err != nil {
+			return dst, err
+		}
+	}
+	for _, v := range r.values {
+		if _, ok := a.dst[v.name]; ok {
+			continue
+		}
+		if value, ok := v.fn(ctx, gwReq); ok {
+			if err := a.add(v.name, []string{value}); err != nil {
+				return dst, err
+			}
+		}
+	}
+	return a.dst, nil
+}
+
+// applier adds headers to dst, cloning it first unless it is owned.
+type applier struct {
+	dst   http.Header
+	owned bool
+	size  int
+}
+
+func (a *applier) add(name string, values []string) error {
+	if _, ok := a.dst[name]; ok {
+		return nil
+	}
+	for _, v := range values {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("forwarding gateway header %s: %w", name, ErrInvalidValue)
+		}
+	}
+	if !a.owned || a.dst == nil {
+		clone := make(http.Header, len(a.dst)+a.size)
+		for k, v := range a.dst {
+			clone[k] = v
+		}
+		a.dst, a.owned = clone, true
+	}
+	a.dst[name] = values
+	return nil
+}
+
+func matchesAny(res []*regexp.Regexp, name string) bool {
+	for _, re := range res {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedHeaderNames(h http.Header) []string {
+	names := make([]string, 0, len(h))
+	for n := range h {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // listed reports whether the Connection header values name header.
@@ -128,15 +270,6 @@ func listed(connection []string, name string) bool {
 			if strings.EqualFold(strings.TrimSpace(token), name) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
 		}
 	}
 	return false

@@ -1,12 +1,15 @@
 package headers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/fusiongo/transport/internal/gateway"
 )
 
 func TestCompile(t *testing.T) {
@@ -47,7 +50,7 @@ func TestApply(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.dst.Clone()
-			got, err := rules.Apply(tc.dst, tc.gateway, false)
+			got, err := rules.Apply(withGateway(tc.gateway), tc.dst, false)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error = %v, want %v", err, tc.err)
 			}
@@ -66,7 +69,7 @@ func TestApply(t *testing.T) {
 
 func TestApplyOwnedAddsInPlace(t *testing.T) {
 	dst := http.Header{"Content-Type": {"application/json"}}
-	got, err := Compile([]string{"X-Request-Id"}).Apply(dst, http.Header{"X-Request-Id": {"7"}}, true)
+	got, err := Compile([]string{"X-Request-Id"}).Apply(withGateway(http.Header{"X-Request-Id": {"7"}}), dst, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, value, connection string) {
 		rules := Compile([]string{name, "Authorization", "Host", "Connection"})
 		gw := http.Header{http.CanonicalHeaderKey(name): {value}, "Connection": {connection}, "Authorization": {value}}
-		got, err := rules.Apply(nil, gw, false)
+		got, err := rules.Apply(withGateway(gw), nil, false)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidValue) {
 				t.Fatalf("unexpected error %v", err)
@@ -104,4 +107,54 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+func withGateway(h http.Header) context.Context {
+	r, _ := http.NewRequest("POST", "http://gateway/graphql", nil)
+	r.Header = h
+	return gateway.WithRequest(context.Background(), r)
+}
+
+func TestRules(t *testing.T) {
+	gw := http.Header{
+		"X-Trace-Id":    {"t1"},
+		"X-Trace-Span":  {"s1"},
+		"X-User":        {"u1"},
+		"Authorization": {"Bearer g"},
+		"Connection":    {"X-Trace-Span"},
+	}
+	rules, err := New(Spec{
+		Forward:  []string{"Authorization"},
+		Matching: []string{"^X-Trace-"},
+		Rename:   map[string]string{"x-user": "X-Source-User", "X-Missing": "X-Never", "Connection": "X-Conn"},
+		Set:      map[string]string{"X-Gateway": "fusion", "Authorization": "ignored: forwarded first", "Upgrade": "h2c"},
+		Values: map[string]ValueFunc{
+			"X-Computed": func(ctx context.Context, r *http.Request) (string, bool) { return r.Header.Get("X-User") + "!", true },
+			"X-Skipped":  func(context.Context, *http.Request) (string, bool) { return "", false },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rules.Apply(withGateway(gw), http.Header{"X-Gateway": {"caller"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"Authorization": {"Bearer g"},
+		"X-Trace-Id":    {"t1"}, // X-Trace-Span is named by Connection
+		"X-Source-User": {"u1"},
+		"X-Gateway":     {"caller"}, // the caller's wins over set
+		"X-Computed":    {"u1!"},
+	}
+	if diff := cmp.Diff(want, map[string][]string(got)); diff != "" {
+		t.Errorf("headers mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := New(Spec{Matching: []string{"("}}); err == nil {
+		t.Error("New accepted an invalid expression")
+	}
+	bad, _ := New(Spec{Values: map[string]ValueFunc{"X-A": func(context.Context, *http.Request) (string, bool) { return "a\nb", true }}})
+	if _, err := bad.Apply(context.Background(), nil, false); !errors.Is(err, ErrInvalidValue) {
+		t.Errorf("computed value with LF: %v", err)
+	}
 }
