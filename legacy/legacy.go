@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/hooks"
 )
 
 // Options are the Go-only settings of the legacy path.
@@ -35,7 +37,21 @@ type Options struct {
 	Logger *slog.Logger
 	// LookupEnv reads the proxy variables once, in New. Nil: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+
+	// Middleware wraps every source schema's requests inside the shared
+	// client, after header propagation, the first entry outermost. It runs
+	// on every redirect hop. Nil: none.
+	Middleware []hooks.Middleware
+
+	// Schemas holds the Go-only settings per source schema name. The
+	// legacy path honours RoundTripper, Middleware and HeaderValues; Dial
+	// and VerifyConnection belong to the shared transport and are ignored.
+	// Nil: none.
+	Schemas map[string]SchemaHooks
 }
+
+// SchemaHooks are the Go-only settings of one source schema.
+type SchemaHooks = hooks.Schema
 
 // ErrClosed is returned by an Invoker after Close.
 var ErrClosed = errors.New("transport closed")
@@ -47,6 +63,7 @@ var ErrUnknownSchema = errors.New("unknown source schema")
 // Invoker is the legacy path. Its zero value is not usable: call New.
 type Invoker struct {
 	log    *slog.Logger
+	opts   Options
 	client *http.Client
 	rot    *rotator
 	state  atomic.Pointer[state]
@@ -60,11 +77,13 @@ type state struct {
 // schema is what the legacy path keeps of one source schema: everything
 // else lives in the shared client.
 type schema struct {
-	name          string
-	url           *url.URL
-	post          *http.Request
-	rules         headers.Rules
-	headerTimeout time.Duration
+	name           string
+	url            *url.URL
+	post           *http.Request
+	rules          headers.Rules
+	headerTimeout  time.Duration
+	requestTimeout time.Duration
+	rt             http.RoundTripper // the schema's middleware around the shared transport
 }
 
 // New builds the legacy path for cfg. It fails if cfg is invalid.
@@ -76,7 +95,7 @@ func New(cfg env.Config, opts Options) (*Invoker, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	inv := &Invoker{log: opts.Logger}
+	inv := &Invoker{log: opts.Logger, opts: opts}
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
@@ -88,24 +107,45 @@ func New(cfg env.Config, opts Options) (*Invoker, error) {
 		// Jar nil and Timeout zero: Go's defaults. CheckRedirect nil:
 		// up to 10 redirects are followed.
 	}
-	inv.state.Store(buildState(cfg))
+	st, err := inv.buildState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	inv.state.Store(st)
 	return inv, nil
 }
 
-func buildState(cfg env.Config) *state {
+func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 	st := &state{schemas: make(map[string]*schema, len(cfg.SourceSchemas))}
 	for name, sc := range cfg.SourceSchemas {
 		settings, _ := cfg.Effective(name)
+		hk := inv.opts.Schemas[name]
 		u, _ := url.Parse(sc.URL) // Validate checked it
+		rules, err := headers.New(headers.Spec{
+			Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
+			Matching: settings.Headers.ForwardMatching,
+			Rename:   settings.Headers.Rename,
+			Set:      settings.Headers.Set,
+			Values:   hk.HeaderValues,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("source_schemas.%s.headers: %w", name, err)
+		}
+		var core http.RoundTripper = inv.rot
+		if hk.RoundTripper != nil {
+			core = hk.RoundTripper
+		}
 		st.schemas[name] = &schema{
-			name:          name,
-			url:           u,
-			post:          &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: u.Host},
-			rules:         headers.Compile(cfg.ForwardHeaders, sc.ForwardHeaders),
-			headerTimeout: env.Bound(settings.HeaderTimeout),
+			name:           name,
+			url:            u,
+			post:           &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: u.Host},
+			rules:          rules,
+			headerTimeout:  env.Bound(settings.HeaderTimeout),
+			requestTimeout: env.Bound(settings.RequestTimeout),
+			rt:             hooks.Chain(core, slices.Concat(inv.opts.Middleware, hk.Middleware)...),
 		}
 	}
-	return st
+	return st, nil
 }
 
 type schemaKey struct{}
@@ -120,7 +160,7 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	if err != nil {
 		return nil, err
 	}
-	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout)
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout, s.requestTimeout)
 	return s.result(g.Finish(inv.client.Do(req.WithContext(ctx))))
 }
 
@@ -135,7 +175,7 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	if err != nil {
 		return nil, err
 	}
-	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout)
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout, s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = http.Header{"Content-Type": contentType, "Accept": accept}
 	req.Body = io.NopCloser(bytes.NewReader(body))
@@ -185,7 +225,11 @@ func (inv *Invoker) Reload(cfg env.Config) error {
 	if inv.state.Load() == nil {
 		return ErrClosed
 	}
-	inv.state.Store(buildState(cfg))
+	st, err := inv.buildState(cfg)
+	if err != nil {
+		return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+	}
+	inv.state.Store(st)
 	rotated := inv.rot.reconfigure(cfg)
 	inv.log.Info("transport reloaded", "path", "legacy", "schemas", len(cfg.SourceSchemas), "transport_replaced", rotated)
 	return nil

@@ -7,19 +7,23 @@ import (
 	"golang.org/x/net/http/httpproxy"
 )
 
-// propagator is the header propagation middleware of the shared client, as
-// ASP.NET Core's AddHeaderPropagation and Go gateways' header middlewares
-// do it: it adds the configured gateway request headers to each request
-// that passes through the client's pipeline, by the shared rules of
-// internal/headers.
+// propagator is the header propagation middleware of the shared client and
+// the first handler of its pipeline, as ASP.NET Core's AddHeaderPropagation
+// and Go gateways' header middlewares are: it adds the configured gateway
+// request headers to each request that passes through, by the shared rules
+// of internal/headers. After it come the source schema's middleware and the
+// shared transport (next, for a request that carries no source schema).
 type propagator struct {
 	next http.RoundTripper
 }
 
 func (p *propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 	s, _ := req.Context().Value(schemaKey{}).(*schema)
-	if s == nil || s.rules.Empty() || !sameOrigin(req) {
+	if s == nil {
 		return p.next.RoundTrip(req)
+	}
+	if s.rules.Empty() || !sameOrigin(req) {
+		return s.rt.RoundTrip(req)
 	}
 	h, err := s.rules.Apply(req.Context(), req.Header, false)
 	if err != nil {
@@ -36,7 +40,7 @@ func (p *propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 		r2.Header = h
 		req = r2
 	}
-	return p.next.RoundTrip(req)
+	return s.rt.RoundTrip(req)
 }
 
 // sameOrigin reports whether req goes to the host of the first request of

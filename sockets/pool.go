@@ -35,6 +35,8 @@ type pool struct {
 	jitter   time.Duration // up to this much is taken off each lifetime
 	idle     time.Duration // 0: idle connections are kept
 	max      int           // 0: no limit on connections
+	maxIdle  int           // 0: no limit on idle connections
+	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	dialTO   time.Duration // 0: no bound on dialing
 
 	mu      sync.Mutex
@@ -53,6 +55,7 @@ type conn struct {
 	expires time.Time   // zero: never
 	timer   *time.Timer // closes the connection when idle too long or expired
 	reused  bool        // set once a second request was reserved on it
+	h2      bool        // multiplexed: more than one request fit at once when dialled
 }
 
 func (c *conn) expired(now time.Time) bool {
@@ -70,7 +73,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			return nil, errDrained
 		}
 		pick, stale := p.scan(time.Now())
-		if pick == nil && (p.max == 0 || len(p.conns)+p.dialing < p.max) {
+		if pick == nil && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && p.hasH2()) {
 			p.dialing++
 			p.mu.Unlock()
 			closeAll(stale)
@@ -132,6 +135,16 @@ func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
 	return pick, stale
 }
 
+// hasH2 reports whether a usable HTTP/2 connection is open. p.mu is held.
+func (p *pool) hasH2() bool {
+	for _, c := range p.conns {
+		if c.h2 && c.cc.Err() == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // dial opens a new connection with one reserved slot. The caller has
 // counted it in p.dialing.
 func (p *pool) dial(ctx context.Context) (*conn, error) {
@@ -142,7 +155,9 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		defer cancel()
 	}
 	cc, err := p.tr.NewClientConn(dctx, p.scheme, p.addr)
+	h2 := false
 	if err == nil {
+		h2 = cc.Available() > 1
 		err = cc.Reserve()
 		if err != nil {
 			cc.Close()
@@ -161,7 +176,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		cc.Close()
 		return nil, errDrained
 	}
-	c := &conn{p: p, cc: cc}
+	c := &conn{p: p, cc: cc, h2: h2}
 	if p.lifetime > 0 {
 		life := p.lifetime
 		if p.jitter > 0 {
@@ -196,7 +211,7 @@ func (c *conn) stateChanged(cc *http.ClientConn) {
 	closeNow := false
 	if cc.InFlight() == 0 {
 		now := time.Now()
-		if p.drained || c.expired(now) {
+		if p.drained || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
 			p.removeAt(i)
 			closeNow = true
 		} else if d := c.idleBound(now); d > 0 {
@@ -211,6 +226,17 @@ func (c *conn) stateChanged(cc *http.ClientConn) {
 		c.timer.Stop()
 		cc.Close()
 	}
+}
+
+// idleCount counts the connections with no request on them. p.mu is held.
+func (p *pool) idleCount() int {
+	n := 0
+	for _, c := range p.conns {
+		if c.cc.InFlight() == 0 && c.cc.Err() == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // idleBound is how long an idle connection may wait for its next request:

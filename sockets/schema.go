@@ -1,11 +1,14 @@
 package sockets
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +17,19 @@ import (
 )
 
 // schema is one source schema in one configuration: its pool (kept across
-// reloads while its transport settings stay equal), URL and header rules.
+// reloads while its transport settings stay equal), URL, header rules,
+// bounds and middleware.
 type schema struct {
-	name          string
-	url           *url.URL
-	post          *http.Request // template of Post's requests: method, URL, Host
-	rules         headers.Rules
-	headerTimeout time.Duration
-	key           poolKey
-	pool          *pool
+	inv            *Invoker
+	name           string
+	url            *url.URL
+	post           *http.Request // template of Post's requests: method, URL, Host
+	rules          headers.Rules
+	headerTimeout  time.Duration
+	requestTimeout time.Duration
+	key            poolKey
+	pool           *pool
+	rt             http.RoundTripper // the middleware chain; nil sends on the pool directly
 }
 
 // poolKey holds everything a pool is built from. Two schemas with equal
@@ -30,34 +37,66 @@ type schema struct {
 type poolKey struct {
 	scheme, addr string
 	settings     env.Settings
+	tlsDigest    [sha256.Size]byte // of the TLS files' contents, so a renewed certificate makes a new pool
 }
 
-// newPoolKey keeps what a pool is built from: the header timeout acts per
-// request, so changing it keeps the pool and its warm connections.
-func newPoolKey(u *url.URL, s env.Settings) poolKey {
-	s.HeaderTimeout = 0
-	return poolKey{scheme: u.Scheme, addr: hostPort(u), settings: s}
+// newPoolKey keeps what a pool is built from: settings that act per request
+// (timeouts, header rules, retry, dedupe, decompression) are left out, so
+// changing them keeps the pool and its warm connections.
+func newPoolKey(u *url.URL, s env.Settings, tlsDigest [sha256.Size]byte) poolKey {
+	s.HeaderTimeout, s.RequestTimeout = 0, 0
+	s.Headers = env.HeaderSettings{}
+	s.Retry = env.RetrySettings{}
+	s.Dedupe = env.Inherit
+	s.Decompression = nil
+	return poolKey{scheme: u.Scheme, addr: hostPort(u), settings: s, tlsDigest: tlsDigest}
 }
 
 func (k poolKey) equal(o poolKey) bool {
-	return k.scheme == o.scheme && k.addr == o.addr && k.settings.Equal(o.settings)
+	return k.scheme == o.scheme && k.addr == o.addr && k.tlsDigest == o.tlsDigest && k.settings.Equal(o.settings)
 }
 
 // build makes the state for cfg, reusing old's pools whose keys are equal.
-func build(cfg env.Config, old *state) (*state, error) {
+// An error names the source schema and key; nothing is half-built then.
+func build(cfg env.Config, old *state, o *Options, log *slog.Logger) (*state, error) {
 	st := &state{schemas: make(map[string]*schema, len(cfg.SourceSchemas))}
-	for name, sc := range cfg.SourceSchemas {
+	var fresh []*pool
+	fail := func(err error) (*state, error) {
+		for _, p := range fresh {
+			p.drain()
+		}
+		return nil, err
+	}
+	for _, name := range sortedNames(cfg.SourceSchemas) {
+		sc := cfg.SourceSchemas[name]
 		settings, _ := cfg.Effective(name)
+		hk := o.Schemas[name]
 		u, err := url.Parse(sc.URL)
 		if err != nil {
-			return nil, fmt.Errorf("source schema %q: url: %w", name, err)
+			return fail(fmt.Errorf("source_schemas.%s.url: %w", name, err))
+		}
+		rules, err := headers.New(headers.Spec{
+			Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
+			Matching: settings.Headers.ForwardMatching,
+			Rename:   settings.Headers.Rename,
+			Set:      settings.Headers.Set,
+			Values:   hk.HeaderValues,
+		})
+		if err != nil {
+			return fail(fmt.Errorf("source_schemas.%s.headers: %w", name, err))
+		}
+		tlsCfg, digest, err := tlsConfig(name, u, settings.TLS, hk.VerifyConnection)
+		if err != nil {
+			return fail(err)
 		}
 		s := &schema{
-			name:          name,
-			url:           u,
-			rules:         headers.Compile(cfg.ForwardHeaders, sc.ForwardHeaders),
-			headerTimeout: env.Bound(settings.HeaderTimeout),
-			key:           newPoolKey(u, settings),
+			inv:            o.inv,
+			name:           name,
+			url:            u,
+			rules:          rules,
+			headerTimeout:  env.Bound(settings.HeaderTimeout),
+			requestTimeout: env.Bound(settings.RequestTimeout),
+			key:            newPoolKey(u, settings, digest),
 		}
 		s.post = &http.Request{
 			Method:     http.MethodPost,
@@ -67,14 +106,32 @@ func build(cfg env.Config, old *state) (*state, error) {
 			ProtoMinor: 1,
 			Host:       u.Host,
 		}
-		if o, ok := old.lookup(name); ok && o.key.equal(s.key) {
-			s.pool = o.pool
+		if prev, ok := old.lookup(name); ok && prev.key.equal(s.key) {
+			s.pool = prev.pool
 		} else {
-			s.pool = newPool(s.key)
+			p, err := newPool(name, s.key, tlsCfg, hk, o.LookupEnv)
+			if err != nil {
+				return fail(err)
+			}
+			if settings.TLS.InsecureSkipVerify.On() {
+				log.Warn("TLS certificate verification is OFF for this source schema: anyone on the network path can read and change its traffic", "source_schema", name, "key", "tls.insecure_skip_verify")
+			}
+			fresh = append(fresh, p)
+			s.pool = p
 		}
+		s.rt = pipeline(s, settings, hk, o.Middleware)
 		st.schemas[name] = s
 	}
 	return st, nil
+}
+
+func sortedNames(m map[string]env.SourceSchema) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func (st *state) lookup(name string) (*schema, bool) {
@@ -83,31 +140,6 @@ func (st *state) lookup(name string) (*schema, bool) {
 	}
 	s, ok := st.schemas[name]
 	return s, ok
-}
-
-// newPool builds the transport and pool for one source schema with the
-// sockets path's defaults: no proxy, no decompression, bounded dialing.
-func newPool(k poolKey) *pool {
-	s := k.settings
-	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout)}
-	tr := &http.Transport{
-		Proxy:               nil, // never the environment's proxy
-		DialContext:         dialer.DialContext,
-		DisableCompression:  true, // no Accept-Encoding added, no body decoded
-		TLSHandshakeTimeout: env.Bound(s.ConnectTimeout),
-		ForceAttemptHTTP2:   true, // HTTP/2 by ALPN over TLS, HTTP/1.1 otherwise
-	}
-	lifetime := env.Bound(s.ConnLifetime)
-	return &pool{
-		tr:       tr,
-		scheme:   k.scheme,
-		addr:     k.addr,
-		lifetime: lifetime,
-		jitter:   lifetime / 10,
-		idle:     env.Bound(s.IdleConnTimeout),
-		max:      env.Limit(s.MaxConnsPerHost),
-		dialTO:   env.Bound(s.ConnectTimeout),
-	}
 }
 
 // hostPort returns u's host with its port, the scheme's default if none.

@@ -21,13 +21,32 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/hooks"
 )
 
 // Options are the Go-only settings of the sockets path.
 type Options struct {
 	// Logger receives reload and lifecycle events. Nil: slog.Default().
 	Logger *slog.Logger
+
+	// LookupEnv reads the proxy variables of source schemas configured
+	// with proxy: environment, once per transport built. Nil: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+
+	// Middleware wraps every source schema's requests, the first entry
+	// outermost. Nil: none.
+	Middleware []hooks.Middleware
+
+	// Schemas holds the Go-only settings per source schema name. Nil: none.
+	Schemas map[string]SchemaHooks
+
+	inv *Invoker // set by New, for the schemas' pool round trippers
 }
+
+// SchemaHooks are the Go-only settings of one source schema: a dial
+// function, a TLS verification callback, a RoundTripper that replaces the
+// pool, middleware and computed headers.
+type SchemaHooks = hooks.Schema
 
 // ErrClosed is returned by an Invoker after Close.
 var ErrClosed = errors.New("transport closed")
@@ -35,6 +54,7 @@ var ErrClosed = errors.New("transport closed")
 // Invoker is the sockets path. Its zero value is not usable: call New.
 type Invoker struct {
 	log     *slog.Logger
+	opts    Options
 	state   atomic.Pointer[state]
 	mu      sync.Mutex // serialises Reload and Close
 	closing bool
@@ -50,11 +70,12 @@ func New(cfg env.Config, opts Options) (*Invoker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	inv := &Invoker{log: opts.Logger}
+	inv := &Invoker{log: opts.Logger, opts: opts}
+	inv.opts.inv = inv
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
-	st, err := build(cfg, nil)
+	st, err := build(cfg, nil, &inv.opts, inv.log)
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +103,13 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	if err != nil {
 		return nil, s.fail(req.Method, req.URL, err)
 	}
-	ctx, g := bound.Start(ctx, s.headerTimeout)
+	ctx, g := bound.Start(ctx, s.headerTimeout, s.requestTimeout)
 	out := req.WithContext(ctx)
 	out.Header = h
 	if out.Header == nil {
 		out.Header = http.Header{}
 	}
-	resp, err := g.Finish(inv.send(name, s, out))
+	resp, err := g.Finish(s.rt.RoundTrip(out))
 	if err != nil {
 		return nil, s.fail(req.Method, req.URL, err)
 	}
@@ -116,13 +137,13 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	if h, err = s.rules.Apply(ctx, h, true); err != nil {
 		return nil, s.fail(http.MethodPost, s.url, err)
 	}
-	ctx, g := bound.Start(ctx, s.headerTimeout)
+	ctx, g := bound.Start(ctx, s.headerTimeout, s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = h
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.ContentLength = int64(len(body))
-	resp, err := g.Finish(inv.send(name, s, req))
+	resp, err := g.Finish(s.rt.RoundTrip(req))
 	if err != nil {
 		return nil, s.fail(http.MethodPost, s.url, err)
 	}
@@ -190,7 +211,7 @@ func (inv *Invoker) Reload(cfg env.Config) error {
 	if inv.closing || old == nil {
 		return ErrClosed
 	}
-	st, err := build(cfg, old)
+	st, err := build(cfg, old, &inv.opts, inv.log)
 	if err != nil {
 		return fmt.Errorf("reload rejected, old configuration kept: %w", err)
 	}

@@ -1,0 +1,183 @@
+package sockets
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/hooks"
+	"golang.org/x/net/http/httpproxy"
+)
+
+// newPool validates nothing (env.Config.Validate did) and maps a source
+// schema's settings straight onto an http.Transport and the pool around it,
+// as Caddy provisions its reverse proxy transport.
+func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookupEnv func(string) (string, bool)) (*pool, error) {
+	s := k.settings
+	keepAlive := env.Bound(s.KeepAlive)
+	if s.KeepAlive < 0 {
+		keepAlive = -1 // net.Dialer: negative turns keep-alive probes off
+	}
+	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
+	dial := dialer.DialContext
+	if s.UnixSocket != "" {
+		path := s.UnixSocket
+		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", path)
+		}
+	}
+	if hk.Dial != nil {
+		dial = hk.Dial
+	}
+	proxy, err := proxyFunc(name, s.Proxy, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:               proxy, // nil unless configured: never the environment's by default
+		DialContext:         dial,
+		DisableCompression:  true, // no Accept-Encoding added, no body decoded by net/http
+		TLSClientConfig:     tlsCfg,
+		TLSHandshakeTimeout: env.Bound(s.TLSHandshakeTimeout),
+		Protocols:           protocols(s),
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout:             env.Bound(s.HTTP2.PingInterval),
+			PingTimeout:                 env.Bound(s.HTTP2.PingTimeout),
+			StrictMaxConcurrentRequests: !s.HTTP2.MultipleConnections.On(),
+		},
+	}
+	lifetime := env.Bound(s.ConnLifetime)
+	return &pool{
+		tr:       tr,
+		scheme:   k.scheme,
+		addr:     k.addr,
+		lifetime: lifetime,
+		jitter:   min(env.Bound(s.ConnLifetimeJitter), lifetime),
+		idle:     env.Bound(s.IdleConnTimeout),
+		max:      env.Limit(s.MaxConnsPerHost),
+		maxIdle:  env.Limit(s.MaxIdleConnsPerHost),
+		strictH2: !s.HTTP2.MultipleConnections.On(),
+		dialTO:   env.Bound(s.ConnectTimeout),
+	}, nil
+}
+
+// protocols maps http_version and version_policy onto Transport.Protocols.
+func protocols(s env.Settings) *http.Protocols {
+	p := new(http.Protocols)
+	switch {
+	case s.HTTPVersion == "h2c":
+		p.SetUnencryptedHTTP2(true) // prior knowledge; always exact
+	case s.HTTPVersion == "1.1":
+		p.SetHTTP1(true)
+	case s.VersionPolicy == "exact":
+		p.SetHTTP2(true)
+	default: // "2", or_lower
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+	}
+	return p
+}
+
+// proxyFunc maps the proxy setting: off (direct), environment (read once,
+// now), or one proxy URL.
+func proxyFunc(name, v string, lookupEnv func(string) (string, bool)) (func(*http.Request) (*url.URL, error), error) {
+	switch strings.ToLower(v) {
+	case "", "off":
+		return nil, nil
+	case "environment":
+		get := func(keys ...string) string {
+			if lookupEnv == nil {
+				lookupEnv = os.LookupEnv
+			}
+			for _, k := range keys {
+				if v, ok := lookupEnv(k); ok && v != "" {
+					return v
+				}
+			}
+			return ""
+		}
+		cfg := &httpproxy.Config{
+			HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
+			HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
+			NoProxy:    get("NO_PROXY", "no_proxy"),
+		}
+		f := cfg.ProxyFunc()
+		return func(r *http.Request) (*url.URL, error) { return f(r.URL) }, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("source_schemas.%s.proxy: %w", name, err)
+	}
+	return http.ProxyURL(u), nil
+}
+
+// tlsConfig builds the TLS client configuration of a source schema and a
+// digest of the files it read. Errors name the key and the file.
+func tlsConfig(name string, u *url.URL, t env.TLSSettings, verify func(tls.ConnectionState) error) (*tls.Config, [sha256.Size]byte, error) {
+	var digest [sha256.Size]byte
+	if u.Scheme != "https" && t == (env.TLSSettings{InsecureSkipVerify: t.InsecureSkipVerify}) {
+		return nil, digest, nil
+	}
+	h := sha256.New()
+	read := func(key, file string) ([]byte, error) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("source_schemas.%s.tls.%s: %w", name, key, err)
+		}
+		h.Write(b)
+		return b, nil
+	}
+	cfg := &tls.Config{
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify.On(),
+		VerifyConnection:   verify,
+		MinVersion:         tlsVersion(t.MinVersion),
+		MaxVersion:         tlsVersion(t.MaxVersion),
+	}
+	if t.CAFile != "" {
+		pem, err := read("ca_file", t.CAFile)
+		if err != nil {
+			return nil, digest, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, digest, fmt.Errorf("source_schemas.%s.tls.ca_file: no PEM certificate in %s", name, t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		certPEM, err := read("cert_file", t.CertFile)
+		if err != nil {
+			return nil, digest, err
+		}
+		keyPEM, err := read("key_file", t.KeyFile)
+		if err != nil {
+			return nil, digest, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, digest, fmt.Errorf("source_schemas.%s.tls.cert_file: %s with %s: %w", name, t.CertFile, t.KeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	copy(digest[:], h.Sum(nil))
+	return cfg, digest, nil
+}
+
+func tlsVersion(v string) uint16 {
+	switch v {
+	case "1.2":
+		return tls.VersionTLS12
+	case "1.3":
+		return tls.VersionTLS13
+	}
+	return 0
+}

@@ -1,0 +1,190 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of every tracer and meter that New
+// obtains, so that a view or a sampler can pick this package's signals out.
+const ScopeName = "github.com/fusiongo/transport/telemetry"
+
+// The names of the instruments that New creates. The duration histogram
+// follows the OpenTelemetry HTTP client semantic conventions; the others
+// have no semantic convention and live under fusion.transport.
+const (
+	MetricRequestDuration    = "http.client.request.duration"
+	MetricRequests           = "fusion.transport.requests"
+	MetricErrors             = "fusion.transport.errors"
+	MetricRequestsInFlight   = "fusion.transport.requests.in_flight"
+	MetricConnectionsOpen    = "fusion.transport.connections.open"
+	MetricConnectionsIdle    = "fusion.transport.connections.idle"
+	MetricReloads            = "fusion.transport.reloads"
+	MetricTransportsKept     = "fusion.transport.transports.kept"
+	MetricTransportsReplaced = "fusion.transport.transports.replaced"
+	MetricTransportsRemoved  = "fusion.transport.transports.removed"
+)
+
+// The attribute keys on spans and measurements. The fusion.* keys are ours;
+// the others are from the OpenTelemetry semantic conventions.
+const (
+	// AttrSourceSchema is the source schema's name, as the configuration
+	// spells it.
+	AttrSourceSchema = attribute.Key("fusion.source_schema")
+	// AttrPath is the transport path, "legacy" or "sockets".
+	AttrPath = attribute.Key("fusion.transport.path")
+
+	AttrRequestMethod         = attribute.Key("http.request.method")
+	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")
+	AttrResponseStatusCode    = attribute.Key("http.response.status_code")
+	AttrErrorType             = attribute.Key("error.type")
+	AttrServerAddress         = attribute.Key("server.address")
+	AttrServerPort            = attribute.Key("server.port")
+	AttrURLFull               = attribute.Key("url.full")
+	AttrProtocolVersion       = attribute.Key("network.protocol.version")
+)
+
+// durationBuckets are the bucket boundaries, in seconds, that the semantic
+// conventions advise for http.client.request.duration. They are advice: a
+// view in the user's MeterProvider overrides them.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// Options say where the signals go. The zero value sends them to the
+// global providers that the application installs with the otel package.
+type Options struct {
+	// TracerProvider creates the tracer for the client spans. Nil:
+	// otel.GetTracerProvider(), which is a no-op until the application
+	// calls otel.SetTracerProvider (New may run before that call: the
+	// global provider forwards to the one set later).
+	TracerProvider trace.TracerProvider
+
+	// MeterProvider creates the meter for every instrument. Nil:
+	// otel.GetMeterProvider(), which is a no-op until the application
+	// calls otel.SetMeterProvider (New may run before that call, as for
+	// TracerProvider).
+	MeterProvider metric.MeterProvider
+
+	// Propagator writes the trace context into each outgoing request's
+	// headers. Nil: otel.GetTextMapPropagator(), which is a no-op unless
+	// the application calls otel.SetTextMapPropagator, so that by default
+	// no header is added. Set propagation.TraceContext{} here, or
+	// globally, to send W3C traceparent and tracestate headers; add
+	// propagation.Baggage{} with propagation.NewCompositeTextMapPropagator
+	// to send baggage too.
+	Propagator propagation.TextMapPropagator
+
+	// ErrorType names the kind of a failed request for the error.type
+	// attribute. It must return few distinct values, since every value is
+	// a new metric series. Nil: DefaultErrorType.
+	ErrorType ErrorTypeFunc
+}
+
+// Telemetry records spans and metrics for the requests of both paths. It
+// is safe for concurrent use. Create it with New; a nil *Telemetry records
+// nothing, and its Middleware passes requests through untouched.
+type Telemetry struct {
+	tracer    trace.Tracer
+	meter     metric.Meter
+	prop      propagation.TextMapPropagator
+	errorType ErrorTypeFunc
+
+	duration metric.Float64Histogram
+	requests metric.Int64Counter
+	errors   metric.Int64Counter
+	inFlight metric.Int64UpDownCounter
+
+	connsOpen metric.Int64ObservableGauge
+	connsIdle metric.Int64ObservableGauge
+
+	reloads  metric.Int64Counter
+	kept     metric.Int64Counter
+	replaced metric.Int64Counter
+	removed  metric.Int64Counter
+}
+
+// New creates the tracer, the meter and every instrument once, from opts.
+// opts is not modified. It fails if the MeterProvider rejects an
+// instrument.
+func New(opts Options) (*Telemetry, error) {
+	tp, mp, prop := opts.TracerProvider, opts.MeterProvider, opts.Propagator
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+	}
+	t := &Telemetry{
+		tracer:    tp.Tracer(ScopeName),
+		meter:     mp.Meter(ScopeName),
+		prop:      prop,
+		errorType: opts.ErrorType,
+	}
+	if t.errorType == nil {
+		t.errorType = DefaultErrorType
+	}
+
+	// Every instrument is attempted, so that the error lists all the
+	// rejected ones at once.
+	var errs []error
+	check := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m := t.meter
+	var err error
+	t.duration, err = m.Float64Histogram(MetricRequestDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of source schema requests, until the response body is closed or read to its end."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	check(err)
+	t.requests, err = m.Int64Counter(MetricRequests,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Source schema requests that ended."))
+	check(err)
+	t.errors, err = m.Int64Counter(MetricErrors,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Source schema requests that ended in a transport error, a body read error or a 5xx status."))
+	check(err)
+	t.inFlight, err = m.Int64UpDownCounter(MetricRequestsInFlight,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Source schema requests sent whose response body is not yet closed or read to its end."))
+	check(err)
+	t.connsOpen, err = m.Int64ObservableGauge(MetricConnectionsOpen,
+		metric.WithUnit("{connection}"),
+		metric.WithDescription("Open connections to a source schema, busy and idle."))
+	check(err)
+	t.connsIdle, err = m.Int64ObservableGauge(MetricConnectionsIdle,
+		metric.WithUnit("{connection}"),
+		metric.WithDescription("Idle connections to a source schema, a subset of the open ones."))
+	check(err)
+	t.reloads, err = m.Int64Counter(MetricReloads,
+		metric.WithUnit("{reload}"),
+		metric.WithDescription("Configuration reloads applied."))
+	check(err)
+	t.kept, err = m.Int64Counter(MetricTransportsKept,
+		metric.WithUnit("{transport}"),
+		metric.WithDescription("Source schema transports that a reload kept, with their warm connections."))
+	check(err)
+	t.replaced, err = m.Int64Counter(MetricTransportsReplaced,
+		metric.WithUnit("{transport}"),
+		metric.WithDescription("Source schema transports that a reload replaced because their settings changed."))
+	check(err)
+	t.removed, err = m.Int64Counter(MetricTransportsRemoved,
+		metric.WithUnit("{transport}"),
+		metric.WithDescription("Source schema transports that a reload dropped because their schema was removed."))
+	check(err)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
+	}
+	return t, nil
+}
