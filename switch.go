@@ -20,6 +20,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/hooks"
 	"github.com/fusiongo/transport/legacy"
 	"github.com/fusiongo/transport/sockets"
 )
@@ -62,8 +63,36 @@ var (
 type Option func(*options)
 
 type options struct {
-	logger    *slog.Logger
-	lookupEnv func(string) (string, bool)
+	logger     *slog.Logger
+	lookupEnv  func(string) (string, bool)
+	middleware []hooks.Middleware
+	schemas    map[string]hooks.Schema
+}
+
+// SchemaOptions are the Go-only settings of one source schema, the ones a
+// file cannot hold: a dial function, a TLS verification callback, a
+// RoundTripper that replaces the path's transport (for tests and
+// in-process source schemas), middleware, and computed headers. The zero
+// value changes nothing. See each field for the paths that honour it.
+type SchemaOptions = hooks.Schema
+
+// WithSchemaOptions sets the Go-only settings of source schema name. A
+// later call for the same name replaces an earlier one. They hold for the
+// invoker's life: Reload keeps them.
+func WithSchemaOptions(name string, so SchemaOptions) Option {
+	return func(o *options) {
+		if o.schemas == nil {
+			o.schemas = map[string]hooks.Schema{}
+		}
+		o.schemas[name] = so
+	}
+}
+
+// WithMiddleware wraps every source schema's requests in mws, the first
+// outermost, outside each schema's own middleware. On the legacy path they
+// run inside the shared client, so once per redirect hop.
+func WithMiddleware(mws ...func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *options) { o.middleware = append(o.middleware, mws...) }
 }
 
 // WithLogger sets the logger of the invoker. Default: slog.Default().
@@ -71,9 +100,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// WithLookupEnv sets how the legacy path reads the environment's proxy
-// variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their lower-case forms).
-// Default: os.LookupEnv, read once by New.
+// WithLookupEnv sets how the proxy variables (HTTP_PROXY, HTTPS_PROXY,
+// NO_PROXY and their lower-case forms) are read: by the legacy path always,
+// by the sockets path for source schemas with proxy: environment.
+// Default: os.LookupEnv, read once when a transport is built.
 func WithLookupEnv(lookup func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = lookup }
 }
@@ -86,9 +116,9 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 		opt(&o)
 	}
 	if cfg.Path() == env.PathSockets {
-		return sockets.New(cfg, sockets.Options{Logger: o.logger})
+		return sockets.New(cfg, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
 	}
-	return legacy.New(cfg, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv})
+	return legacy.New(cfg, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
 }
 
 // WithGatewayRequest returns a copy of ctx that carries r, the incoming
