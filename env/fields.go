@@ -101,8 +101,11 @@ func limitField(key string, p func(*Settings) *int) field {
 		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
 		isSet:   func(s *Settings) bool { return *p(s) != 0 },
 		format: func(s *Settings) string {
-			if *p(s) < 0 {
+			switch {
+			case *p(s) < 0:
 				return "0 (no limit)"
+			case *p(s) == 0:
+				return "(the path's default)"
 			}
 			return strconv.Itoa(*p(s))
 		},
@@ -122,7 +125,12 @@ func stringField(key string, p func(*Settings) *string) field {
 		},
 		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
 		isSet:   func(s *Settings) bool { return *p(s) != "" },
-		format:  func(s *Settings) string { return *p(s) },
+		format: func(s *Settings) string {
+			if *p(s) == "" {
+				return "(none)"
+			}
+			return *p(s)
+		},
 	}
 }
 

@@ -26,6 +26,7 @@ type command struct {
 }
 
 var commands = map[string]command{
+	"config":  {"print the effective configuration per source schema with the origin of each value, or what a reload would change (-diff)", runConfig},
 	"compare": {"run a corpus of source schema requests through both paths and report the differences", runCompare},
 	"schemas": {"serve the embedded source schemas (accounts, inventory, products, reviews) on loopback", runSchemas},
 }

@@ -90,3 +90,45 @@ func TestCompareBadConfig(t *testing.T) {
 		t.Errorf("stderr: %s", errOut.String())
 	}
 }
+
+func TestConfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	oldFile, newFile := filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml")
+	os.WriteFile(oldFile, []byte("defaults:\n  connect_timeout: 5s\nsource_schemas:\n  products:\n    url: http://127.0.0.1:4001/graphql\n    conn_lifetime: 30s\n  reviews:\n    url: http://127.0.0.1:4002/graphql\n"), 0o600)
+	os.WriteFile(newFile, []byte("defaults:\n  connect_timeout: 5s\nsource_schemas:\n  products:\n    url: http://127.0.0.1:4001/graphql\n    conn_lifetime: 60s\n  reviews:\n    url: http://127.0.0.1:4002/graphql\n    request_timeout: 3s\n  accounts:\n    url: http://127.0.0.1:4003/graphql\n"), 0o600)
+
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"config", oldFile}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{
+		"source schema products",
+		"connect_timeout", "5s", "file " + oldFile + " (defaults)",
+		"conn_lifetime", "30s", "built-in default",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("config output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if code := run(context.Background(), []string{"config", "-diff", oldFile, newFile}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{
+		"added    accounts",
+		"replaced products: changed conn_lifetime",
+		"kept     reviews: warm connections stay; per-request settings change: request_timeout",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("source_schemas:\n  products:\n    url: http://p\n    http_version: \"3\"\n"), 0o600)
+	errOut.Reset()
+	if code := run(context.Background(), []string{"config", bad}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `source_schemas.products.http_version: invalid value "3": allowed 1.1, 2, h2c`) {
+		t.Errorf("bad config: exit %d, stderr %s", code, errOut.String())
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/sockets"
+)
+
+func runConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	diff := fs.Bool("diff", false, "compare two configurations, OLD and NEW: say which source schemas a reload would keep and why the others would be rebuilt")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: fusion-transport config [FILE...]
+       fusion-transport config -diff OLD NEW
+
+Config loads the configuration as the transport would (built-in defaults,
+then each FILE in order, then the FUSION_* environment variables) and prints,
+per source schema, every effective setting with where it came from. It exits
+2 if the configuration is invalid, naming every bad key.
+
+With -diff it loads OLD and NEW (each one file, with the same environment)
+and prints what a sockets reload from OLD to NEW would do to each source
+schema: keep its pool and warm connections, or replace it, and why.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	loader := env.Loader{LookupEnv: os.LookupEnv, Environ: os.Environ}
+	if *diff {
+		if fs.NArg() != 2 {
+			fmt.Fprintln(stderr, "config: -diff needs two files, OLD and NEW")
+			return 2
+		}
+		return configDiff(loader, fs.Arg(0), fs.Arg(1), stdout, stderr)
+	}
+	cfg, explained, err := loader.Explain(fs.Args()...)
+	if err != nil {
+		fmt.Fprintf(stderr, "config: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "path: %s\n", cfg.Path())
+	fmt.Fprintf(stdout, "legacy.handler_lifetime: %s\n", cfg.EffectiveLegacy().HandlerLifetime)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range explained {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	if len(names) == 0 {
+		fmt.Fprintln(stdout, "no source schemas configured")
+	}
+	for _, name := range names {
+		fmt.Fprintf(stdout, "\nsource schema %s\n", name)
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		for _, v := range explained[name] {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Key, v.Value, v.Origin)
+		}
+		tw.Flush()
+	}
+	return 0
+}
+
+func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Writer) int {
+	prev, err := loader.Load(oldFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "config: OLD: %v\n", err)
+		return 2
+	}
+	next, err := loader.Load(newFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "config: NEW: %v\n", err)
+		return 2
+	}
+	for _, c := range sockets.Plan(prev, next) {
+		line := fmt.Sprintf("%-8s %s", c.Action, c.Schema)
+		switch {
+		case c.Action == "replaced":
+			line += ": changed " + strings.Join(c.Reasons, ", ")
+		case c.Action == "kept" && len(c.Reasons) > 0:
+			line += ": warm connections stay; per-request settings change: " + strings.Join(c.Reasons, ", ")
+		case c.Action == "kept":
+			line += ": unchanged"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return 0
+}

@@ -1,0 +1,111 @@
+package env
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// Value is one effective setting of a source schema and where it came
+// from.
+type Value struct {
+	// Key is the setting's key path under the source schema, e.g.
+	// "tls.ca_file" or "url".
+	Key string
+	// Value is the effective value as a file would write it.
+	Value string
+	// Origin says where it came from: "built-in default", "file
+	// transport.yaml (defaults)", "file transport.yaml", "environment
+	// FUSION_DEFAULTS__CONNECT_TIMEOUT (defaults)", and so on.
+	Origin string
+}
+
+// Explain loads like Load and also reports, for every source schema, every
+// effective setting with its origin, in key order.
+func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
+	cfg, err := l.Load(files...)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	origin := map[string]string{}
+	for _, f := range files {
+		k := koanf.New(".")
+		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
+			return Config{}, nil, fmt.Errorf("config file %s: %w", f, err)
+		}
+		for _, key := range k.Keys() {
+			origin[key] = "file " + f
+		}
+	}
+	k := koanf.New(".")
+	for _, f := range files {
+		_ = k.Load(file.Provider(f), yaml.Parser())
+	}
+	_, envOrigin, _ := l.environment(k.MapKeys("source_schemas"))
+	for key, name := range envOrigin {
+		origin[key] = "environment " + name
+	}
+	if l.LookupEnv != nil {
+		if _, ok := l.LookupEnv(ForwardHeadersVar); ok {
+			origin["forward_headers"] = "environment " + ForwardHeadersVar
+		}
+	}
+	out := make(map[string][]Value, len(cfg.SourceSchemas))
+	for name, sc := range cfg.SourceSchemas {
+		eff, _ := cfg.Effective(name)
+		prefix := "source_schemas." + name + "."
+		from := func(key string) string {
+			if o, ok := lookupOrigin(origin, prefix+key); ok {
+				return o
+			}
+			if o, ok := lookupOrigin(origin, "defaults."+key); ok {
+				return o + " (defaults)"
+			}
+			return "built-in default"
+		}
+		vals := []Value{{Key: "url", Value: sc.URL, Origin: from("url")}}
+		fwd := slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders)
+		fwdOrigin := from("forward_headers")
+		if o, ok := lookupOrigin(origin, "forward_headers"); ok {
+			fwdOrigin = o + " (global list)"
+			if len(sc.ForwardHeaders) > 0 {
+				fwdOrigin += " and " + from("forward_headers")
+			}
+		}
+		vals = append(vals, Value{Key: "forward_headers", Value: fmt.Sprint(fwd), Origin: fwdOrigin})
+		for _, f := range settingFields {
+			vals = append(vals, Value{Key: f.key, Value: f.format(&eff), Origin: from(f.key)})
+		}
+		out[name] = vals
+	}
+	return cfg, out, nil
+}
+
+// lookupOrigin finds the origin of key, or of a list or mapping it is an
+// item of (koanf reports the leaves of mappings).
+func lookupOrigin(origin map[string]string, key string) (string, bool) {
+	if o, ok := origin[key]; ok {
+		return o, true
+	}
+	for k, o := range origin {
+		if len(k) > len(key) && k[:len(key)] == key && k[len(key)] == '.' {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// DiffSettings returns the keys whose values differ between a and b, in
+// key order.
+func DiffSettings(a, b Settings) []string {
+	var keys []string
+	for _, f := range settingFields {
+		if f.format(&a) != f.format(&b) {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
