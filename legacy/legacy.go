@@ -142,7 +142,7 @@ func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 			rules:          rules,
 			headerTimeout:  env.Bound(settings.HeaderTimeout),
 			requestTimeout: env.Bound(settings.RequestTimeout),
-			rt:             hooks.Chain(core, slices.Concat(inv.opts.Middleware, hk.Middleware)...),
+			rt:             hooks.Chain(core, slices.Concat(inv.opts.Middleware, hk.Middleware, hooks.Builtins(settings, name, inv.log, rules.Added()))...),
 		}
 	}
 	return st, nil

@@ -3,6 +3,7 @@ package sockets
 import (
 	"compress/gzip"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,14 +14,15 @@ import (
 )
 
 // pipeline builds a source schema's RoundTripper, outermost first: the
-// global middleware, the schema's middleware, decompression (when
-// configured), then the schema's RoundTripper hook or its pool.
-func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.Middleware) http.RoundTripper {
+// global middleware, the schema's middleware, dedupe and retry (when
+// configured), decompression (when configured), then the schema's
+// RoundTripper hook or its pool.
+func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.Middleware, log *slog.Logger) http.RoundTripper {
 	var core http.RoundTripper = poolRoundTripper{s}
 	if hk.RoundTripper != nil {
 		core = hk.RoundTripper
 	}
-	mws := slices.Concat(global, hk.Middleware)
+	mws := slices.Concat(global, hk.Middleware, hooks.Builtins(settings, s.name, log, s.rules.Added()))
 	if len(settings.Decompression) > 0 {
 		mws = append(mws, decompress(settings.Decompression))
 	}

@@ -119,7 +119,7 @@ func build(cfg env.Config, old *state, o *Options, log *slog.Logger) (*state, er
 			fresh = append(fresh, p)
 			s.pool = p
 		}
-		s.rt = pipeline(s, settings, hk, o.Middleware)
+		s.rt = pipeline(s, settings, hk, o.Middleware, log)
 		st.schemas[name] = s
 	}
 	return st, nil

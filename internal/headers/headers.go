@@ -137,6 +137,23 @@ func New(spec Spec) (Rules, error) {
 // Names returns the forwarded header names, canonical, in list order.
 func (r Rules) Names() []string { return append([]string(nil), r.names...) }
 
+// Added returns the names of the headers the rules can add, canonical:
+// forwarded, renamed, static and computed ones (not those that match an
+// expression, which depend on the gateway request).
+func (r Rules) Added() []string {
+	out := slices.Clone(r.names)
+	for _, p := range r.rename {
+		out = append(out, p.to)
+	}
+	for _, p := range r.set {
+		out = append(out, p.from)
+	}
+	for _, v := range r.values {
+		out = append(out, v.name)
+	}
+	return out
+}
+
 // Len returns an estimate of the headers the rules add, for sizing maps.
 func (r Rules) Len() int { return len(r.names) + len(r.rename) + len(r.set) + len(r.values) }
 

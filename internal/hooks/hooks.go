@@ -6,10 +6,13 @@ package hooks
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"net/http"
 
+	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/middleware"
 )
 
 // Middleware wraps a RoundTripper: a delegating handler.
@@ -51,4 +54,28 @@ func Chain(rt http.RoundTripper, mws ...Middleware) http.RoundTripper {
 		}
 	}
 	return rt
+}
+
+// Builtins returns the built-in middleware that settings switch on, in the
+// order they run: Dedupe (identical in-flight queries share one request),
+// then Retry (each attempt goes on through the rest of the pipeline).
+// keyHeaders are the headers the schema's rules add: they join
+// Authorization and Cookie in the dedupe key, so that two users' queries
+// that differ only in a forwarded header (a tenant, say) never share an
+// answer.
+func Builtins(settings env.Settings, schema string, log *slog.Logger, keyHeaders []string) []Middleware {
+	var out []Middleware
+	if settings.Dedupe.On() {
+		out = append(out, middleware.Dedupe(keyHeaders...))
+	}
+	if r := settings.Retry; r.MaxAttempts > 1 {
+		out = append(out, middleware.Retry(middleware.RetryConfig{
+			MaxAttempts: r.MaxAttempts,
+			WaitMin:     env.Bound(r.WaitMin),
+			WaitMax:     env.Bound(r.WaitMax),
+			Statuses:    r.Statuses,
+			Logger:      log.With("source_schema", schema),
+		}))
+	}
+	return out
 }

@@ -1,0 +1,112 @@
+package middleware
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxClassifiedBody is the largest request body that retry and dedupe read
+// to find the operation kind. A larger body is sent as it is, once, and
+// never shared: buffering it would cost more than a retry saves.
+const maxClassifiedBody = 1 << 20
+
+// classified is a request read for its operation kind.
+type classified struct {
+	// req is the request to send in the caller's place. If body is non-nil,
+	// req.GetBody returns a fresh reader over it, so req can be sent again.
+	req  *http.Request
+	body []byte // the whole body, or nil if there is none or it was too large
+	kind Kind
+}
+
+// classify reads req's body, at most maxClassifiedBody bytes of it, and
+// returns the kind of operation it carries. It never modifies req.
+//
+// With req.GetBody, the body is read from a fresh copy and req is sent as
+// it is. Without it, req.Body is read (and closed, if read whole) and the
+// returned request is a shallow copy that carries the bytes; a body over
+// the limit is stitched back together so that the next handler reads
+// every byte.
+func classify(req *http.Request) (classified, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return classified{req: req}, nil
+	}
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			closeBody(req)
+			return classified{}, fmt.Errorf("%s %s: rewinding request body: %w", req.Method, redactURL(req.URL), err)
+		}
+		body, whole, err := readUpTo(rc)
+		rc.Close()
+		if err != nil {
+			closeBody(req)
+			return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redactURL(req.URL), err)
+		}
+		if !whole {
+			return classified{req: req}, nil
+		}
+		return classified{req: req, body: body, kind: OperationKind(body)}, nil
+	}
+	body, whole, err := readUpTo(req.Body)
+	if err != nil {
+		closeBody(req)
+		return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redactURL(req.URL), err)
+	}
+	out := *req
+	if !whole {
+		out.Body = stitched{Reader: io.MultiReader(bytes.NewReader(body), req.Body), Closer: req.Body}
+		return classified{req: &out}, nil
+	}
+	req.Body.Close()
+	setBody(&out, body)
+	return classified{req: &out, body: body, kind: OperationKind(body)}, nil
+}
+
+// readUpTo reads r until EOF or past maxClassifiedBody bytes. whole reports
+// whether body is all of r.
+func readUpTo(r io.Reader) (body []byte, whole bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, maxClassifiedBody+1))
+	return body, err == nil && len(body) <= maxClassifiedBody, err
+}
+
+// setBody makes body the body of r, readable again through GetBody.
+func setBody(r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+}
+
+// withBody returns a shallow copy of r with a fresh reader over its body,
+// for sending r once more. r must have come from classify with a body.
+func withBody(r *http.Request, body []byte) *http.Request {
+	out := *r
+	setBody(&out, body)
+	return &out
+}
+
+// closeBody closes req's body, as a RoundTripper must even when it fails.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// stitched is a request body whose first bytes were read ahead.
+type stitched struct {
+	io.Reader
+	io.Closer
+}
+
+// drain reads a little of a discarded response body and closes it, so that
+// its connection can be reused when the rest is short.
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	resp.Body.Close()
+}
+
+// drainLimit bounds how much of a discarded body is read, as
+// go-retryablehttp's respReadLimit does.
+const drainLimit = 4096

@@ -1,0 +1,298 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+)
+
+// maxSharedBody is the largest response body that Dedupe buffers to share.
+const maxSharedBody = 32 << 20
+
+// Dedupe returns a middleware that lets identical queries in flight at the
+// same time share one source schema request, as HotChocolate's request
+// deduplication does. Mutations, subscriptions and requests whose kind
+// OperationKind cannot tell always go on their own.
+//
+// Two queries are identical if their method, URL, Host, body and
+// Authorization and Cookie header values are equal, and the values of
+// keyHeaders too: name there any other header that changes the answer (a
+// forwarded tenant header, say). Other headers of the first caller's request
+// are the ones sent.
+//
+// The first caller starts the shared request; the callers that arrive while
+// it runs wait for its result. Each caller waits only as long as its own
+// context allows, and gets its context's error when it ends; the shared
+// request runs on with the first caller's context values but without its
+// cancellation or deadline, and is cancelled only once every caller has
+// gone. Each
+// caller gets its own *http.Response: a copy with cloned Header and Trailer
+// and its own reader over the body, which is read whole once. A failure to
+// read that body is every caller's RoundTrip error.
+//
+// A response is not shared if its body is over 32 MiB or it streams
+// (multipart/mixed incremental delivery, text/event-stream): the first
+// caller, if still waiting, gets it streaming, and every other caller sends
+// its own request.
+//
+// Each RoundTripper that the middleware returns shares only the requests
+// that pass through it: two source schemas never share one.
+//
+// golang.org/x/sync/singleflight is not used: its callers cannot leave on
+// their own context, and the call is not cancelled when they all have.
+func Dedupe(keyHeaders ...string) Middleware {
+	return newDedupe(nil, maxSharedBody, keyHeaders)
+}
+
+// newDedupe is Dedupe with a hook that is called, if non-nil, each time a
+// caller has joined a call, with the number of callers now waiting on it,
+// and the largest body to share.
+func newDedupe(joined func(waiters int), maxBody int64, keyHeaders []string) Middleware {
+	headers := []string{"Authorization", "Cookie"}
+	for _, h := range keyHeaders {
+		headers = append(headers, http.CanonicalHeaderKey(h))
+	}
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &deduper{wrapped: wrap(next), headers: headers, joined: joined, maxBody: maxBody, calls: make(map[callKey]*call)}
+	}
+}
+
+// deduper is the RoundTripper of Dedupe. Each wraps one next RoundTripper
+// and shares only its own calls.
+type deduper struct {
+	wrapped
+	headers []string // canonical names of the headers in the key
+	joined  func(waiters int)
+	maxBody int64
+
+	mu    sync.Mutex
+	calls map[callKey]*call // in flight
+}
+
+var _ http.RoundTripper = (*deduper)(nil)
+
+// callKey identifies identical requests: a SHA-256 over their parts.
+type callKey [sha256.Size]byte
+
+// call is one shared request.
+type call struct {
+	done   chan struct{}      // closed once the result is set
+	cancel context.CancelFunc // ends the shared request
+
+	// Guarded by deduper.mu.
+	waiters    int  // callers waiting, the first caller included
+	leaderGone bool // the first caller has stopped waiting
+	finished   bool // the result is set; done is about to close
+
+	// The result, set before done closes.
+	err    error
+	resp   *http.Response // shareable response, Body nil
+	body   []byte         // its body
+	stream *http.Response // not shareable: the first caller's, streaming
+}
+
+// RoundTrip sends req, or waits for an identical query in flight.
+func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, err := classify(req)
+	if err != nil {
+		return nil, err
+	}
+	if c.kind != Query {
+		return d.next.RoundTrip(c.req)
+	}
+	k := d.key(c.req, c.body)
+
+	d.mu.Lock()
+	cl, inFlight := d.calls[k]
+	if !inFlight {
+		ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+		cl = &call{done: make(chan struct{}), cancel: cancel}
+		d.calls[k] = cl
+		// The shared request is a deep copy with its own body: the first
+		// caller may leave, and reuse its request and body, while it is
+		// still being written.
+		shared := c.req.Clone(ctx)
+		setBody(shared, c.body)
+		go d.run(req.Context(), k, cl, shared)
+	}
+	cl.waiters++
+	waiters := cl.waiters
+	d.mu.Unlock()
+	if d.joined != nil {
+		d.joined(waiters)
+	}
+	leader := !inFlight
+	closeBody(c.req) // the shared request has a copy
+
+	ctx := req.Context()
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		if d.leave(k, cl, leader) {
+			return nil, ctx.Err()
+		}
+		<-cl.done // the result came in as ctx ended: take it
+	}
+	switch {
+	case cl.err != nil:
+		return nil, cl.err
+	case cl.resp != nil:
+		return cl.response(req), nil
+	case leader:
+		cl.stream.Request = req
+		return cl.stream, nil
+	default: // not shareable: go alone
+		return d.next.RoundTrip(withBody(c.req, c.body))
+	}
+}
+
+// leave takes a caller whose context ended off cl, and cancels the shared
+// request if it was the last one. It reports false if cl's result is
+// already set, and the caller must take it instead.
+func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cl.finished {
+		return false
+	}
+	cl.waiters--
+	if leader {
+		cl.leaderGone = true
+	}
+	if cl.waiters == 0 {
+		cl.cancel()
+		if d.calls[k] == cl {
+			delete(d.calls, k) // a later caller starts afresh
+		}
+	}
+	return true
+}
+
+// run sends the shared request req and sets cl's result. leaderCtx is the
+// context of the first caller.
+func (d *deduper) run(leaderCtx context.Context, k callKey, cl *call, req *http.Request) {
+	resp, err := d.next.RoundTrip(req)
+	var body []byte
+	var stream *http.Response
+	if err == nil {
+		body, stream, err = readShared(req, resp, d.maxBody)
+	}
+
+	d.mu.Lock()
+	cl.finished = true
+	if d.calls[k] == cl {
+		delete(d.calls, k)
+	}
+	handOver := stream != nil && !cl.leaderGone
+	d.mu.Unlock()
+
+	switch {
+	case err != nil:
+		cl.err = err
+		cl.cancel()
+	case stream != nil && handOver:
+		// The first caller reads on: its own cancellation now ends the
+		// request, and so does closing the body.
+		stop := context.AfterFunc(leaderCtx, cl.cancel)
+		stream.Body = &onClose{ReadCloser: stream.Body, close: func() { stop(); cl.cancel() }}
+		cl.stream = stream
+	case stream != nil:
+		stream.Body.Close()
+		cl.cancel()
+	default:
+		resp.Body = nil
+		cl.resp, cl.body = resp, body
+		cl.cancel()
+	}
+	close(cl.done)
+}
+
+// readShared reads the body of resp, the response to req, whole if it can
+// be shared: it does not stream and has at most maxBody bytes. Otherwise it
+// returns resp as stream, with any bytes read put back in front.
+func readShared(req *http.Request, resp *http.Response, maxBody int64) (body []byte, stream *http.Response, err error) {
+	if streams(resp) {
+		return nil, resp, nil
+	}
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("%s %s: reading response body: %w", req.Method, redactURL(req.URL), err)
+	}
+	if int64(len(body)) > maxBody {
+		resp.Body = stitched{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), Closer: resp.Body}
+		return nil, resp, nil
+	}
+	resp.Body.Close()
+	return body, nil, nil
+}
+
+// streams reports whether resp is a stream of results (GraphQL incremental
+// delivery or server-sent events) that its reader must get as it comes.
+func streams(resp *http.Response) bool {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && (mt == "multipart/mixed" || mt == "text/event-stream")
+}
+
+// response returns the caller's own copy of the shared response.
+func (cl *call) response(req *http.Request) *http.Response {
+	r := *cl.resp
+	r.Header = cl.resp.Header.Clone()
+	r.Trailer = cl.resp.Trailer.Clone()
+	r.Body = io.NopCloser(bytes.NewReader(cl.body))
+	r.ContentLength = int64(len(cl.body))
+	r.Request = req
+	return &r
+}
+
+// key hashes the parts of req that make requests identical. Each part is
+// length-prefixed, so that no two different lists of parts hash alike.
+func (d *deduper) key(req *http.Request, body []byte) callKey {
+	h := sha256.New()
+	writePart(h, []byte(req.Method))
+	writePart(h, []byte(req.URL.String()))
+	writePart(h, []byte(req.Host))
+	writePart(h, body)
+	for _, name := range d.headers {
+		values := req.Header[name]
+		writePart(h, []byte(name))
+		writeLen(h, len(values))
+		for _, v := range values {
+			writePart(h, []byte(v))
+		}
+	}
+	var k callKey
+	h.Sum(k[:0])
+	return k
+}
+
+func writePart(h hash.Hash, p []byte) {
+	writeLen(h, len(p))
+	h.Write(p)
+}
+
+func writeLen(h hash.Hash, n int) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+}
+
+// onClose is a response body that calls close after closing.
+type onClose struct {
+	io.ReadCloser
+	once  sync.Once
+	close func()
+}
+
+func (b *onClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.close)
+	return err
+}

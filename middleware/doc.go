@@ -1,0 +1,45 @@
+// Package middleware holds the built-in delegating handlers of a source
+// schema's pipeline: each is a Middleware, a func(http.RoundTripper)
+// http.RoundTripper, and Chain stacks them over a source schema's transport.
+//
+//	rt := middleware.Chain(transport,
+//		middleware.Logging(logger, "products"),
+//		middleware.Dedupe(),
+//		middleware.Retry(middleware.RetryConfig{MaxAttempts: 3}),
+//		middleware.Token(middleware.FromOAuth2(tokenSource)),
+//	)
+//
+// # Order
+//
+// They are meant to run in this order, outermost first:
+//
+//	Logging → Dedupe → Retry → Token → transport
+//
+// for these reasons:
+//
+//   - Logging is outermost so that it sees what the caller sees: one record
+//     per caller, with the status or error that the caller gets, after
+//     sharing and all retries.
+//   - Dedupe sits outside Retry so that the callers that share a request
+//     share its whole retried result, not each attempt; inside, each caller
+//     of one query would run its own retries.
+//   - Retry sits outside Token so that each attempt gets a fresh token: a
+//     token that expires during a wait (Retry-After may ask for seconds) is
+//     not sent again.
+//
+// # What is retried and shared
+//
+// Retry and Dedupe act only on GraphQL queries sent as GraphQL-over-HTTP
+// JSON bodies (OperationKind). A mutation is never sent twice, a
+// subscription never shared, and a request whose kind cannot be told for
+// sure (a persisted query without its document, a GET request, a body over
+// 1 MiB, anything that does not parse) is treated like a mutation. Both read
+// the body up to that size: through GetBody if the request has it, else
+// from Body, and then send a copy of the request whose body can be read
+// again.
+//
+// Every middleware wraps its next RoundTripper without an http.Client, so
+// that it keeps next's semantics: it follows no redirects, stores no
+// cookies and passes CloseIdleConnections on. None modifies the caller's
+// request.
+package middleware

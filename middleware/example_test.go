@@ -1,0 +1,124 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/fusiongo/transport/middleware"
+)
+
+func ExampleOperationKind() {
+	for _, body := range []string{
+		`{"query":"{ product(id: 1) { name } }"}`,
+		`{"query":"query A { a } mutation B { b }","operationName":"B"}`,
+		`{"query":"subscription { reviewAdded { id } }"}`,
+		`[{"query":"{ a }"},{"query":"query Q { b }"}]`,
+		`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"ab12"}}}`,
+	} {
+		fmt.Println(middleware.OperationKind([]byte(body)))
+	}
+	// Output:
+	// query
+	// mutation
+	// subscription
+	// query
+	// unknown
+}
+
+// ExampleChain builds a source schema's pipeline in the intended order and
+// sends a query to a source schema that is busy at first.
+func ExampleChain() {
+	var attempts atomic.Int32
+	products := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, `{"data":{"auth":%q}}`, r.Header.Get("Authorization"))
+	}))
+	defer products.Close()
+
+	rt := middleware.Chain(products.Client().Transport,
+		middleware.Logging(slog.New(slog.DiscardHandler), "products"),
+		middleware.Dedupe(),
+		middleware.Retry(middleware.RetryConfig{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: 10 * time.Millisecond}),
+		middleware.Token(func(context.Context) (string, error) { return "Bearer gateway", nil }),
+	)
+	client := &http.Client{Transport: rt}
+	resp, err := client.Post(products.URL, "application/json", strings.NewReader(`{"query":"{ me { name } }"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), "after", attempts.Load(), "attempts")
+	// Output:
+	// 200 {"data":{"auth":"Bearer gateway"}} after 2 attempts
+}
+
+// ExampleLogging shows the record of one request; time and duration are
+// left out to keep the output stable.
+func ExampleLogging() {
+	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "duration" {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	rt := middleware.Chain(ok, middleware.Logging(slog.New(h), "products"))
+
+	req, _ := http.NewRequest(http.MethodGet, "http://products.internal/graphql?query=%7Bme%7D", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err := rt.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	// Output:
+	// level=DEBUG msg="source schema request" source_schema=products method=GET url=http://products.internal/graphql status=200
+}
+
+// ExampleFromOAuth2 takes the gateway's credentials for a source schema
+// from an OAuth 2 token source, such as clientcredentials.Config's.
+func ExampleFromOAuth2() {
+	ts := oauth2.ReuseTokenSource(nil, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "abc", TokenType: "bearer"}))
+	show := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		fmt.Println("Authorization:", req.Header.Get("Authorization"))
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	rt := middleware.Chain(show, middleware.Token(middleware.FromOAuth2(ts)))
+
+	req, _ := http.NewRequest(http.MethodPost, "http://products.internal/graphql", strings.NewReader(`{"query":"{ me { name } }"}`))
+	req.Header.Set("Authorization", "Bearer forwarded-from-the-user")
+	resp, err := rt.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	// Output:
+	// Authorization: Bearer abc
+}
+
+// ExampleDedupe shares identical queries in flight; X-Tenant joins the
+// headers that tell queries apart, since the source schema answers each
+// tenant differently.
+func ExampleDedupe() {
+	rt := middleware.Chain(http.DefaultTransport, middleware.Dedupe("X-Tenant"))
+	_ = &http.Client{Transport: rt}
+}

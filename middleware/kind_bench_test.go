@@ -1,0 +1,33 @@
+package middleware_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fusiongo/transport/middleware"
+)
+
+// BenchmarkOperationKind measures what retry and dedupe add to each
+// request to classify it, for a typical query, one with large variables
+// (skipped as raw JSON) and a batch.
+func BenchmarkOperationKind(b *testing.B) {
+	bodies := []struct {
+		name string
+		body string
+	}{
+		{"query", queryBody},
+		{"mutation", mutationBody},
+		{"large variables", `{"query":"query Q($in: [In!]!) { products(in: $in) { id name } }","variables":{"in":[` + strings.Repeat(`{"id":"123","tags":["a","b"]},`, 2000) + `{"id":"0"}]}}`},
+		{"batch of 10", "[" + strings.Repeat(queryBody+",", 9) + queryBody + "]"},
+	}
+	for _, bb := range bodies {
+		b.Run(bb.name, func(b *testing.B) {
+			body := []byte(bb.body)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				middleware.OperationKind(body)
+			}
+		})
+	}
+}

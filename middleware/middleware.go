@@ -1,0 +1,46 @@
+package middleware
+
+import "net/http"
+
+// Middleware is a delegating handler of a source schema's pipeline: it
+// returns a RoundTripper that does its part and calls next.
+type Middleware = func(next http.RoundTripper) http.RoundTripper
+
+// Chain returns rt wrapped in mws, mws[0] outermost: a request passes
+// through mws[0] first and rt last. Nil entries are skipped. A nil rt is
+// http.DefaultTransport, as for http.Client.
+func Chain(rt http.RoundTripper, mws ...Middleware) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			rt = mws[i](rt)
+		}
+	}
+	return rt
+}
+
+// wrapped is embedded by every middleware's RoundTripper. It passes
+// CloseIdleConnections on, so that http.Client.CloseIdleConnections and
+// pool cleanups still reach the transport at the end of the chain.
+type wrapped struct {
+	next http.RoundTripper
+}
+
+// wrap returns a wrapped that calls next, or http.DefaultTransport if next
+// is nil.
+func wrap(next http.RoundTripper) wrapped {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return wrapped{next: next}
+}
+
+// CloseIdleConnections closes the idle connections of the next
+// RoundTripper, if it has any.
+func (w wrapped) CloseIdleConnections() {
+	if c, ok := w.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,285 @@
+package middleware_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fusiongo/transport/middleware"
+)
+
+// fastRetry is a retry configuration whose waits are short.
+func fastRetry(attempts int) middleware.RetryConfig {
+	return middleware.RetryConfig{MaxAttempts: attempts, WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond}
+}
+
+// step is one answer of a scripted server: a status and headers.
+type step struct {
+	status int
+	header map[string]string
+}
+
+func TestRetryAttempts(t *testing.T) {
+	longAgo := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Format(http.TimeFormat)
+	tests := []struct {
+		name         string
+		body         string
+		cfg          middleware.RetryConfig
+		steps        []step // the last one repeats
+		wantAttempts int
+		wantStatus   int
+	}{
+		{"query 503 then 200", queryBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 2, 200},
+		{"query 502, 504 then 200", queryBody, fastRetry(3), []step{{status: 502}, {status: 504}, {status: 200}}, 3, 200},
+		{"query 200 at once", queryBody, fastRetry(3), []step{{status: 200}}, 1, 200},
+		{"batch of queries", `[` + queryBody + `,{"query":"{ a }"}]`, fastRetry(3), []step{{status: 503}, {status: 200}}, 2, 200},
+		{"mutation never retried", mutationBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"subscription never retried", subscriptionBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"persisted query never retried", persistedBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"batch with a mutation never retried", `[` + queryBody + `,` + mutationBody + `]`, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"Retry-After seconds", queryBody, fastRetry(3), []step{{status: 429, header: map[string]string{"Retry-After": "0"}}, {status: 200}}, 2, 200},
+		{"Retry-After HTTP-date", queryBody, fastRetry(3), []step{{status: 503, header: map[string]string{"Retry-After": longAgo}}, {status: 200}}, 2, 200},
+		{"Retry-After capped at WaitMax", queryBody, fastRetry(3), []step{{status: 429, header: map[string]string{"Retry-After": "3600"}}, {status: 200}}, 2, 200},
+		{"gives up with the last response", queryBody, fastRetry(3), []step{{status: 503}}, 3, 503},
+		{"500 not retried by default", queryBody, fastRetry(3), []step{{status: 500}, {status: 200}}, 1, 500},
+		{"own statuses", queryBody, middleware.RetryConfig{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: time.Millisecond, Statuses: []int{500}}, []step{{status: 500}, {status: 200}}, 2, 200},
+		{"own statuses replace the defaults", queryBody, middleware.RetryConfig{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: time.Millisecond, Statuses: []int{500}}, []step{{status: 503}, {status: 200}}, 1, 503},
+		{"off by default", queryBody, middleware.RetryConfig{}, []step{{status: 503}, {status: 200}}, 1, 503},
+		{"one attempt", queryBody, middleware.RetryConfig{MaxAttempts: 1}, []step{{status: 503}, {status: 200}}, 1, 503},
+	}
+	for _, rewindable := range []bool{true, false} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/GetBody=%t", tt.name, rewindable), func(t *testing.T) {
+				srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ string) {
+					s := tt.steps[min(n, len(tt.steps))-1]
+					for k, v := range s.header {
+						w.Header().Set(k, v)
+					}
+					w.WriteHeader(s.status)
+					fmt.Fprintf(w, "attempt %d", n)
+				})
+				rt := middleware.Chain(srv.transport(), middleware.Retry(tt.cfg))
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				req := newRequest(t, ctx, srv.URL, tt.body, rewindable)
+				header := req.Header.Clone()
+
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("RoundTrip: %v", err)
+				}
+				body := readBody(t, resp)
+				if resp.StatusCode != tt.wantStatus {
+					t.Errorf("status %d, want %d", resp.StatusCode, tt.wantStatus)
+				}
+				got := srv.received()
+				if len(got) != tt.wantAttempts {
+					t.Fatalf("server saw %d attempts, want %d", len(got), tt.wantAttempts)
+				}
+				if want := fmt.Sprintf("attempt %d", tt.wantAttempts); body != want {
+					t.Errorf("body %q, want the last attempt's %q", body, want)
+				}
+				for i, r := range got {
+					if r.Body != tt.body {
+						t.Errorf("attempt %d sent body %q, want %q", i+1, r.Body, tt.body)
+					}
+				}
+				if diff := cmp.Diff(header, req.Header); diff != "" {
+					t.Errorf("caller's request header changed (-before +after):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestRetryTransportErrors(t *testing.T) {
+	errReset := errors.New("connection reset by peer")
+	tests := []struct {
+		name         string
+		errs         []error // per attempt; nil: 200
+		wantAttempts int
+		wantErr      error // nil: success
+		wantMsg      string
+	}{
+		{"recovers", []error{errReset, errReset, nil}, 3, nil, ""},
+		{"gives up", []error{errReset, errReset, errReset, nil}, 3, errReset, "POST http://user:xxxxx@products.internal/graphql giving up after 3 attempt(s): connection reset by peer"},
+		{"cancellation not retried", []error{context.Canceled, nil}, 1, context.Canceled, "giving up after 1 attempt(s)"},
+		{"deadline not retried", []error{fmt.Errorf("dial: %w", context.DeadlineExceeded), nil}, 1, context.DeadlineExceeded, "giving up after 1 attempt(s)"},
+		{"untrusted certificate not retried", []error{&tls.CertificateVerificationError{Err: errors.New("x509: certificate signed by unknown authority")}, nil}, 1, nil, "giving up after 1 attempt(s)"},
+		{"bad scheme not retried", []error{errors.New(`unsupported protocol scheme "ftp"`), nil}, 1, nil, "giving up after 1 attempt(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			attempts := 0
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				attempts++
+				io.Copy(io.Discard, req.Body)
+				req.Body.Close()
+				if err := tt.errs[attempts-1]; err != nil {
+					return nil, err
+				}
+				resp, _ := fakeResponse(req, 200, "ok")
+				return resp, nil
+			})
+			rt := middleware.Chain(next, middleware.Retry(fastRetry(3)))
+			resp, err := rt.RoundTrip(newRequest(t, t.Context(), "http://user:secret@products.internal/graphql?token=secret", queryBody, true))
+			if attempts != tt.wantAttempts {
+				t.Errorf("%d attempts, want %d", attempts, tt.wantAttempts)
+			}
+			if tt.wantMsg == "" {
+				if err != nil {
+					t.Fatalf("RoundTrip: %v", err)
+				}
+				readBody(t, resp)
+				return
+			}
+			if err == nil {
+				t.Fatal("RoundTrip succeeded, want an error")
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("error %v does not wrap %v", err, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("error %q does not contain %q", err, tt.wantMsg)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q leaks the URL's password or query", err)
+			}
+		})
+	}
+}
+
+func TestRetryClosesDiscardedBodies(t *testing.T) {
+	var bodies []*trackedBody
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, b := fakeResponse(req, 503, "busy")
+		bodies = append(bodies, b)
+		return resp, nil
+	})
+	resp, err := middleware.Chain(next, middleware.Retry(fastRetry(3))).RoundTrip(newRequest(t, t.Context(), "http://products.internal/graphql", queryBody, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 3 {
+		t.Fatalf("%d attempts, want 3", len(bodies))
+	}
+	for i, b := range bodies[:2] {
+		if !b.closed.Load() {
+			t.Errorf("body of discarded attempt %d not closed", i+1)
+		}
+	}
+	if bodies[2].closed.Load() {
+		t.Error("body of the returned response closed")
+	}
+	if got := readBody(t, resp); got != "busy" {
+		t.Errorf("body %q, want busy", got)
+	}
+}
+
+// TestRetryContextEndsWait cancels the request while the retry waits: the
+// wait ends at once, nothing more is sent, and the error says why.
+func TestRetryContextEndsWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	attempts := 0
+	var body *trackedBody
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		attempts++
+		var resp *http.Response
+		resp, body = fakeResponse(req, 503, "busy")
+		return resp, nil
+	})
+	cfg := middleware.RetryConfig{
+		MaxAttempts: 3,
+		WaitMin:     time.Hour,
+		WaitMax:     time.Hour,
+		Backoff: func(min, max time.Duration, n int, resp *http.Response) time.Duration {
+			cancel() // the caller leaves as the wait begins
+			return max
+		},
+	}
+	_, err := middleware.Chain(next, middleware.Retry(cfg)).RoundTrip(newRequest(t, ctx, "http://products.internal/graphql", queryBody, true))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if !strings.Contains(err.Error(), "giving up after 1 attempt(s)") {
+		t.Errorf("error %q does not count the attempts", err)
+	}
+	if attempts != 1 {
+		t.Errorf("%d attempts, want 1", attempts)
+	}
+	if !body.closed.Load() {
+		t.Error("body of the discarded response not closed")
+	}
+}
+
+// TestRetryLargeBody checks that a body over the classification limit is
+// sent whole, once, even without GetBody.
+func TestRetryLargeBody(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ string) { w.WriteHeader(503) })
+	big := `{"query":"{ a }","variables":{"pad":"` + strings.Repeat("x", 1<<20) + `"}}`
+	for _, rewindable := range []bool{true, false} {
+		t.Run("GetBody="+strconv.FormatBool(rewindable), func(t *testing.T) {
+			before := len(srv.received())
+			resp, err := middleware.Chain(srv.transport(), middleware.Retry(fastRetry(3))).RoundTrip(newRequest(t, t.Context(), srv.URL, big, rewindable))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readBody(t, resp)
+			got := srv.received()[before:]
+			if len(got) != 1 {
+				t.Fatalf("server saw %d attempts, want 1", len(got))
+			}
+			if got[0].Body != big {
+				t.Errorf("server got %d bytes, want %d", len(got[0].Body), len(big))
+			}
+		})
+	}
+}
+
+func TestRetryConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  middleware.RetryConfig
+		want []string // substrings of the error; none: valid
+	}{
+		{"zero", middleware.RetryConfig{}, nil},
+		{"full", middleware.RetryConfig{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: time.Second, Statuses: []int{503}}, nil},
+		{"WaitMin over default WaitMax", middleware.RetryConfig{WaitMin: 3 * time.Second}, []string{"RetryConfig.WaitMin: 3s: must not exceed WaitMax (2s)"}},
+		{"all wrong", middleware.RetryConfig{MaxAttempts: -1, WaitMin: -1, WaitMax: -1, Statuses: []int{99, 600}}, []string{
+			"RetryConfig.MaxAttempts: -1: must not be negative",
+			"RetryConfig.WaitMin: -1ns: must not be negative",
+			"RetryConfig.WaitMax: -1ns: must not be negative",
+			"RetryConfig.Statuses: 99: allowed 100 to 599",
+			"RetryConfig.Statuses: 600: allowed 100 to 599",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Errorf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
