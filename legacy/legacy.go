@@ -151,17 +151,23 @@ func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 type schemaKey struct{}
 
 // Do sends req for source schema name through the shared client, which
-// follows redirects and decompresses gzip answers.
+// follows redirects and decompresses gzip answers. On an error the request
+// body is closed, as http.Client.Do does.
 func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
 	}
 	s, err := inv.schema(name)
 	if err != nil {
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body.Close()
+		}
 		return nil, err
 	}
-	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout, s.requestTimeout)
-	return s.result(g.Finish(inv.client.Do(req.WithContext(ctx))))
+	t := bound.Target{Schema: name, Method: req.Method, URL: req.URL}
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), t, s.headerTimeout, s.requestTimeout)
+	resp, err := g.Finish(inv.client.Do(req.WithContext(ctx)))
+	return result(t, resp, err)
 }
 
 var (
@@ -175,27 +181,30 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	if err != nil {
 		return nil, err
 	}
-	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), s.headerTimeout, s.requestTimeout)
+	t := bound.Target{Schema: name, Method: http.MethodPost, URL: s.url}
+	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), t, s.headerTimeout, s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = http.Header{"Content-Type": contentType, "Accept": accept}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.ContentLength = int64(len(body))
-	return s.result(g.Finish(inv.client.Do(req)))
+	resp, err := g.Finish(inv.client.Do(req))
+	return result(t, resp, err)
 }
 
 // result names the source schema in an error. http.Client's errors are
-// *url.Error already; a header timeout that came just as the headers did
-// is wrapped the same way, so that every error reads alike.
-func (s *schema) result(resp *http.Response, err error) (*http.Response, error) {
+// *url.Error already; another error (a header timeout that came just as
+// the headers did) is wrapped the same way, so that every error reads
+// alike.
+func result(t bound.Target, resp *http.Response, err error) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
 	}
 	var ue *url.Error
-	if !errors.As(err, &ue) {
-		err = &url.Error{Op: "Post", URL: s.url.Redacted(), Err: err}
+	if errors.As(err, &ue) {
+		return nil, fmt.Errorf("source schema %q: %w", t.Schema, err)
 	}
-	return nil, fmt.Errorf("source schema %q: %w", s.name, err)
+	return nil, t.Err(err)
 }
 
 func (inv *Invoker) schema(name string) (*schema, error) {

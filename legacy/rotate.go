@@ -51,7 +51,11 @@ func newRotator(cfg env.Config, proxy func(*http.Request) (*url.URL, error), log
 // r is not shared yet.
 func (r *rotator) newGeneration() *generation {
 	s := r.settings
-	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: 30 * time.Second}
+	keepAlive := env.Bound(s.KeepAlive)
+	if s.KeepAlive < 0 {
+		keepAlive = -1 // net.Dialer: negative turns keep-alive probes off
+	}
+	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
 	return &generation{
 		born: time.Now(),
 		tr: &http.Transport{
@@ -60,6 +64,7 @@ func (r *rotator) newGeneration() *generation {
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          100,
 			MaxConnsPerHost:       env.Limit(s.MaxConnsPerHost),
+			MaxIdleConnsPerHost:   env.Limit(s.MaxIdleConnsPerHost), // 0: Go's default, 2
 			IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: 1 * time.Second,
@@ -125,11 +130,16 @@ func (r *rotator) reconfigure(cfg env.Config) bool {
 	return true
 }
 
-// sharedSettings keeps the settings the shared transport is built from:
-// conn_lifetime is the sockets path's, and header_timeout acts per request.
+// sharedSettings keeps the settings the shared transport is built from;
+// the others are the sockets path's or act per request.
 func sharedSettings(s env.Settings) env.Settings {
-	s.ConnLifetime, s.HeaderTimeout = 0, 0
-	return s
+	return env.Settings{
+		ConnectTimeout:      s.ConnectTimeout,
+		IdleConnTimeout:     s.IdleConnTimeout,
+		MaxConnsPerHost:     s.MaxConnsPerHost,
+		MaxIdleConnsPerHost: s.MaxIdleConnsPerHost,
+		KeepAlive:           s.KeepAlive,
+	}
 }
 
 func (r *rotator) close() {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,7 @@ type pool struct {
 	max      int           // 0: no limit on connections
 	maxIdle  int           // 0: no limit on idle connections
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
+	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
 	dialTO   time.Duration // 0: no bound on dialing
 
 	mu      sync.Mutex
@@ -55,7 +57,7 @@ type conn struct {
 	expires time.Time   // zero: never
 	timer   *time.Timer // closes the connection when idle too long or expired
 	reused  bool        // set once a second request was reserved on it
-	h2      bool        // multiplexed: more than one request fit at once when dialled
+	h2      atomic.Bool // HTTP/2: seen multiplexing, or answering with HTTP/2
 }
 
 func (c *conn) expired(now time.Time) bool {
@@ -73,7 +75,9 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			return nil, errDrained
 		}
 		pick, stale := p.scan(time.Now())
-		if pick == nil && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && p.hasH2()) {
+		// With strictH2, one HTTP/2 connection takes every request: while one
+		// is open or being dialled, requests wait for a stream instead.
+		if pick == nil && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0)) {
 			p.dialing++
 			p.mu.Unlock()
 			closeAll(stale)
@@ -138,7 +142,7 @@ func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
 // hasH2 reports whether a usable HTTP/2 connection is open. p.mu is held.
 func (p *pool) hasH2() bool {
 	for _, c := range p.conns {
-		if c.h2 && c.cc.Err() == nil {
+		if c.h2.Load() && c.cc.Err() == nil {
 			return true
 		}
 	}
@@ -176,7 +180,8 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		cc.Close()
 		return nil, errDrained
 	}
-	c := &conn{p: p, cc: cc, h2: h2}
+	c := &conn{p: p, cc: cc}
+	c.h2.Store(h2 || p.onlyH2)
 	if p.lifetime > 0 {
 		life := p.lifetime
 		if p.jitter > 0 {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fusiongo/transport/env"
@@ -164,6 +163,9 @@ func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := c.cc.RoundTrip(req)
+	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
+		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
+	}
 	if err == nil || !c.reused || !replayable(req) || req.Context().Err() != nil {
 		return resp, err
 	}
@@ -196,32 +198,6 @@ func replayable(req *http.Request) bool {
 		}
 	}
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-}
-
-// fail wraps err as net/http's client does (*url.Error with the method and
-// the redacted URL) and names the source schema, so that errors read alike
-// on both paths.
-func (s *schema) fail(method string, u *url.URL, err error) error {
-	return fmt.Errorf("source schema %q: %w", s.name, &url.Error{Op: urlErrorOp(method), URL: redact(u), Err: err})
-}
-
-// urlErrorOp spells a method as net/http's errors do: "Post", "Get".
-func urlErrorOp(method string) string {
-	if method == "" {
-		return "Get"
-	}
-	if lower := strings.ToLower(method); len(lower) > 0 && method[0] >= 'A' && method[0] <= 'Z' {
-		return method[:1] + lower[1:]
-	}
-	return method
-}
-
-// redact returns u as a string without its password, for errors and logs.
-func redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	return u.Redacted()
 }
 
 // checkTarget makes sure a request built by the caller goes where the

@@ -89,6 +89,14 @@ func New(cfg env.Config, opts Options) (*Invoker, error) {
 // schema's configured URL (its path and query are free): the schema's pool
 // is bound to that address.
 func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	resp, err := inv.do(ctx, name, req)
+	if err != nil {
+		closeBody(req) // as http.Client.Do does, on every error
+	}
+	return resp, err
+}
+
+func (inv *Invoker) do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
 	}
@@ -96,14 +104,15 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	if err != nil {
 		return nil, err
 	}
+	t := bound.Target{Schema: name, Method: req.Method, URL: req.URL}
 	if err := s.checkTarget(req.URL); err != nil {
-		return nil, s.fail(req.Method, req.URL, err)
+		return nil, t.Err(err)
 	}
 	h, err := s.rules.Apply(ctx, req.Header, false)
 	if err != nil {
-		return nil, s.fail(req.Method, req.URL, err)
+		return nil, t.Err(err)
 	}
-	ctx, g := bound.Start(ctx, s.headerTimeout, s.requestTimeout)
+	ctx, g := bound.Start(ctx, t, s.headerTimeout, s.requestTimeout)
 	out := req.WithContext(ctx)
 	out.Header = h
 	if out.Header == nil {
@@ -111,9 +120,16 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	}
 	resp, err := g.Finish(s.rt.RoundTrip(out))
 	if err != nil {
-		return nil, s.fail(req.Method, req.URL, err)
+		return nil, t.Err(err)
 	}
 	return resp, nil
+}
+
+// closeBody closes a request body that the caller handed over.
+func closeBody(req *http.Request) {
+	if req != nil && req.Body != nil && req.Body != http.NoBody {
+		req.Body.Close()
+	}
 }
 
 // The media types of a GraphQL-over-HTTP POST, shared by every request:
@@ -134,10 +150,11 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	h := make(http.Header, 2+s.rules.Len())
 	h["Content-Type"] = contentType
 	h["Accept"] = accept
+	t := bound.Target{Schema: name, Method: http.MethodPost, URL: s.url}
 	if h, err = s.rules.Apply(ctx, h, true); err != nil {
-		return nil, s.fail(http.MethodPost, s.url, err)
+		return nil, t.Err(err)
 	}
-	ctx, g := bound.Start(ctx, s.headerTimeout, s.requestTimeout)
+	ctx, g := bound.Start(ctx, t, s.headerTimeout, s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = h
 	req.Body = io.NopCloser(bytes.NewReader(body))
@@ -145,7 +162,7 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	req.ContentLength = int64(len(body))
 	resp, err := g.Finish(s.rt.RoundTrip(req))
 	if err != nil {
-		return nil, s.fail(http.MethodPost, s.url, err)
+		return nil, t.Err(err)
 	}
 	return resp, nil
 }

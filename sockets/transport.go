@@ -41,6 +41,21 @@ func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookup
 	if err != nil {
 		return nil, err
 	}
+	if s.HTTPVersion == "2" && s.VersionPolicy == "exact" && tlsCfg != nil {
+		// Go falls back to HTTP/1.1 when the server does not offer h2 by
+		// ALPN; exact means the connection fails instead.
+		tlsCfg = tlsCfg.Clone()
+		verify := tlsCfg.VerifyConnection
+		tlsCfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if cs.NegotiatedProtocol != "h2" {
+				return fmt.Errorf("source schema %q: the server did not negotiate HTTP/2 by ALPN (http_version 2, version_policy exact)", name)
+			}
+			if verify != nil {
+				return verify(cs)
+			}
+			return nil
+		}
+	}
 	tr := &http.Transport{
 		Proxy:               proxy, // nil unless configured: never the environment's by default
 		DialContext:         dial,
@@ -65,6 +80,7 @@ func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookup
 		max:      env.Limit(s.MaxConnsPerHost),
 		maxIdle:  env.Limit(s.MaxIdleConnsPerHost),
 		strictH2: !s.HTTP2.MultipleConnections.On(),
+		onlyH2:   s.HTTPVersion == "h2c" || (s.HTTPVersion == "2" && s.VersionPolicy == "exact"),
 		dialTO:   env.Bound(s.ConnectTimeout),
 	}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,8 +54,36 @@ func (e *RequestTimeoutError) Timeout() bool { return true }
 // Is makes errors.Is(err, context.DeadlineExceeded) true.
 func (e *RequestTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
-// Guard is one bounded request. A nil *Guard is valid and bounds nothing.
+// Target names what a request is for, so that an error reading its body
+// names the source schema as the request's own errors do.
+type Target struct {
+	Schema string
+	Method string
+	URL    *url.URL
+}
+
+// Err wraps err as both paths report errors: the source schema around a
+// *url.Error with the method and the redacted URL.
+func (t Target) Err(err error) error {
+	u := ""
+	if t.URL != nil {
+		u = t.URL.Redacted()
+	}
+	return fmt.Errorf("source schema %q: %w", t.Schema, &url.Error{Op: urlErrorOp(t.Method), URL: u, Err: err})
+}
+
+// urlErrorOp spells a method as net/http's errors do: "Post", "Get".
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
+
+// Guard is one request in flight: its bounds, and the wrapper of its body
+// that names the source schema in read errors.
 type Guard struct {
+	target      Target
 	headerCause *HeaderTimeoutError // nil: no header bound
 	cancel      context.CancelCauseFunc
 	stopRequest context.CancelFunc // nil: no request bound
@@ -65,20 +95,19 @@ type Guard struct {
 // Start returns the context to send a request with, and its Guard. The
 // header bound applies if header is positive and ctx has no deadline; the
 // request bound if request is positive and ctx has no earlier deadline.
-// Without either, Start returns ctx and a nil Guard.
-func Start(ctx context.Context, header, request time.Duration) (context.Context, *Guard) {
+func Start(ctx context.Context, t Target, header, request time.Duration) (context.Context, *Guard) {
 	deadline, hasDeadline := ctx.Deadline()
 	headerBound := header > 0 && !hasDeadline
 	requestBound := request > 0 && (!hasDeadline || time.Until(deadline) > request)
+	g := &Guard{target: t}
 	if !headerBound && !requestBound {
-		return ctx, nil
+		return ctx, g
 	}
-	g := &Guard{}
 	if requestBound {
 		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &RequestTimeoutError{Bound: request})
 	}
-	ctx, g.cancel = context.WithCancelCause(ctx)
 	if headerBound {
+		ctx, g.cancel = context.WithCancelCause(ctx)
 		g.headerCause = &HeaderTimeoutError{Bound: header}
 		g.timer = time.AfterFunc(header, g.expire)
 	}
@@ -92,11 +121,9 @@ func (g *Guard) expire() { g.cancel(g.headerCause) }
 // bound passed, the error carries the HeaderTimeoutError: the transport's
 // error if it already does (net/http reports a context's cause), else that
 // error with the timeout added, or the timeout alone if the headers came
-// just too late. The caller names the source schema around it.
+// just too late. The caller names the source schema around it; the body's
+// read errors are named here.
 func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
-	if g == nil {
-		return resp, err
-	}
 	fired := g.timer != nil && !g.timer.Stop()
 	if err != nil {
 		g.release()
@@ -119,8 +146,15 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 	return resp, nil
 }
 
-// Read reads the response body.
-func (g *Guard) Read(p []byte) (int, error) { return g.body.Read(p) }
+// Read reads the response body. An error other than io.EOF names the
+// source schema and wraps the cause.
+func (g *Guard) Read(p []byte) (int, error) {
+	n, err := g.body.Read(p)
+	if err != nil && err != io.EOF {
+		err = g.target.Err(err)
+	}
+	return n, err
+}
 
 // Close closes the response body and releases the request's context.
 func (g *Guard) Close() error {
@@ -130,8 +164,13 @@ func (g *Guard) Close() error {
 }
 
 func (g *Guard) release() {
+	if g.cancel == nil && g.stopRequest == nil {
+		return
+	}
 	g.once.Do(func() {
-		g.cancel(nil)
+		if g.cancel != nil {
+			g.cancel(nil)
+		}
 		if g.stopRequest != nil {
 			g.stopRequest()
 		}
