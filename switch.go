@@ -18,10 +18,12 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/hooks"
 	"github.com/fusiongo/transport/legacy"
+	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/sockets"
 )
 
@@ -67,6 +69,16 @@ type options struct {
 	lookupEnv  func(string) (string, bool)
 	middleware []hooks.Middleware
 	schemas    map[string]hooks.Schema
+
+	shadowPublisher shadow.Publisher
+	shadowRules     compare.Rules
+}
+
+func (o *options) log() *slog.Logger {
+	if o.logger != nil {
+		return o.logger
+	}
+	return slog.Default()
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a
@@ -115,10 +127,22 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if cfg.Path() == env.PathSockets {
-		return sockets.New(cfg, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	return legacy.New(cfg, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+	build := func(c env.Config, path env.Path) (Invoker, error) {
+		if path == env.PathSockets {
+			return sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+		}
+		return legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+	}
+	switch {
+	case cfg.Path() == env.PathMixed:
+		return newMixed(cfg, build)
+	case cfg.Shadow.Rate > 0:
+		return newShadow(cfg, build, &o)
+	}
+	return build(cfg, cfg.Path())
 }
 
 // WithGatewayRequest returns a copy of ctx that carries r, the incoming

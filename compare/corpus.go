@@ -25,7 +25,7 @@ type Request struct {
 
 	// Body is sent verbatim: a JSON object (one GraphQL request) or array
 	// (a batch). Required for a Post; optional when Method is set.
-	Body json.RawMessage `json:"body"`
+	Body json.RawMessage `json:"body,omitempty"`
 
 	// Headers are the headers of the gateway request on whose behalf the
 	// request is made. The Invoker decides which of them reach the source

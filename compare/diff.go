@@ -9,28 +9,47 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // comparer holds what every comparison of a run needs. It is read-only
 // while the run's workers use it.
 type comparer struct {
-	a, b     string // side names
-	maxBody  int64
-	maxPaths int
-	ignore   map[string]bool // canonical header names left out besides the fixed ones
+	a, b        string // side names
+	maxBody     int64
+	maxPaths    int
+	ignore      map[string]bool // canonical header names left out besides the fixed ones
+	redact      map[string]bool // canonical header names whose values are never published
+	paths       [][]segment     // Rules.IgnorePaths, parsed
+	comparators map[string]Comparator
+	timingRatio float64
+	timingMin   time.Duration
 }
 
-func newComparer(a, b string, opts *Options) *comparer {
-	c := &comparer{a: a, b: b, maxBody: opts.maxBodyBytes(), maxPaths: opts.maxPaths(), ignore: make(map[string]bool)}
-	for _, name := range opts.IgnoreHeaders {
+func newComparer(a, b string, rules *Rules, maxBody int64, maxPaths int) *comparer {
+	c := &comparer{
+		a: a, b: b, maxBody: maxBody, maxPaths: maxPaths,
+		ignore:      make(map[string]bool, len(rules.IgnoreHeaders)),
+		redact:      redactSet(rules.Redact),
+		comparators: rules.Comparators,
+		timingRatio: rules.TimingRatio,
+		timingMin:   rules.TimingMin,
+	}
+	for _, name := range rules.IgnoreHeaders {
 		c.ignore[http.CanonicalHeaderKey(name)] = true
+	}
+	for _, p := range rules.IgnorePaths {
+		if segs, err := parsePath(p); err == nil { // Validate reports the others
+			c.paths = append(c.paths, segs)
+		}
 	}
 	return c
 }
 
-// result compares x (side a's answer) with y (side b's).
-func (c *comparer) result(req *Request, x, y Outcome) Result {
-	res := Result{Name: req.Name, Schema: req.Schema, A: x, B: y}
+// result compares x (side a's answer) with y (side b's) for a request named
+// name to schema.
+func (c *comparer) result(name, schema string, x, y Outcome) Result {
+	res := Result{Name: name, Schema: schema, A: x, B: y}
 	for _, side := range []struct {
 		name string
 		o    *Outcome
@@ -88,10 +107,13 @@ func (c *comparer) result(req *Request, x, y Outcome) Result {
 			res.Notes = append(res.Notes, n)
 		}
 	}
-	bodyDiffs := c.bodyDifferences(xb, yb)
-	if len(bodyDiffs) > 0 {
-		skip["Content-Length"] = true // follows from the body difference, which says more
+	if !bytes.Equal(xb, yb) {
+		// Content-Length follows from the bytes: a body difference says
+		// more, and bodies that only differ where the rules look away
+		// (IgnorePaths, a Comparator, JSON key order) are no difference.
+		skip["Content-Length"] = true
 	}
+	bodyDiffs := c.bodyDifferences(schema, xb, yb)
 
 	headerDiffs := c.headerDifferences(x.Header, y.Header, skip)
 	if encodingDiff != nil {
@@ -99,6 +121,9 @@ func (c *comparer) result(req *Request, x, y Outcome) Result {
 		slices.SortStableFunc(headerDiffs, func(p, q Difference) int { return strings.Compare(p.Path, q.Path) })
 	}
 	res.Differences = append(append(diffs, headerDiffs...), bodyDiffs...)
+	if d, ok := c.timingDifference(&x, &y); ok {
+		res.Differences = append(res.Differences, d)
+	}
 	return res
 }
 
@@ -310,6 +335,15 @@ func (c *comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) [
 			continue
 		}
 		d := Difference{Kind: KindHeader, Path: name, A: strings.Join(xv, ", "), B: strings.Join(yv, ", ")}
+		if c.redact[name] {
+			// Compared by value, published without it.
+			d.A, d.B = redactValue(xok), redactValue(yok)
+			if xok && yok {
+				d.Explanation = fmt.Sprintf("%s and %s have different %s values (%s)", c.a, c.b, name, Redacted)
+				diffs = append(diffs, d)
+				continue
+			}
+		}
 		switch {
 		case !xok:
 			d.Explanation = fmt.Sprintf("%s has no %s; %s has %q", c.a, name, c.b, d.B)
@@ -323,12 +357,40 @@ func (c *comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) [
 	return diffs
 }
 
-// bodyDifferences compares two bodies as JSON values if both are JSON, else
-// as bytes.
-func (c *comparer) bodyDifferences(xb, yb []byte) []Difference {
+// redactValue stands in for a sensitive header's value: Redacted if the
+// side has the header, empty if not.
+func redactValue(present bool) string {
+	if present {
+		return Redacted
+	}
+	return ""
+}
+
+// bodyDifferences compares two bodies with schema's Comparator if it has
+// one, else as JSON values if both are JSON, else as bytes.
+func (c *comparer) bodyDifferences(schema string, xb, yb []byte) []Difference {
+	if fn := c.comparators[schema]; fn != nil {
+		equal, expl := fn(xb, yb)
+		if equal {
+			return nil
+		}
+		if expl == "" {
+			expl = fmt.Sprintf("the comparator of source schema %q found the bodies different", schema)
+		}
+		return []Difference{{
+			Kind: KindBody, A: clip(strconv.Quote(string(xb)), 120), B: clip(strconv.Quote(string(yb)), 120),
+			Explanation: fmt.Sprintf("%s (%s: %d bytes, %s: %d bytes)", expl, c.a, len(xb), c.b, len(yb)),
+		}}
+	}
 	xv, xok := decodeJSON(xb)
 	yv, yok := decodeJSON(yb)
 	if xok && yok {
+		var xEmptied, yEmptied bool
+		xv, xEmptied = prune(xv, c.paths)
+		yv, yEmptied = prune(yv, c.paths)
+		if xEmptied && yEmptied {
+			return nil // everything the bodies held is ignored
+		}
 		return c.jsonDifferences(xv, yv)
 	}
 	if bytes.Equal(xb, yb) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Kind says what part of the two answers differs.
@@ -18,37 +19,46 @@ const (
 	KindBody     Kind = "body"
 	KindError    Kind = "error"
 	KindRedirect Kind = "redirect"
+
+	// KindTiming is a side that took much longer than the other
+	// (Rules.TimingRatio). It is only reported when asked for.
+	KindTiming Kind = "timing"
 )
+
+// kinds lists every Kind, in the order a report counts them.
+var kinds = []Kind{KindStatus, KindHeader, KindBody, KindError, KindRedirect, KindTiming}
 
 // Difference is one way in which the two sides' answers to a request differ.
 type Difference struct {
-	Kind Kind
+	Kind Kind `json:"kind"`
 
 	// Path is the header name for KindHeader and the JSON path (like
 	// data.users[2].name, or $ for the whole value) for a JSON body
 	// difference; empty otherwise, and for the Difference that counts the
 	// JSON paths beyond Options.MaxPaths.
-	Path string
+	Path string `json:"path,omitempty"`
 
 	// A and B are the two sides' values: a status code, a header's values
-	// joined by ", ", a JSON value, an error message, a final URL, or a
-	// quoted piece of a body. Empty means the side has none (an absent
-	// header or JSON member, no error).
-	A, B string
+	// joined by ", ", a JSON value, an error message, a final URL, a
+	// quoted piece of a body, or a duration. Empty means the side has none
+	// (an absent header or JSON member, no error). The value of a
+	// sensitive header is Redacted (see Rules.Redact).
+	A string `json:"a,omitempty"`
+	B string `json:"b,omitempty"`
 
 	// Explanation is one sentence that names both sides.
-	Explanation string
+	Explanation string `json:"explanation"`
 
 	// Diff is the cmp.Diff text (-A +B) of the two JSON bodies. It is set
 	// on the first JSON body difference of a result only, so that a
 	// report shows it once.
-	Diff string
+	Diff string `json:"diff,omitempty"`
 }
 
 // Redirect is one redirect that a side followed.
 type Redirect struct {
-	Status   int
-	Location string // as the Location header gave it
+	Status   int    `json:"status"`
+	Location string `json:"location"` // as the Location header gave it
 }
 
 // Outcome is what one side answered to one request.
@@ -77,6 +87,11 @@ type Outcome struct {
 
 	// Redirects are the redirects the side followed, first first.
 	Redirects []Redirect
+
+	// Elapsed is how long the side took, from sending the request to
+	// reading the last byte of the body kept (see Capture). Zero if not
+	// measured.
+	Elapsed time.Duration
 }
 
 // Result is the comparison of the two answers to one request.
@@ -111,11 +126,11 @@ type Report struct {
 
 // Counts summarises a Report.
 type Counts struct {
-	Requests  int
-	Identical int
-	Different int
+	Requests  int `json:"requests"`
+	Identical int `json:"identical"`
+	Different int `json:"different"`
 	// BothFailed counts the identical requests that failed on both sides.
-	BothFailed int
+	BothFailed int `json:"both_failed"`
 }
 
 // Counts counts the requests by outcome.
@@ -172,13 +187,18 @@ func (r *Report) Write(w io.Writer) error {
 			fmt.Fprintf(bw, "%snote: %s\n", indent, n)
 		}
 	}
-	c := r.Counts()
-	fmt.Fprintf(bw, "%d %s: %d identical, %d different", c.Requests, plural(c.Requests, "request", "requests"), c.Identical, c.Different)
-	if c.BothFailed > 0 {
-		fmt.Fprintf(bw, " (%d of the identical failed on both sides)", c.BothFailed)
-	}
-	bw.WriteByte('\n')
+	fmt.Fprintf(bw, "%s\n", r.Counts())
 	return bw.Flush()
+}
+
+// String is the summary line of a report: "3 requests: 1 identical, 2
+// different".
+func (c Counts) String() string {
+	s := fmt.Sprintf("%d %s: %d identical, %d different", c.Requests, plural(c.Requests, "request", "requests"), c.Identical, c.Different)
+	if c.BothFailed > 0 {
+		s += fmt.Sprintf(" (%d of the identical failed on both sides)", c.BothFailed)
+	}
+	return s
 }
 
 func plural(n int, one, many string) string {

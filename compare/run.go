@@ -8,10 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
-	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/internal/gateway"
 )
 
 // GatewayURL is the URL of the gateway request that Run puts in the context
@@ -26,6 +27,14 @@ const (
 	DefaultMaxPaths     = 20
 )
 
+// Invoker is what Run needs of a path: transport.Invoker has these methods
+// (see there). compare does not import package transport, which imports
+// compare for its shadow mode.
+type Invoker interface {
+	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
+	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
+}
+
 // Side is one Invoker under comparison.
 type Side struct {
 	// Name names the side in the report and in every explanation, e.g.
@@ -33,7 +42,7 @@ type Side struct {
 	Name string
 
 	// Invoker sends the side's requests. Required. Run does not close it.
-	Invoker transport.Invoker
+	Invoker Invoker
 }
 
 // Options configures Run. The zero value works for a corpus of Post
@@ -66,10 +75,30 @@ type Options struct {
 	// DefaultMaxPaths.
 	MaxPaths int
 
-	// IgnoreHeaders names response headers left out of the comparison in
-	// addition to those always left out (Date and the hop-by-hop headers),
-	// e.g. "X-Request-Id". Case does not matter. Nil adds none.
+	// Rules say what the comparison leaves out, how each source schema's
+	// bodies compare, which header values are redacted and whether timing
+	// counts. The zero value: see Rules.
+	Rules Rules
+
+	// IgnoreHeaders is added to Rules.IgnoreHeaders.
+	//
+	// Deprecated: set Rules.IgnoreHeaders, which Compare shares.
 	IgnoreHeaders []string
+
+	// Progress, if not nil, is called after each request has been
+	// compared, with the number compared so far and the corpus size. Calls
+	// come from Run's workers, one at a time, done increasing by one each
+	// time; a slow Progress slows the run. Nil: no calls.
+	Progress func(done, total int)
+}
+
+// rules returns Rules with IgnoreHeaders added, without changing o's.
+func (o *Options) rules() Rules {
+	r := o.Rules
+	if len(o.IgnoreHeaders) > 0 {
+		r.IgnoreHeaders = append(slices.Clip(r.IgnoreHeaders), o.IgnoreHeaders...)
+	}
+	return r
 }
 
 func (o *Options) concurrency() int { return max(o.Concurrency, 1) }
@@ -98,7 +127,7 @@ func (o *Options) maxPaths() int {
 // Run sends every request of corpus through side a, then through side b,
 // and compares the two answers. Requests run concurrently across the corpus
 // (Options.Concurrency); the results are in corpus order. Run checks the
-// sides, the corpus and the URLs before it sends anything. If ctx ends
+// sides, the corpus, the URLs and the rules before it sends anything. If ctx ends
 // before every request has been answered, Run returns ctx's error and no
 // report, because requests cut short would look alike on both sides.
 //
@@ -118,15 +147,23 @@ func (o *Options) maxPaths() int {
 //   - Headers, canonicalised, leaving out Date, the hop-by-hop headers
 //     (those a Connection header names, Connection, Keep-Alive,
 //     Proxy-Connection, Proxy-Authenticate, Proxy-Authorization, TE,
-//     Trailer, Transfer-Encoding, Upgrade) and Options.IgnoreHeaders, and
+//     Trailer, Transfer-Encoding, Upgrade) and Rules.IgnoreHeaders, and
 //     leaving out Content-Length when either side decompressed its body
-//     transparently or when the bodies differ (the body difference says
-//     more). When one side decompressed transparently and the other
-//     returned the body encoded, that is one header difference on
-//     Content-Encoding.
-//   - Bodies, after decoding gzip bodies: as JSON values if both are JSON
-//     (numbers compare by their exact text, object keys in any order), one
-//     difference per differing JSON path; otherwise as bytes.
+//     transparently or when the bodies differ as bytes (a body
+//     difference says more, and bodies equal under the rules make none).
+//     When one side decompressed transparently and the other returned the
+//     body encoded, that is one header difference on Content-Encoding.
+//     The values of sensitive headers (Rules.Redact) are compared but
+//     published as Redacted.
+//   - Bodies, after decoding gzip bodies: with the source schema's
+//     Rules.Comparators entry if it has one; else as JSON values if both
+//     are JSON (numbers compare by their exact text, object keys in any
+//     order, Rules.IgnorePaths left out), one difference per differing
+//     JSON path; otherwise as bytes.
+//   - Timing, if Rules.TimingRatio is set.
+//
+// The headers that the Report keeps of each side have their sensitive
+// values Redacted too.
 func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Report, error) {
 	if err := validateSides(a, b); err != nil {
 		return nil, err
@@ -138,9 +175,17 @@ func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Repor
 	if err != nil {
 		return nil, err
 	}
+	rules := opts.rules()
+	if err := rules.Validate(); err != nil {
+		return nil, fmt.Errorf("compare: rules: %w", err)
+	}
 
-	c := newComparer(a.Name, b.Name, &opts)
+	c := newComparer(a.Name, b.Name, &rules, opts.maxBodyBytes(), opts.maxPaths())
 	results := make([]Result, len(corpus))
+	var (
+		progressMu sync.Mutex
+		done       int
+	)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(opts.concurrency(), len(corpus)) {
@@ -149,7 +194,16 @@ func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Repor
 				req := &corpus[i]
 				x := send(ctx, a.Invoker, req, targets[i], &opts)
 				y := send(ctx, b.Invoker, req, targets[i], &opts)
-				results[i] = c.result(req, x, y)
+				res := c.result(req.Name, req.Schema, x, y)
+				res.A.Header = redactHeader(res.A.Header, c.redact)
+				res.B.Header = redactHeader(res.B.Header, c.redact)
+				results[i] = res
+				if opts.Progress != nil {
+					progressMu.Lock()
+					done++
+					opts.Progress(done, len(corpus))
+					progressMu.Unlock()
+				}
 			}
 		})
 	}
@@ -222,7 +276,7 @@ func resolveTargets(corpus []Request, urls map[string]string) ([]*url.URL, error
 
 // send makes one side of one request and reads its answer. Failures become
 // Outcome.Err: they are part of what is compared.
-func send(ctx context.Context, inv transport.Invoker, req *Request, target *url.URL, opts *Options) Outcome {
+func send(ctx context.Context, inv Invoker, req *Request, target *url.URL, opts *Options) Outcome {
 	var out Outcome
 	if target != nil {
 		out.URL = target.Redacted()
@@ -240,16 +294,20 @@ func send(ctx context.Context, inv transport.Invoker, req *Request, target *url.
 	for name, value := range req.Headers {
 		gw.Header.Set(name, value)
 	}
-	ctx = transport.WithGatewayRequest(ctx, gw)
+	ctx = gateway.WithRequest(ctx, gw) // as transport.WithGatewayRequest does
 
-	var resp *http.Response
+	var (
+		resp  *http.Response
+		start = time.Now()
+	)
 	if req.isDo() {
 		var body io.Reader
 		if len(req.Body) > 0 {
 			body = bytes.NewReader(req.Body) // lets the client replay it on a 307 or 308
 		}
-		hr, err := http.NewRequestWithContext(ctx, req.Method, target.String(), body)
-		if err != nil {
+		// Not :=, which would hide Do's error from Capture below.
+		var hr *http.Request
+		if hr, err = http.NewRequestWithContext(ctx, req.Method, target.String(), body); err != nil {
 			out.Err = err.Error()
 			return out
 		}
@@ -260,28 +318,11 @@ func send(ctx context.Context, inv transport.Invoker, req *Request, target *url.
 	} else {
 		resp, err = inv.Post(ctx, req.Schema, req.Body)
 	}
-	if err != nil {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		out.Err = err.Error()
-		return out
+	captured := Capture(resp, err, time.Since(start), opts.maxBodyBytes())
+	if out.URL != "" {
+		captured.URL = out.URL
 	}
-	if resp == nil {
-		out.Err = "the Invoker returned neither a response nor an error"
-		return out
-	}
-	defer resp.Body.Close()
-
-	out.Status = resp.StatusCode
-	out.Header = resp.Header.Clone()
-	out.Uncompressed = resp.Uncompressed
-	recordRedirects(&out, resp)
-	out.Body, out.Truncated, err = readCapped(resp.Body, opts.maxBodyBytes())
-	if err != nil {
-		out.Err = fmt.Sprintf("reading body: %v", err)
-	}
-	return out
+	return captured
 }
 
 // recordRedirects fills in where the answer came from and the redirects

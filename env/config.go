@@ -25,6 +25,10 @@ const (
 	// PathSockets is one owned transport per source schema with
 	// reverse-proxy defaults.
 	PathSockets Path = "sockets"
+	// PathMixed serves the source schemas named in Config.SocketsSchemas
+	// through the sockets path and the others through the legacy path: a
+	// rollout one source schema at a time.
+	PathMixed Path = "mixed"
 )
 
 // Built-in defaults, used where neither a source schema nor Config.Defaults
@@ -53,6 +57,17 @@ type Config struct {
 	// PathLegacy. FUSION_SOCKETS_TRANSPORT overrides the file's value.
 	// A running Invoker never changes path: Reload ignores this field.
 	Transport Path
+
+	// SocketsSchemas names the source schemas served by the sockets path
+	// when Transport is PathMixed. Every name must be a configured source
+	// schema. Nil otherwise.
+	SocketsSchemas []string
+
+	// Shadow configures shadow comparison: with a positive Shadow.Rate
+	// (and Transport PathLegacy), the legacy path serves every request and
+	// a sample of queries is also sent through the sockets path and
+	// compared. Default: off.
+	Shadow ShadowSettings
 
 	// ForwardHeaders names the gateway request headers forwarded to every
 	// source schema, on both paths. Nil forwards none. Hop-by-hop headers and
@@ -289,6 +304,41 @@ func (t Toggle) String() string {
 		return "false"
 	}
 	return "inherit"
+}
+
+// ShadowSettings configure shadow comparison. A zero field means the
+// default.
+type ShadowSettings struct {
+	// Rate is the share of queries also sent through the sockets path, in
+	// (0, 1]. Zero: shadow comparison is off.
+	Rate float64
+
+	// MaxConcurrent bounds the comparisons in flight; a sampled query that
+	// finds them all busy is not shadowed (and is counted as dropped).
+	// Default: 4.
+	MaxConcurrent int
+
+	// MaxBodyBytes bounds each response body kept for a comparison; a
+	// comparison with a longer body is dropped and counted. Default: 1 MiB.
+	MaxBodyBytes int64
+
+	// Timeout bounds a shadow request, body included. Default: 10s.
+	Timeout time.Duration
+}
+
+// EffectiveShadow returns the shadow settings with defaults applied.
+func (c Config) EffectiveShadow() ShadowSettings {
+	s := c.Shadow
+	if s.MaxConcurrent <= 0 {
+		s.MaxConcurrent = 4
+	}
+	if s.MaxBodyBytes <= 0 {
+		s.MaxBodyBytes = 1 << 20
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = 10 * time.Second
+	}
+	return s
 }
 
 // LegacySettings are read by the legacy path only.

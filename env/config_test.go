@@ -214,14 +214,14 @@ func TestValidate(t *testing.T) {
 		{
 			name:    "unknown path",
 			cfg:     env.Config{Transport: "fast"},
-			wantErr: `transport: invalid value "fast": want legacy or sockets`,
+			wantErr: `transport: invalid value "fast": want legacy, sockets or mixed`,
 			want:    []kv{{"transport", "fast"}},
 		},
 		{
 			// Config.Transport holds a Path, not the switch's words.
 			name:    "switch word as path",
 			cfg:     env.Config{Transport: "on"},
-			wantErr: `transport: invalid value "on": want legacy or sockets`,
+			wantErr: `transport: invalid value "on": want legacy, sockets or mixed`,
 			want:    []kv{{"transport", "on"}},
 		},
 		{
@@ -277,7 +277,7 @@ func TestValidate(t *testing.T) {
 				},
 			},
 			wantErr: strings.Join([]string{
-				`transport: invalid value "both": want legacy or sockets`,
+				`transport: invalid value "both": want legacy, sockets or mixed`,
 				"defaults.max_conns_per_host: invalid limit -9: must not be negative (0 means no limit)",
 				"source_schemas.accounts.url: missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql",
 				"source_schemas.accounts.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",

@@ -105,11 +105,16 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 	}
 	var switchErr error
 	if v, ok := l.LookupEnv(SwitchVar); ok {
-		p, err := ParseSwitch(v)
+		sw, err := ParseSwitch(v)
 		if err != nil {
 			switchErr = &KeyError{Key: SwitchVar, Value: v, Reason: err.Error(), Err: err}
 		} else {
-			out["transport"] = string(p)
+			// The variable picks the rollout stage: it replaces the file's
+			// transport and shadow rate (the other shadow keys stay).
+			out["transport"] = sw.String()
+			out["shadow.rate"] = sw.ShadowRate
+			origin["transport"] = SwitchVar
+			origin["shadow.rate"] = SwitchVar
 		}
 	}
 	if v, ok := l.LookupEnv(ForwardHeadersVar); ok {
@@ -128,7 +133,8 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 
 // The keys a file may hold, per level. Anything else is an unknown key.
 var (
-	topKeys    = []string{"transport", "forward_headers", "defaults", "source_schemas", "legacy"}
+	topKeys    = []string{"transport", "shadow", "forward_headers", "defaults", "source_schemas", "legacy"}
+	shadowKeys = []string{"rate", "max_concurrent", "max_body_bytes", "timeout"}
 	schemaOnly = []string{"url", "forward_headers"}
 	legacyKeys = []string{"handler_lifetime"}
 )
@@ -141,24 +147,44 @@ func decode(raw map[string]any) (Config, error) {
 	unknown(&errs, "", raw, topKeys)
 
 	if v, ok := raw["transport"]; ok {
-		s, isString := v.(string)
-		switch v.(type) {
-		case bool, int:
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case bool, int, float64:
 			// YAML reads true and 1 as a bool and a number: the same words
 			// as in FUSION_SOCKETS_TRANSPORT, which ParseSwitch knows.
-			s, isString = fmt.Sprint(v), true
+			text = fmt.Sprint(x)
 		case nil: // "transport:" with no value is empty: legacy
-			isString = true
-		}
-		p, err := ParseSwitch(s)
-		switch {
-		case !isString:
-			errs.add("transport", v, nil, "invalid value %v: want legacy or sockets", v)
-		case err != nil:
-			errs.add("transport", v, err, "%v", err)
+		case []any: // a YAML list is always a list of source schemas
+			names := stringList(&errs, "transport", x)
+			text = "[" + strings.Join(names, ",") + "]" // fails unless every name is one
+			if len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return !schemaName(n) }) {
+				text = strings.Join(names, ",")
+				if _, isWord := ParseSwitch(text); isWord == nil && len(names) == 1 {
+					if sw, _ := ParseSwitch(text); sw.Path != PathMixed {
+						errs.add("transport", v, nil, "invalid value %v: %q is a switch word, not a source schema; write transport: %s", v, names[0], names[0])
+						break
+					}
+				}
+				cfg.Transport, cfg.SocketsSchemas = PathMixed, names
+				v = nil // decoded
+			}
 		default:
-			cfg.Transport = p
+			text = fmt.Sprint(x)
 		}
+		if cfg.Transport != PathMixed && !errs.has("transport") {
+			sw, err := ParseSwitch(text)
+			if err != nil {
+				errs.add("transport", v, err, "%v", err)
+			} else {
+				cfg.Transport, cfg.SocketsSchemas = sw.Path, sw.Schemas
+				cfg.Shadow.Rate = sw.ShadowRate
+			}
+		}
+	}
+	if v, ok := raw["shadow"]; ok {
+		decodeShadow(&errs, v, &cfg.Shadow)
 	}
 	cfg.ForwardHeaders = stringList(&errs, "forward_headers", raw["forward_headers"])
 	if m, ok := section(&errs, "defaults", raw["defaults"]); ok {
@@ -193,6 +219,47 @@ func decode(raw map[string]any) (Config, error) {
 		}
 	}
 	return cfg, errs.err()
+}
+
+// decodeShadow reads the shadow key: a rate, or a mapping. A rate from the
+// transport key (shadow:RATE) is kept unless the mapping sets one.
+func decodeShadow(errs *errorList, v any, sh *ShadowSettings) {
+	if n, ok := number(v); ok {
+		v = map[string]any{"rate": n}
+	}
+	m, ok := section(errs, "shadow", v)
+	if !ok {
+		return
+	}
+	unknown(errs, "shadow", m, shadowKeys)
+	if r, ok := m["rate"]; ok {
+		n, isNum := number(r)
+		if s, isString := r.(string); isString {
+			f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			n, isNum = f, err == nil
+		}
+		switch {
+		case !isNum || n < 0 || n > 1:
+			errs.add("shadow.rate", r, nil, "invalid rate %v: want a number from 0 (off) to 1 (every query)", r)
+		case n > 0 || sh.Rate == 0:
+			sh.Rate = n
+		}
+	}
+	if c, ok := m["max_concurrent"]; ok {
+		if n := limit(errs, "shadow.max_concurrent", c); n > 0 {
+			sh.MaxConcurrent = n
+		}
+	}
+	if b, ok := m["max_body_bytes"]; ok {
+		if n := limit(errs, "shadow.max_body_bytes", b); n > 0 {
+			sh.MaxBodyBytes = int64(n)
+		}
+	}
+	if t, ok := m["timeout"]; ok {
+		if d := duration(errs, "shadow.timeout", t); d > 0 {
+			sh.Timeout = d
+		}
+	}
 }
 
 // settings decodes the setting keys present in m (see settingFields),

@@ -27,7 +27,7 @@ func TestLoadKeyErrors(t *testing.T) {
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
-			wantErr: "transprot: unknown key (known keys: transport, forward_headers, defaults, source_schemas, legacy)",
+			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy)",
 			key:     "transprot", value: "sockets",
 		},
 		{
@@ -194,27 +194,27 @@ func TestLoadKeyErrors(t *testing.T) {
 		},
 		{
 			name:    "transport word",
-			yaml:    "transport: fast\n",
-			wantErr: `transport: invalid value "fast": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
-			key:     "transport", value: "fast",
+			yaml:    "transport: fast!\n",
+			wantErr: `transport: invalid value "fast!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			key:     "transport", value: "fast!",
 		},
 		{
 			name:    "transport number",
-			yaml:    "transport: 2\n",
-			wantErr: `transport: invalid value "2": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
-			key:     "transport", value: 2,
+			yaml:    "transport: 2.5\n",
+			wantErr: `transport: invalid value "2.5": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			key:     "transport", value: 2.5,
 		},
 		{
 			name:    "transport list",
 			yaml:    "transport: [sockets]\n",
-			wantErr: "transport: invalid value [sockets]: want legacy or sockets",
+			wantErr: `transport: invalid value [sockets]: "sockets" is a switch word, not a source schema; write transport: sockets`,
 			key:     "transport", value: []any{"sockets"},
 		},
 		{
 			name:    "switch variable",
-			vars:    map[string]string{env.SwitchVar: "yes"},
-			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes": want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)`,
-			key:     env.SwitchVar, value: "yes",
+			vars:    map[string]string{env.SwitchVar: "yes!"},
+			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			key:     env.SwitchVar, value: "yes!",
 		},
 	}
 	for _, tt := range tests {
@@ -262,7 +262,7 @@ func TestLoadKeyErrorCause(t *testing.T) {
 // the environment, from decoding the files and from validation.
 func TestLoadReportsAllErrors(t *testing.T) {
 	yaml := `
-transport: fast
+transport: fast!
 colour: blue
 forward_headers: [X Bad, Authorization]
 defaults:
@@ -278,16 +278,16 @@ source_schemas:
   reviews:
     forward_headers: ["X:Bad"]
 `
-	vars := map[string]string{env.SwitchVar: "maybe"}
+	vars := map[string]string{env.SwitchVar: "maybe!"}
 	cfg, err := env.Loader{LookupEnv: lookupEnv(vars)}.Load(writeConfig(t, yaml))
 	if err == nil {
 		t.Fatalf("Load() = %+v, want errors", cfg)
 	}
-	const accepted = "want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)"
+	const accepted = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
 	wantErr := strings.Join([]string{
-		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe": ` + accepted,
-		"colour: unknown key (known keys: transport, forward_headers, defaults, source_schemas, legacy)",
-		`transport: invalid value "fast": ` + accepted,
+		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe!": ` + accepted,
+		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy)",
+		`transport: invalid value "fast!": ` + accepted,
 		`defaults.connect_timeout: invalid duration "2x"`,
 		"defaults.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",
 		`legacy.handler_lifetime: invalid duration "-1m": must not be negative (write off or 0 to turn the bound off)`,
@@ -307,9 +307,9 @@ source_schemas:
 		Value any
 	}
 	want := []kv{
-		{env.SwitchVar, "maybe"},
+		{env.SwitchVar, "maybe!"},
 		{"colour", "blue"},
-		{"transport", "fast"},
+		{"transport", "fast!"},
 		{"defaults.connect_timeout", "2x"},
 		{"defaults.max_conns_per_host", -3},
 		{"legacy.handler_lifetime", "-1m"},

@@ -2,6 +2,7 @@ package env
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -12,22 +13,93 @@ const SwitchVar = "FUSION_SOCKETS_TRANSPORT"
 // request headers forwarded to every source schema, comma-separated.
 const ForwardHeadersVar = "FUSION_FORWARD_HEADERS"
 
+// Switch is a parsed value of FUSION_SOCKETS_TRANSPORT or of the file's
+// transport key: which path serves which source schema, and whether the
+// sockets path shadows the legacy one.
+type Switch struct {
+	// Path is PathLegacy, PathSockets or PathMixed.
+	Path Path
+	// Schemas names the source schemas served by the sockets path when
+	// Path is PathMixed; the others are served by the legacy path.
+	Schemas []string
+	// ShadowRate, when positive, is the share of queries that the sockets
+	// path also sends, to compare, while the legacy path serves every
+	// request. Path is PathLegacy then.
+	ShadowRate float64
+}
+
+// DefaultShadowRate is the sample rate of a bare "shadow": every query.
+const DefaultShadowRate = 1.0
+
+// switchGrammar lists the accepted values, for error messages.
+const switchGrammar = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
+
 // ParseSwitch parses a value of FUSION_SOCKETS_TRANSPORT or of the file's
 // transport key, the one place that knows the grammar:
 //
 //	1, true, on, sockets          the sockets path
 //	0, false, off, legacy, empty  the legacy path
+//	products,reviews              those source schemas on sockets, the rest on legacy
+//	shadow, shadow:0.05           legacy serves; a sample of queries (all, 5%) also
+//	                              goes through sockets and is compared
 //
-// Case and surrounding space are ignored. Any other value is an error that
+// Case and surrounding space are ignored. Whether the named source schemas
+// exist is checked by Config.Validate. Any other value is an error that
 // lists the accepted ones.
-func ParseSwitch(value string) (Path, error) {
-	switch strings.ToLower(strings.TrimSpace(value)) {
+func ParseSwitch(value string) (Switch, error) {
+	v := strings.ToLower(strings.TrimSpace(value))
+	switch v {
 	case "1", "true", "on", "sockets":
-		return PathSockets, nil
+		return Switch{Path: PathSockets}, nil
 	case "", "0", "false", "off", "legacy":
-		return PathLegacy, nil
+		return Switch{Path: PathLegacy}, nil
+	case "shadow":
+		return Switch{Path: PathLegacy, ShadowRate: DefaultShadowRate}, nil
 	}
-	return "", fmt.Errorf("invalid value %q: want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)", value)
+	if rate, ok := strings.CutPrefix(v, "shadow:"); ok {
+		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+		if err != nil || !(r > 0 && r <= 1) {
+			return Switch{}, fmt.Errorf("invalid value %q: the shadow rate must be a number above 0 and at most 1, e.g. shadow:0.05", value)
+		}
+		return Switch{Path: PathLegacy, ShadowRate: r}, nil
+	}
+	names := splitList(strings.TrimSpace(value))
+	for _, n := range names {
+		if !schemaName(n) {
+			return Switch{}, fmt.Errorf("invalid value %q: %s", value, switchGrammar)
+		}
+	}
+	if len(names) == 0 {
+		return Switch{}, fmt.Errorf("invalid value %q: %s", value, switchGrammar)
+	}
+	return Switch{Path: PathMixed, Schemas: names}, nil
+}
+
+// schemaName reports whether n can name a source schema in the switch: a
+// word of letters, digits, '-' and '_' that is not a switch word.
+func schemaName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for _, c := range n {
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// String writes s back in the grammar ParseSwitch reads.
+func (s Switch) String() string {
+	switch {
+	case s.Path == PathMixed:
+		return strings.Join(s.Schemas, ",")
+	case s.ShadowRate > 0:
+		return "shadow:" + strconv.FormatFloat(s.ShadowRate, 'g', -1, 64)
+	case s.Path == "":
+		return string(PathLegacy)
+	}
+	return string(s.Path)
 }
 
 // splitList splits a comma-separated list, dropping empty items and space.

@@ -41,19 +41,20 @@ var acceptedSwitch = []struct {
 }
 
 // rejectedSwitch lists values that are close to accepted ones.
+// Words such as "yes" or "socket" parse as a list of source schemas and
+// fail in Validate instead (see TestLoadSwitchNamesUnknownSchema).
 var rejectedSwitch = []string{
-	"2", "-1", "01", "1.0", "yes", "no", "y", "n", "t", "f", "enable", "disabled",
-	"truee", "tru e", "o n", "socket", "sockets!", "legacy,sockets", "\x00", "on\x00", "１",
+	"1.0", "tru e", "o n", "sockets!", "\x00", "on\x00", "１", ",", " , ", "products;reviews",
 }
 
-const acceptedValues = "want 1, true, on or sockets (sockets path), or 0, false, off, legacy or empty (legacy path)"
+const acceptedValues = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
 
 func TestParseSwitch(t *testing.T) {
 	for _, tt := range acceptedSwitch {
 		t.Run(fmt.Sprintf("%q", tt.value), func(t *testing.T) {
 			got, err := env.ParseSwitch(tt.value)
-			if err != nil || got != tt.want {
-				t.Errorf("ParseSwitch(%q) = %q, %v; want %q, nil", tt.value, got, err, tt.want)
+			if err != nil || got.Path != tt.want || got.Schemas != nil || got.ShadowRate != 0 {
+				t.Errorf("ParseSwitch(%q) = %+v, %v; want %q, nil", tt.value, got, err, tt.want)
 			}
 		})
 	}
@@ -61,8 +62,8 @@ func TestParseSwitch(t *testing.T) {
 		t.Run(fmt.Sprintf("%q", value), func(t *testing.T) {
 			got, err := env.ParseSwitch(value)
 			want := fmt.Sprintf("invalid value %q: %s", value, acceptedValues)
-			if err == nil || err.Error() != want || got != "" {
-				t.Errorf("ParseSwitch(%q) = %q, %v; want \"\", %s", value, got, err, want)
+			if err == nil || err.Error() != want || got.Path != "" {
+				t.Errorf("ParseSwitch(%q) = %+v, %v; want error %s", value, got, err, want)
 			}
 		})
 	}
@@ -169,29 +170,80 @@ func FuzzParseSwitch(f *testing.F) {
 	for _, v := range rejectedSwitch {
 		f.Add(v)
 	}
-	words := map[string]env.Path{
-		"1": env.PathSockets, "true": env.PathSockets, "on": env.PathSockets, "sockets": env.PathSockets,
-		"": env.PathLegacy, "0": env.PathLegacy, "false": env.PathLegacy, "off": env.PathLegacy, "legacy": env.PathLegacy,
-	}
+	f.Add("shadow:0.05")
+	f.Add("products,reviews")
 	f.Fuzz(func(t *testing.T, value string) {
-		p, err := env.ParseSwitch(value)
+		sw, err := env.ParseSwitch(value)
 		if err != nil {
-			if p != "" {
-				t.Errorf("ParseSwitch(%q) = %q with error %v, want \"\"", value, p, err)
-			}
-			if want := fmt.Sprintf("invalid value %q: %s", value, acceptedValues); err.Error() != want {
-				t.Errorf("ParseSwitch(%q) error = %q, want %q", value, err, want)
+			if sw.Path != "" {
+				t.Errorf("ParseSwitch(%q) = %+v with error %v", value, sw, err)
 			}
 			return
 		}
-		if p != env.PathLegacy && p != env.PathSockets {
-			t.Fatalf("ParseSwitch(%q) = %q, nil: not a valid Path", value, p)
+		// A parsed value writes back to one that parses the same.
+		again, err := env.ParseSwitch(sw.String())
+		if err != nil || again.Path != sw.Path || again.ShadowRate != sw.ShadowRate || strings.Join(again.Schemas, ",") != strings.Join(sw.Schemas, ",") {
+			t.Fatalf("ParseSwitch(%q) = %+v; its String %q parses to %+v, %v", value, sw, sw.String(), again, err)
 		}
-		if want, ok := words[strings.ToLower(strings.TrimSpace(value))]; !ok || p != want {
-			t.Errorf("ParseSwitch(%q) = %q, nil; want an error or %q", value, p, want)
-		}
-		if err := (env.Config{Transport: p}).Validate(); err != nil {
-			t.Errorf("Config{Transport: %q}.Validate() = %v", p, err)
+		switch sw.Path {
+		case env.PathLegacy, env.PathSockets:
+			if sw.Schemas != nil || sw.ShadowRate < 0 || sw.ShadowRate > 1 {
+				t.Errorf("ParseSwitch(%q) = %+v", value, sw)
+			}
+		case env.PathMixed:
+			if len(sw.Schemas) == 0 || sw.ShadowRate != 0 {
+				t.Errorf("ParseSwitch(%q) = %+v", value, sw)
+			}
+		default:
+			t.Fatalf("ParseSwitch(%q) = %+v: not a valid Path", value, sw)
 		}
 	})
+}
+
+// TestSwitchGrammar covers the per-schema list and shadow forms, through
+// the variable and the file, with the errors that name the value.
+func TestSwitchGrammar(t *testing.T) {
+	const schemas = "source_schemas:\n  products:\n    url: http://p/graphql\n  reviews:\n    url: http://r/graphql\n  accounts:\n    url: http://a/graphql\n"
+	for _, tt := range []struct {
+		name, file, variable string
+		path                 env.Path
+		list                 []string
+		rate                 float64
+		err                  string
+	}{
+		{name: "list", variable: "products, reviews", path: env.PathMixed, list: []string{"products", "reviews"}},
+		{name: "yaml list", file: "transport: [products]\n", path: env.PathMixed, list: []string{"products"}},
+		{name: "yaml string list", file: "transport: products,accounts\n", path: env.PathMixed, list: []string{"products", "accounts"}},
+		{name: "shadow", variable: "shadow", path: env.PathLegacy, rate: 1},
+		{name: "shadow rate", variable: "SHADOW:0.05", path: env.PathLegacy, rate: 0.05},
+		{name: "yaml shadow", file: "shadow: 0.25\n", path: env.PathLegacy, rate: 0.25},
+		{name: "yaml shadow mapping", file: "transport: shadow:0.5\nshadow:\n  max_concurrent: 8\n", path: env.PathLegacy, rate: 0.5},
+		{name: "variable replaces the file's shadow", file: "shadow: 0.25\n", variable: "1", path: env.PathSockets},
+		{name: "unknown schema", variable: "products,ratings", err: `transport: unknown source schema "ratings" in the sockets list (configured: accounts, products, reviews) (set by FUSION_SOCKETS_TRANSPORT)`},
+		{name: "a word that is no schema", variable: "yes", err: `transport: unknown source schema "yes" in the sockets list`},
+		{name: "bad rate", variable: "shadow:1.5", err: `FUSION_SOCKETS_TRANSPORT: invalid value "shadow:1.5": the shadow rate must be a number above 0 and at most 1, e.g. shadow:0.05`},
+		{name: "bad yaml rate", file: "shadow: 2\n", err: `shadow.rate: invalid rate 2: want a number from 0 (off) to 1 (every query)`},
+		{name: "shadow with sockets", file: "transport: sockets\nshadow: 0.1\n", err: `shadow.rate: shadow comparison needs the legacy path serving; transport is "sockets"`},
+		{name: "unknown shadow key", file: "shadow:\n  rat: 0.1\n", err: `shadow.rat: unknown key`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{}
+			if tt.variable != "" {
+				vars[env.SwitchVar] = tt.variable
+			}
+			cfg, err := env.Loader{LookupEnv: lookupEnv(vars)}.Load(writeConfig(t, tt.file+schemas))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Path() != tt.path || strings.Join(cfg.SocketsSchemas, ",") != strings.Join(tt.list, ",") || cfg.Shadow.Rate != tt.rate {
+				t.Errorf("got path %q, list %q, rate %v; want %q, %q, %v", cfg.Path(), cfg.SocketsSchemas, cfg.Shadow.Rate, tt.path, tt.list, tt.rate)
+			}
+		})
+	}
 }

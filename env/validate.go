@@ -18,8 +18,30 @@ func (c Config) Validate() error {
 	var errs errorList
 	switch c.Transport {
 	case "", PathLegacy, PathSockets:
+		if len(c.SocketsSchemas) > 0 {
+			errs.add("transport", strings.Join(c.SocketsSchemas, ","), nil, "a list of source schemas on sockets needs transport %q, not %q", PathMixed, c.Path())
+		}
+	case PathMixed:
+		if len(c.SocketsSchemas) == 0 {
+			errs.add("transport", string(c.Transport), nil, "no source schemas named for the sockets path")
+		}
+		for _, n := range c.SocketsSchemas {
+			if _, ok := c.SourceSchemas[n]; !ok {
+				configured := strings.Join(sortedSchemaNames(c.SourceSchemas), ", ")
+				if configured == "" {
+					configured = "none"
+				}
+				errs.add("transport", n, nil, "unknown source schema %q in the sockets list (configured: %s)", n, configured)
+			}
+		}
 	default:
-		errs.add("transport", string(c.Transport), nil, "invalid value %q: want legacy or sockets", c.Transport)
+		errs.add("transport", string(c.Transport), nil, "invalid value %q: want legacy, sockets or mixed", c.Transport)
+	}
+	switch {
+	case c.Shadow.Rate < 0 || c.Shadow.Rate > 1:
+		errs.add("shadow.rate", c.Shadow.Rate, nil, "invalid rate %v: want a number from 0 (off) to 1 (every query)", c.Shadow.Rate)
+	case c.Shadow.Rate > 0 && c.Path() != PathLegacy:
+		errs.add("shadow.rate", c.Shadow.Rate, nil, "shadow comparison needs the legacy path serving; transport is %q", c.Path())
 	}
 	headerNames(&errs, "forward_headers", c.ForwardHeaders)
 	validateSettings(&errs, "defaults", c.Defaults)
@@ -134,6 +156,15 @@ func checkProxy(v string) error {
 		return fmt.Errorf("invalid proxy %q: no host", v)
 	}
 	return nil
+}
+
+func sortedSchemaNames(m map[string]SourceSchema) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func sortedStrings(m map[string]string) []string {

@@ -1,0 +1,336 @@
+// Package shadow compares the sockets path with the legacy path on real
+// traffic before the sockets path serves it, as GitHub's Scientist runs a
+// candidate beside the control: the primary (legacy) serves every request
+// unchanged, and for a sample of queries the same request also goes through
+// the candidate (sockets); the two answers are compared by the rules of
+// package compare, and mismatches are published.
+//
+// Guarantees:
+//   - the caller gets the primary's response, byte for byte, and never waits
+//     for the candidate;
+//   - only queries are shadowed: a mutation, a subscription, or an operation
+//     whose kind cannot be told is never sent twice;
+//   - at most MaxConcurrent comparisons run at once, each keeping at most
+//     MaxBodyBytes of each answer; what does not fit is dropped and counted;
+//   - sensitive headers are redacted in what is published.
+//
+// transport.New builds a Shadow when FUSION_SOCKETS_TRANSPORT=shadow (or
+// shadow:RATE).
+package shadow
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fusiongo/transport/compare"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/middleware"
+)
+
+// Invoker is what a Shadow runs: the transport.Invoker interface, repeated
+// here so that package transport can build a Shadow without an import
+// cycle.
+type Invoker interface {
+	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
+	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
+	Reload(cfg env.Config) error
+	Close() error
+}
+
+// Options configure a Shadow. The zero value shadows every query with the
+// defaults below.
+type Options struct {
+	// Rate is the share of queries shadowed, in (0, 1]. Zero or more than
+	// 1 means every query.
+	Rate float64
+	// MaxConcurrent bounds the comparisons in flight. Zero: 4.
+	MaxConcurrent int
+	// MaxBodyBytes bounds each answer kept for a comparison. Zero: 1 MiB.
+	MaxBodyBytes int64
+	// Timeout bounds the candidate's request, and the wait for the caller
+	// to finish reading the primary's body. Zero: 10s.
+	Timeout time.Duration
+	// Rules say what a comparison leaves out. The zero value compares
+	// status, headers (without Date and hop-by-hop ones) and JSON bodies.
+	Rules compare.Rules
+	// Publisher receives mismatches and counts. Nil: a LogPublisher on
+	// slog.Default().
+	Publisher Publisher
+	// Rand returns a number in [0, 1) for sampling. Nil: math/rand/v2.
+	Rand func() float64
+}
+
+// Shadow is an Invoker that serves from the primary and compares a sample
+// of queries with the candidate. It is safe for concurrent use.
+type Shadow struct {
+	primary, candidate Invoker
+	o                  Options
+	slots              chan struct{}
+	wg                 sync.WaitGroup
+	stats              counters
+}
+
+// New returns a Shadow of primary and candidate. Close closes both.
+func New(primary, candidate Invoker, o Options) *Shadow {
+	if o.Rate <= 0 || o.Rate > 1 {
+		o.Rate = 1
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 4
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Publisher == nil {
+		o.Publisher = LogPublisher{Logger: slog.Default()}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	return &Shadow{primary: primary, candidate: candidate, o: o, slots: make(chan struct{}, o.MaxConcurrent)}
+}
+
+// Post serves body from the primary and, for a sampled query, also sends
+// it through the candidate and compares.
+func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
+	if !s.take(schema, body) {
+		return s.primary.Post(ctx, schema, body)
+	}
+	copied := bytes.Clone(body) // the caller may reuse body once its answer arrived
+	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
+		return s.candidate.Post(cctx, schema, copied)
+	})
+	start := time.Now()
+	resp, err := s.primary.Post(ctx, schema, body)
+	return s.finishPrimary(schema, resp, err, start, cand), err
+}
+
+// Do serves req from the primary. A POST whose body can be read again
+// (GetBody) and holds a query is shadowed like Post; any other request
+// only goes to the primary.
+func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
+	body, ok := replayableBody(req, s.o.MaxBodyBytes)
+	if !ok || !s.take(schema, body) {
+		return s.primary.Do(ctx, schema, req)
+	}
+	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
+		r := req.Clone(cctx)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		return s.candidate.Do(cctx, schema, r)
+	})
+	start := time.Now()
+	resp, err := s.primary.Do(ctx, schema, req)
+	return s.finishPrimary(schema, resp, err, start, cand), err
+}
+
+// take decides whether to shadow: a sampled query that fits, with a free
+// comparison slot. It takes the slot.
+func (s *Shadow) take(schema string, body []byte) bool {
+	if s.o.Rand() >= s.o.Rate {
+		return false
+	}
+	if middleware.OperationKind(body) != middleware.Query {
+		s.stats.notQuery.Add(1)
+		return false
+	}
+	if int64(len(body)) > s.o.MaxBodyBytes {
+		s.drop(schema, DropTooLarge)
+		return false
+	}
+	select {
+	case s.slots <- struct{}{}:
+		s.stats.sampled.Add(1)
+		return true
+	default:
+		s.drop(schema, DropBusy)
+		return false
+	}
+}
+
+func (s *Shadow) drop(schema string, reason string) {
+	s.stats.dropped.Add(1)
+	s.o.Publisher.Dropped(schema, reason)
+}
+
+// startCandidate sends the candidate's request on its own goroutine, with
+// a context detached from the caller's cancellation (the caller must not
+// wait for it, nor cut it short) that keeps the caller's values, so the
+// gateway request's headers are forwarded alike. It returns where the
+// primary's outcome goes.
+func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(context.Context) (*http.Response, error)) chan<- compare.Outcome {
+	primary := make(chan compare.Outcome, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.slots }()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := send(cctx)
+		cand := compare.Capture(resp, err, time.Since(start), s.o.MaxBodyBytes)
+		var prim compare.Outcome
+		select {
+		case prim = <-primary:
+		case <-cctx.Done():
+			s.drop(schema, DropPrimaryUnread)
+			return
+		}
+		switch {
+		case prim.Err == errUnread:
+			s.drop(schema, DropPrimaryUnread)
+			return
+		case prim.Truncated || cand.Truncated:
+			s.drop(schema, DropTooLarge)
+			return
+		}
+		s.stats.compared.Add(1)
+		diffs := compare.Compare(schema, prim, cand, "legacy", "sockets", s.o.Rules)
+		s.o.Publisher.Compared(schema, len(diffs) == 0)
+		if len(diffs) > 0 {
+			s.stats.mismatched.Add(1)
+			s.o.Publisher.Publish(Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
+		}
+	}()
+	return primary
+}
+
+// finishPrimary hands the caller the primary's response, with a body that
+// copies what the caller reads (up to MaxBodyBytes) for the comparison.
+func (s *Shadow) finishPrimary(schema string, resp *http.Response, err error, start time.Time, out chan<- compare.Outcome) *http.Response {
+	if err != nil {
+		out <- compare.Capture(nil, err, time.Since(start), s.o.MaxBodyBytes)
+		return nil
+	}
+	resp.Body = &teeBody{rc: resp.Body, resp: resp, start: start, max: s.o.MaxBodyBytes, out: out}
+	return resp
+}
+
+// errUnread marks a primary answer whose body the caller closed before the
+// end: there is nothing whole to compare.
+const errUnread = "shadow: the caller did not read the primary's body to the end"
+
+// teeBody is the caller's body: it reads through, and keeps a copy of up to
+// max bytes; at the end (EOF or Close) it sends the primary's outcome.
+type teeBody struct {
+	rc    io.ReadCloser
+	resp  *http.Response
+	start time.Time
+	max   int64
+	buf   bytes.Buffer
+	over  bool
+	eof   bool
+	once  sync.Once
+	out   chan<- compare.Outcome
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 && !t.over {
+		if int64(t.buf.Len()+n) > t.max {
+			t.over = true
+		} else {
+			t.buf.Write(p[:n])
+		}
+	}
+	if err == io.EOF {
+		t.eof = true
+		t.send()
+	}
+	return n, err
+}
+
+func (t *teeBody) Close() error {
+	err := t.rc.Close()
+	t.send()
+	return err
+}
+
+func (t *teeBody) send() {
+	t.once.Do(func() {
+		o := compare.Capture(&http.Response{
+			StatusCode:   t.resp.StatusCode,
+			Header:       t.resp.Header,
+			Body:         io.NopCloser(bytes.NewReader(t.buf.Bytes())),
+			Uncompressed: t.resp.Uncompressed,
+			Request:      t.resp.Request,
+		}, nil, time.Since(t.start), t.max)
+		o.Truncated = o.Truncated || t.over
+		if !t.eof {
+			o.Err = errUnread
+		}
+		t.out <- o
+	})
+}
+
+// replayableBody reads a POST body that can be read again, up to max.
+func replayableBody(req *http.Request, max int64) ([]byte, bool) {
+	if req == nil || req.Method != http.MethodPost || req.GetBody == nil {
+		return nil, false
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, max+1))
+	if err != nil || int64(len(body)) > max {
+		return nil, false
+	}
+	return body, true
+}
+
+// Reload reloads both invokers, the candidate first: a configuration the
+// candidate rejects leaves both as they were.
+func (s *Shadow) Reload(cfg env.Config) error {
+	if err := s.candidate.Reload(cfg); err != nil {
+		return err
+	}
+	return s.primary.Reload(cfg)
+}
+
+// Close waits for the comparisons in flight (each bounded by Timeout), then
+// closes both invokers.
+func (s *Shadow) Close() error {
+	s.wg.Wait()
+	perr := s.primary.Close()
+	cerr := s.candidate.Close()
+	if perr != nil {
+		return perr
+	}
+	return cerr
+}
+
+// Stats are a Shadow's counts since New.
+type Stats struct {
+	// Sampled queries got a comparison slot; Compared ones were compared;
+	// Mismatched ones differed; Dropped ones could not be compared (busy,
+	// too large, primary body unread); NotQuery counts sampled requests
+	// that were not shadowed because they were not queries.
+	Sampled, Compared, Mismatched, Dropped, NotQuery uint64
+}
+
+type counters struct {
+	sampled, compared, mismatched, dropped, notQuery atomic.Uint64
+}
+
+// Stats returns the counts so far.
+func (s *Shadow) Stats() Stats {
+	return Stats{
+		Sampled:    s.stats.sampled.Load(),
+		Compared:   s.stats.compared.Load(),
+		Mismatched: s.stats.mismatched.Load(),
+		Dropped:    s.stats.dropped.Load(),
+		NotQuery:   s.stats.notQuery.Load(),
+	}
+}
