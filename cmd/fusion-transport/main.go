@@ -29,6 +29,9 @@ var commands = map[string]command{
 	"config":  {"print the effective configuration per source schema with the origin of each value, or what a reload would change (-diff)", runConfig},
 	"compare": {"run a corpus of source schema requests through both paths and report the differences", runCompare},
 	"schemas": {"serve the embedded source schemas (accounts, inventory, products, reviews) on loopback", runSchemas},
+	"gateway": {"serve the benchmark gateway, which answers the deep-recursion query through the selected path", runGateway},
+	"load":    {"run a closed-loop load (virtual users, duration, warm-up) against a GraphQL endpoint", runLoad},
+	"bench":   {"benchmark the two paths on loopback: source schemas, a gateway per path and round, load, a table", runBench},
 }
 
 // defaultCommand runs when no command is named.

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/benchgw"
+)
+
+func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "listen `address`; port 0 picks a free one")
+	schemaList := fs.String("schemas", "", "source schema URLs as `name=url,...` for accounts, inventory, products and reviews; they set the URLs of the config file's schemas or add them")
+	configFile := fs.String("config", "", "YAML configuration `file` (docs/configuration.md); FUSION_* variables apply over it")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: fusion-transport gateway [flags]
+
+Gateway serves the benchmark gateway: every POST to /graphql is answered with
+the answer to the gateway benchmark's deep-recursion query, which the gateway
+computes by running the query's fixed plan against the source schemas
+accounts, inventory, products and reviews (package internal/benchgw).
+FUSION_SOCKETS_TRANSPORT picks the path, as in production.
+
+When it listens, it prints one line "ready http://HOST:PORT" on stdout, and it
+serves until interrupted. On a loopback address it also serves /debug/stats
+(request and source schema call counts and the heap allocations of the
+process, as JSON) and the net/http/pprof handlers under /debug/pprof/.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gateway: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return 2
+	}
+	cfg, err := gatewayConfig(*configFile, *schemaList)
+	if err != nil {
+		fmt.Fprintf(stderr, "gateway: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	inv, err := transport.New(cfg, transport.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "gateway: %v\n", err)
+		return 2
+	}
+	defer inv.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gateway: %v\n", err)
+		return 2
+	}
+	g := benchgw.New(inv)
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", transport.Middleware(g))
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		// Allocation counts and profiles are for the benchmark on this
+		// machine, never for a reachable listener.
+		mux.Handle("/debug/stats", g.StatsHandler())
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
+	fmt.Fprintf(stderr, "gateway: %s path, answering the deep-recursion query at http://%s/graphql\n", cfg.Path(), ln.Addr())
+
+	select {
+	case err := <-served:
+		fmt.Fprintf(stderr, "gateway: %v\n", err)
+		return 2
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close()
+	}
+	return 0
+}
+
+// gatewayConfig loads the configuration (defaults, the file if any, the
+// environment), sets the URLs that list names, and checks that every source
+// schema of the plan is there.
+func gatewayConfig(file, list string) (env.Config, error) {
+	var files []string
+	if file != "" {
+		files = append(files, file)
+	}
+	cfg, err := env.Load(files...)
+	if err != nil {
+		return env.Config{}, err
+	}
+	urls, err := parseSchemaList(list)
+	if err != nil {
+		return env.Config{}, err
+	}
+	if len(urls) > 0 {
+		schemas := make(map[string]env.SourceSchema, len(cfg.SourceSchemas)+len(urls))
+		for name, s := range cfg.SourceSchemas {
+			schemas[name] = s
+		}
+		for name, u := range urls {
+			s := schemas[name]
+			s.URL = u
+			schemas[name] = s
+		}
+		cfg.SourceSchemas = schemas
+		if err := cfg.Validate(); err != nil {
+			return env.Config{}, err
+		}
+	}
+	var missing []string
+	for _, name := range benchgw.SourceSchemas {
+		if _, ok := cfg.SourceSchemas[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return env.Config{}, fmt.Errorf("no URL for source schema(s) %s: set them with -schemas name=url,... or -config", strings.Join(missing, ", "))
+	}
+	return cfg, nil
+}
+
+// parseSchemaList parses "accounts=http://...,products=http://...".
+func parseSchemaList(list string) (map[string]string, error) {
+	out := map[string]string{}
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(item, "=")
+		name, u = strings.TrimSpace(name), strings.TrimSpace(u)
+		if !ok || name == "" || u == "" {
+			return nil, fmt.Errorf("-schemas: invalid item %q: want name=url", item)
+		}
+		if !slices.Contains(benchgw.SourceSchemas, name) {
+			return nil, fmt.Errorf("-schemas: unknown source schema %q: want one of %s", name, strings.Join(benchgw.SourceSchemas, ", "))
+		}
+		out[name] = u
+	}
+	return out, nil
+}

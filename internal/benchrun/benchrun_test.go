@@ -1,0 +1,329 @@
+package benchrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []float64
+		want   Summary
+	}{
+		{"none", nil, Summary{}},
+		{"one", []float64{3}, Summary{3, 3, 3}},
+		{"two: the mean of both", []float64{4, 2}, Summary{3, 2, 4}},
+		{"odd", []float64{5, 1, 3}, Summary{3, 1, 5}},
+		{"even", []float64{10, 1, 4, 2}, Summary{3, 1, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]float64(nil), tc.values...)
+			if diff := cmp.Diff(tc.want, summarize(tc.values)); diff != "" {
+				t.Errorf("summarize(%v) mismatch (-want +got):\n%s", tc.values, diff)
+			}
+			if diff := cmp.Diff(in, tc.values); diff != "" {
+				t.Errorf("summarize changed its input (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFormatNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v      float64
+		digits int
+		want   string
+	}{
+		{0, 0, "0"},
+		{999.4, 0, "999"},
+		{4775.4, 0, "4,775"},
+		{1234567.891, 2, "1,234,567.89"},
+		{-26014, 0, "-26,014"},
+		{-0.0001, 2, "0.00"},
+		{0.7904, 3, "0.790"},
+	} {
+		if got := formatNumber(tc.v, tc.digits); got != tc.want {
+			t.Errorf("formatNumber(%v, %d) = %q, want %q", tc.v, tc.digits, got, tc.want)
+		}
+	}
+}
+
+func TestCell(t *testing.T) {
+	ms := metric{unit: " ms", digits: 2}
+	for _, tc := range []struct {
+		name string
+		s    Summary
+		m    metric
+		want string
+	}{
+		{"range", Summary{13.91, 13.8, 14.02}, ms, "13.91 ms [13.80–14.02]"},
+		{"equal at the precision", Summary{6, 5.999, 6.001}, metric{digits: 2}, "6.00"},
+		{"thousands", Summary{3342, 3300, 3380}, metric{}, "3,342 [3,300–3,380]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cell(tc.s, tc.m); got != tc.want {
+				t.Errorf("cell = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	// The command name holds a space and a parenthesis.
+	line := "4242 (fusion )x) S 1 4242 4242 0 -1 4194560 1285 0 0 0 37 12 0 0 20 0 9 0 123 1234 567 18446744073709551615\n"
+	got, err := parseStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 490 * time.Millisecond; got != want {
+		t.Errorf("parseStat = %s, want %s (37 + 12 ticks)", got, want)
+	}
+	if _, err := parseStat([]byte("4242 (x) S 1 2")); err == nil {
+		t.Error("parseStat of a short line: no error")
+	}
+	// The running test process has a stat file.
+	if _, err := cpuTime(os.Getpid()); err != nil {
+		t.Errorf("cpuTime(self): %v", err)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tfusion-transport\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t9\n"
+	for _, tc := range []struct {
+		key  string
+		want int64
+	}{{"VmRSS", 10 << 20}, {"VmHWM", 20 << 20}} {
+		got, err := parseStatus([]byte(status), tc.key)
+		if err != nil || got != tc.want {
+			t.Errorf("parseStatus(%s) = %d, %v; want %d", tc.key, got, err, tc.want)
+		}
+	}
+	if _, err := parseStatus([]byte(status), "VmSwap"); err == nil {
+		t.Error("parseStatus of a missing key: no error")
+	}
+	if _, err := parseStatus([]byte(status), "Threads"); err == nil {
+		t.Error("parseStatus of a value without kB: no error")
+	}
+}
+
+func TestParseModes(t *testing.T) {
+	got, err := ParseModes(" constant-latency, constant ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Mode{ConstantLatency, Constant}, got); diff != "" {
+		t.Errorf("ParseModes mismatch (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "fast", "constant,fast"} {
+		if _, err := ParseModes(bad); err == nil {
+			t.Errorf("ParseModes(%q): no error", bad)
+		}
+	}
+}
+
+// sample is a run with the given req/s, p95, CPU, allocations and peak RSS.
+func sample(path string, round int, rps, p95, cpu, alloc float64, peak int64) Sample {
+	return Sample{Path: path, Round: round, Requests: int64(rps * 10), RequestsPerSecond: rps, P50: p95 / 2, P95: p95, P99: p95 * 1.5,
+		CPUPerRequest: cpu, AllocBytesPerRequest: alloc, AllocObjectsPerRequest: alloc / 40, CallsPerRequest: 6,
+		IdleRSS: 12 << 20, PeakRSS: peak, StartupMS: 8}
+}
+
+func testReport() *Report {
+	mr := ModeReport{Mode: "constant-latency", LatencyMS: 4, Samples: []Sample{
+		sample("legacy", 1, 3300, 19.4, 0.790, 26000, 100e6),
+		sample("sockets", 1, 3340, 19.3, 0.802, 25300, 101e6),
+		sample("legacy", 2, 3380, 19.5, 0.780, 26020, 100e6),
+		sample("sockets", 2, 3360, 19.2, 0.798, 25310, 103e6),
+	}}
+	mr.Summary = map[string]map[string]Summary{}
+	for _, p := range paths {
+		var own []Sample
+		for _, s := range mr.Samples {
+			if s.Path == p.name {
+				own = append(own, s)
+			}
+		}
+		mr.Summary[p.name] = summarizeSamples(own)
+	}
+	mr.Targets = targets(mr.Summary)
+	return &Report{
+		Date: time.Date(2026, 5, 4, 10, 30, 0, 0, time.UTC), Command: "fusion-transport bench",
+		Machine: Machine{CPUs: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64"},
+		Rounds:  2, VUs: 50, DurationSeconds: 10, WarmupSeconds: 2, BinaryBytes: 12_340_000,
+		Modes: []ModeReport{mr},
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := testReport().WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Gateway benchmark, 2026-05-04 10:30 UTC: 50 VUs, 2 round(s) of 10s after 2s warm-up",
+		"constant-latency (every source schema request waits 4ms)",
+		"Targets (constant-latency)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	rows := tableRows(out)
+	for _, want := range [][]string{
+		{"Metric", "Before (legacy)", "After (sockets)", "After/Before"},
+		{"req/s", "3,340 [3,300–3,380]", "3,350 [3,340–3,360]", "1.003"},
+		{"p95 latency", "19.45 ms [19.40–19.50]", "19.25 ms [19.20–19.30]", "0.990"},
+		{"gateway CPU/request", "0.785 ms [0.780–0.790]", "0.800 ms [0.798–0.802]", "1.019"},
+		{"allocated B/request", "26,010 [26,000–26,020]", "25,305 [25,300–25,310]", "0.973"},
+		{"source schema calls/request", "6.00", "6.00", "1.000"},
+		{"peak RSS", "100.0 MB", "102.0 MB [101.0–103.0]", "1.020"},
+		{"load errors", "0", "0", "–"},
+		{"binary size (one binary, both paths)", "12.34 MB", "12.34 MB", "1.000"},
+		{"CPU/request ≤ legacy", "1.019 × legacy", "missed by 1.9% of legacy"},
+		{"allocated B/request ≥ 9,000 lower (1.5 KB × 6.00 calls)", "705 B lower", "missed by 8,295 B/request"},
+	} {
+		if diff := cmp.Diff(want, rows[want[0]]); diff != "" {
+			t.Errorf("row %q mismatch (-want +got):\n%s\n%s", want[0], diff, out)
+		}
+	}
+}
+
+// tableRows maps the first cell of every Markdown table row to its cells.
+func tableRows(out string) map[string][]string {
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		rows[cells[0]] = cells
+	}
+	return rows
+}
+
+func TestTargets(t *testing.T) {
+	got := testReport().Modes[0].Targets
+	var met []bool
+	for _, tg := range got {
+		met = append(met, tg.Met)
+	}
+	// req/s and p95 within bounds; CPU 1.9% over; 705 B saved of 9,000
+	// wanted; peak RSS 102 / 100 MB = 1.02 exactly.
+	if diff := cmp.Diff([]bool{true, true, false, false, true}, met); diff != "" {
+		t.Errorf("targets met mismatch (-want +got):\n%s\n%+v", diff, got)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	rep := testReport()
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rep, &back); diff != "" {
+		t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, false, 4, 12*time.Second)
+	p.start(1, 2, "constant", "legacy")
+	p.done()
+	p.start(1, 2, "constant", "sockets")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "round 1/2 constant legacy … ") || !strings.HasSuffix(lines[0], " left") {
+		t.Errorf("progress lines %q, want one per run like \"round 1/2 constant legacy … 50s left\"", lines)
+	}
+	if got := formatLeft(80*time.Second + 400*time.Millisecond); got != "1m20s" {
+		t.Errorf("formatLeft = %q, want 1m20s", got)
+	}
+	if got := formatLeft(-time.Second); got != "0s" {
+		t.Errorf("formatLeft(negative) = %q, want 0s", got)
+	}
+	var nothing *progress = newProgress(nil, true, 1, time.Second)
+	nothing.start(1, 1, "constant", "legacy") // no writer: no output, no ticker
+	nothing.done()
+	nothing.finish(time.Second)
+}
+
+// TestRunSmoke runs the whole benchmark, very short, with a freshly built
+// binary.
+func TestRunSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs 4 gateways")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	bin := filepath.Join(t.TempDir(), "fusion-transport")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/fusiongo/transport/cmd/fusion-transport")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	profiles := t.TempDir()
+	var progress bytes.Buffer
+	rep, err := Run(context.Background(), Options{
+		Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
+		ProfileDir: profiles, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Modes) != 2 {
+		t.Fatalf("%d modes, want 2", len(rep.Modes))
+	}
+	for _, mr := range rep.Modes {
+		if len(mr.Samples) != 2 || mr.Samples[0].Path != "legacy" || mr.Samples[1].Path != "sockets" {
+			t.Fatalf("%s: samples %+v, want legacy then sockets", mr.Mode, mr.Samples)
+		}
+		for _, s := range mr.Samples {
+			if s.Requests == 0 || s.Errors != 0 || s.GatewayRequests == 0 || s.CallsPerRequest != 6 ||
+				s.AllocBytesPerRequest <= 0 || s.AllocObjectsPerRequest <= 0 || s.IdleRSS <= 0 || s.PeakRSS < s.IdleRSS || s.StartupMS <= 0 {
+				t.Errorf("%s %s: implausible sample %+v", mr.Mode, s.Path, s)
+			}
+		}
+		for _, p := range []string{"legacy", "sockets"} {
+			for _, kind := range []string{"cpu", "allocs"} {
+				name := filepath.Join(profiles, mr.Mode+"-"+p+"."+kind+".pprof")
+				if fi, err := os.Stat(name); err != nil || fi.Size() == 0 {
+					t.Errorf("profile %s: %v", name, err)
+				}
+			}
+		}
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Before (legacy)") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	if !strings.Contains(progress.String(), "round 1/1 constant-latency sockets") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}

@@ -1,0 +1,93 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Report is the result of Run; WriteJSON writes it as it is.
+type Report struct {
+	// Date is when the run started.
+	Date time.Time `json:"date"`
+	// Command made the report (Options.Command).
+	Command string `json:"command,omitempty"`
+	// Machine describes where it ran.
+	Machine Machine `json:"machine"`
+
+	Rounds          int     `json:"rounds"`
+	VUs             int     `json:"vus"`
+	DurationSeconds float64 `json:"duration_s"`
+	WarmupSeconds   float64 `json:"warmup_s"`
+
+	// BinaryBytes is the size of the fusion-transport binary, which holds
+	// both paths.
+	BinaryBytes int64 `json:"binary_bytes"`
+
+	Modes []ModeReport `json:"modes"`
+
+	// ElapsedSeconds is the wall time of the whole run.
+	ElapsedSeconds float64 `json:"elapsed_s"`
+}
+
+// Machine describes the machine of a run.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	// LoadStart and LoadEnd are the 1-minute load averages of the machine
+	// (/proc/loadavg) when the run started and ended: what else ran
+	// besides the benchmark.
+	LoadStart float64 `json:"load_start"`
+	LoadEnd   float64 `json:"load_end"`
+}
+
+// ModeReport holds one mode's runs and their summaries.
+type ModeReport struct {
+	Mode      string  `json:"mode"`
+	LatencyMS float64 `json:"latency_ms"`
+	// Samples are the runs in the order they ran.
+	Samples []Sample `json:"samples"`
+	// Summary maps a path (legacy, sockets) to its metrics, each summarized
+	// over the rounds. The metric keys are those of the table's rows.
+	Summary map[string]map[string]Summary `json:"summary"`
+	// Targets are the sockets path's targets checked against the medians.
+	Targets []Target `json:"targets"`
+}
+
+// Sample is what one run (one round of one path) measured.
+type Sample struct {
+	Path  string `json:"path"`
+	Round int    `json:"round"`
+
+	// From the load process, over the measured window.
+	Requests          int64   `json:"requests"`
+	Errors            int64   `json:"errors"`
+	RequestsPerSecond float64 `json:"req_per_s"`
+	P50               float64 `json:"p50_ms"`
+	P95               float64 `json:"p95_ms"`
+	P99               float64 `json:"p99_ms"`
+	FirstError        string  `json:"first_error,omitempty"`
+
+	// From the gateway, over the same window: its own request count is the
+	// divisor.
+	GatewayRequests        uint64  `json:"gateway_requests"`
+	CPUPerRequest          float64 `json:"cpu_ms_per_request"`
+	AllocBytesPerRequest   float64 `json:"alloc_bytes_per_request"`
+	AllocObjectsPerRequest float64 `json:"alloc_objects_per_request"`
+	CallsPerRequest        float64 `json:"calls_per_request"`
+
+	// Of the gateway process.
+	IdleRSS   int64   `json:"idle_rss_bytes"`
+	PeakRSS   int64   `json:"peak_rss_bytes"`
+	StartupMS float64 `json:"startup_ms"`
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,77 @@
+package benchrun
+
+import "fmt"
+
+// AllocSavingPerCall is the allocation target per source schema call: the
+// sockets path should allocate at least this many bytes less per gateway
+// request for each source schema call the request makes (1.5 KB).
+const AllocSavingPerCall = 1500
+
+// Target is one of the benchmark's targets for the sockets path, checked
+// against the medians of one mode. Targets are reported, never asserted.
+type Target struct {
+	// Target says what is wanted, e.g. "req/s ≥ 0.98 × legacy".
+	Target string `json:"target"`
+	// Got is the measured value in the target's terms.
+	Got string `json:"got"`
+	// Met reports whether the target was met.
+	Met bool `json:"met"`
+	// Result is "met" or says by how much the target was missed.
+	Result string `json:"result"`
+}
+
+// targets checks the targets against the mode's medians.
+func targets(summary map[string]map[string]Summary) []Target {
+	before, after := summary["legacy"], summary["sockets"]
+	med := func(s map[string]Summary, key string) float64 { return s[key].Median }
+
+	// ratioTarget checks after/before against limit; atLeast says which
+	// side of the limit is good.
+	ratioTarget := func(name, key string, limit float64, atLeast bool) Target {
+		t := Target{Target: name}
+		b, a := med(before, key), med(after, key)
+		if b == 0 {
+			t.Got, t.Result = "no legacy value", "not measured"
+			return t
+		}
+		r := a / b
+		t.Got = fmt.Sprintf("%.3f × legacy", r)
+		t.Met = r >= limit
+		if !atLeast {
+			t.Met = r <= limit
+		}
+		t.Result = "met"
+		if !t.Met {
+			t.Result = fmt.Sprintf("missed by %.1f%% of legacy", 100*abs(r-limit))
+		}
+		return t
+	}
+
+	out := []Target{
+		ratioTarget("req/s ≥ 0.98 × legacy", "req_per_s", 0.98, true),
+		ratioTarget("p95 ≤ 1.02 × legacy", "p95_ms", 1.02, false),
+		ratioTarget("CPU/request ≤ legacy", "cpu_ms_per_request", 1.00, false),
+	}
+
+	calls := med(before, "calls_per_request")
+	want := AllocSavingPerCall * calls
+	saved := med(before, "alloc_bytes_per_request") - med(after, "alloc_bytes_per_request")
+	alloc := Target{
+		Target: fmt.Sprintf("allocated B/request ≥ %s lower (1.5 KB × %s calls)", formatNumber(want, 0), formatNumber(calls, 2)),
+		Got:    formatNumber(saved, 0) + " B lower",
+		Met:    saved >= want,
+		Result: "met",
+	}
+	if !alloc.Met {
+		alloc.Result = fmt.Sprintf("missed by %s B/request", formatNumber(want-saved, 0))
+	}
+	out = append(out, alloc, ratioTarget("peak RSS ≤ 1.02 × legacy", "peak_rss_mb", 1.02, false))
+	return out
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

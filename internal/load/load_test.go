@@ -1,0 +1,185 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// server counts requests and connections; every fifth request fails with
+// 500.
+type server struct {
+	requests atomic.Int64
+	conns    atomic.Int64
+	mu       sync.Mutex
+	bodies   map[string]int
+	headers  http.Header
+}
+
+func (s *server) start(t *testing.T) *httptest.Server {
+	t.Helper()
+	s.bodies = map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.bodies[r.Method+" "+r.URL.Path+" "+string(b)]++
+		s.headers = r.Header.Clone()
+		s.mu.Unlock()
+		if s.requests.Add(1)%5 == 0 {
+			http.Error(w, "no", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, `{"data":{}}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRun(t *testing.T) {
+	var s server
+	srv := s.start(t)
+	var events []string
+	var mu sync.Mutex
+	event := func(e string) func() {
+		return func() { mu.Lock(); events = append(events, e); mu.Unlock() }
+	}
+	res, err := Run(context.Background(), Config{
+		URL:         srv.URL + "/graphql?x=1",
+		VUs:         4,
+		Duration:    200 * time.Millisecond,
+		Warmup:      50 * time.Millisecond,
+		OnMeasure:   event("measure"),
+		OnWindowEnd: event("end"),
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Requests == 0 || res.Errors == 0 {
+		t.Errorf("Result %+v: want both answers and errors (every fifth answer is a 500)", res)
+	}
+	// Answers outside the window do not count.
+	if total := res.Requests + res.Errors; total > s.requests.Load() {
+		t.Errorf("counted %d answers, the server gave %d", total, s.requests.Load())
+	}
+	if res.Errors > res.Requests {
+		t.Errorf("%d errors for %d answers, want about one in five", res.Errors, res.Requests)
+	}
+	if !strings.Contains(res.FirstError, "500") {
+		t.Errorf("FirstError %q, want the 500 status", res.FirstError)
+	}
+	if res.VUs != 4 || res.Seconds != 0.2 || res.RequestsPerSecond != float64(res.Requests)/0.2 {
+		t.Errorf("Result %+v: want 4 VUs, 0.2 s and req/s = requests / 0.2", res)
+	}
+	if !(res.P50 > 0 && res.P50 <= res.P95 && res.P95 <= res.P99 && res.P99 <= res.Max) {
+		t.Errorf("percentiles out of order: %+v", res)
+	}
+	// A failed answer keeps the connection: one per user.
+	if c := s.conns.Load(); c != 4 {
+		t.Errorf("%d connections, want one per user (4)", c)
+	}
+	if diff := cmp.Diff([]string{"measure", "end"}, events); diff != "" {
+		t.Errorf("callbacks mismatch (-want +got):\n%s", diff)
+	}
+	// Every request was the deep-recursion query, as JSON.
+	want := "POST /graphql " + string(DefaultBody)
+	for body := range s.bodies {
+		if body != want {
+			t.Errorf("request %q, want %q", body, want)
+		}
+	}
+	if got := s.headers.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", got)
+	}
+}
+
+func TestDefaultBody(t *testing.T) {
+	var b struct {
+		Query         string `json:"query"`
+		OperationName string `json:"operationName"`
+	}
+	if err := json.Unmarshal(DefaultBody, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.OperationName != "TestQuery" || !strings.Contains(b.Query, "query TestQuery {") || !strings.Contains(b.Query, "topProducts {") {
+		t.Errorf("DefaultBody = %s, want the deep-recursion query", DefaultBody)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"https", Config{URL: "https://127.0.0.1:1/graphql"}, "want an http URL"},
+		{"no host", Config{URL: "http:///graphql"}, "no host"},
+		{"bad url", Config{URL: "http://[::1"}, "invalid url"},
+		{"negative", Config{URL: "http://127.0.0.1:1/", VUs: -1}, "must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunRefused counts requests to a closed port as errors without
+// failing the run.
+func TestRunRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	res, err := Run(context.Background(), Config{URL: "http://" + addr + "/", VUs: 2, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Requests != 0 || res.Errors == 0 || res.FirstError == "" {
+		t.Errorf("Result %+v: want only errors", res)
+	}
+}
+
+// TestRunCanceled ends a run early, with a request stuck in flight.
+func TestRunCanceled(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := Run(ctx, Config{URL: srv.URL, VUs: 2, Duration: time.Minute})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want context.Canceled", err)
+	}
+}
