@@ -31,7 +31,8 @@ type Mismatch struct {
 type Publisher interface {
 	// Publish reports a mismatch.
 	Publish(Mismatch)
-	// Compared counts a comparison, equal or not.
+	// Compared counts a comparison, equal or not, after Publish for a
+	// mismatch.
 	Compared(schema string, equal bool)
 	// Dropped counts a sampled query that could not be compared.
 	Dropped(schema, reason string)

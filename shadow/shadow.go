@@ -196,11 +196,11 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		}
 		s.stats.compared.Add(1)
 		diffs := compare.Compare(schema, prim, cand, "legacy", "sockets", s.o.Rules)
-		s.o.Publisher.Compared(schema, len(diffs) == 0)
 		if len(diffs) > 0 {
 			s.stats.mismatched.Add(1)
 			s.o.Publisher.Publish(Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
 		}
+		s.o.Publisher.Compared(schema, len(diffs) == 0)
 	}()
 	return primary
 }
