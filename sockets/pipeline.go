@@ -29,6 +29,11 @@ func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.
 	return hooks.Chain(core, mws...)
 }
 
+// bare reports whether s sends straight on its pool, through no middleware.
+func (s *schema) bare() bool {
+	return s.rt == http.RoundTripper(poolRoundTripper{s})
+}
+
 // poolRoundTripper sends on the schema's pool, following the schema to its
 // current pool when a reload drained the one it started on.
 type poolRoundTripper struct{ s *schema }

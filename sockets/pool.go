@@ -56,8 +56,12 @@ type conn struct {
 	cc      *http.ClientConn
 	expires time.Time   // zero: never
 	timer   *time.Timer // closes the connection when idle too long or expired
-	reused  bool        // set once a second request was reserved on it
-	h2      atomic.Bool // HTTP/2: seen multiplexing, or answering with HTTP/2
+
+	// headerTimer closes an HTTP/1 connection whose response headers are
+	// late; schema.send arms it per request.
+	headerTimer *time.Timer
+	reused      atomic.Bool // set once a second request was reserved on it
+	h2          atomic.Bool // HTTP/2: seen multiplexing, or answering with HTTP/2
 }
 
 func (c *conn) expired(now time.Time) bool {
@@ -109,7 +113,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		if err := pick.cc.Reserve(); err != nil {
 			continue // another request took the last slot, or it closed
 		}
-		pick.reused = true
+		pick.reused.Store(true)
 		pick.timer.Stop()
 		return pick, nil
 	}
@@ -191,6 +195,8 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	}
 	c.timer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.timer.Stop()
+	c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
+	c.headerTimer.Stop()
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()
 	cc.SetStateHook(c.stateChanged)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/headers"
 )
 
@@ -29,6 +30,11 @@ type schema struct {
 	key            poolKey
 	pool           *pool
 	rt             http.RoundTripper // the middleware chain; nil sends on the pool directly
+
+	// connHeaderTimer says that the header timeout is enforced by the
+	// connection's own timer (see send), not by a bound.Guard.
+	connHeaderTimer  bool
+	headerTimeoutErr *bound.HeaderTimeoutError
 }
 
 // poolKey holds everything a pool is built from. Two schemas with equal
@@ -119,6 +125,8 @@ func build(cfg env.Config, old *state, o *Options, log *slog.Logger) (*state, er
 			s.pool = p
 		}
 		s.rt = pipeline(s, settings, hk, o.Middleware, log)
+		s.headerTimeoutErr = &bound.HeaderTimeoutError{Bound: s.headerTimeout}
+		s.connHeaderTimer = u.Scheme == "http" && settings.HTTPVersion != "h2c" && hk.RoundTripper == nil && s.requestTimeout == 0
 		st.schemas[name] = s
 	}
 	return st, nil
@@ -162,11 +170,11 @@ func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.cc.RoundTrip(req)
+	resp, err := s.send(c, req)
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
 		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
 	}
-	if err == nil || !c.reused || !replayable(req) || req.Context().Err() != nil {
+	if err == nil || !c.reused.Load() || !replayable(req) || req.Context().Err() != nil || errors.Is(err, s.headerTimeoutErr) {
 		return resp, err
 	}
 	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
@@ -184,7 +192,32 @@ func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
 		// to another pool and be sent again from a read body.
 		return nil, err
 	}
-	return c.cc.RoundTrip(req)
+	return s.send(c, req)
+}
+
+// send runs req on c. On a connection that only ever carries one request
+// at a time (HTTP/1.1 over http), the header timeout is the connection's
+// own timer, armed for this request: when it fires it closes the
+// connection, which ends this request and no other. That saves the
+// per-request context, timer and closure that bound.Guard needs (9
+// allocations a call); HTTP/2 and https requests keep the Guard.
+func (s *schema) send(c *conn, req *http.Request) (*http.Response, error) {
+	if !s.connHeaderTimer || s.headerTimeout <= 0 {
+		return c.cc.RoundTrip(req)
+	}
+	if _, ok := req.Context().Deadline(); ok {
+		return c.cc.RoundTrip(req)
+	}
+	c.headerTimer.Reset(s.headerTimeout)
+	resp, err := c.cc.RoundTrip(req)
+	if c.headerTimer.Stop() {
+		return resp, err
+	}
+	// The timer fired: the connection is closed, and with it this request.
+	if err == nil {
+		resp.Body.Close()
+	}
+	return nil, s.headerTimeoutErr
 }
 
 // replayable reports whether req may be sent twice: an idempotent method
@@ -213,3 +246,12 @@ func (s *schema) checkTarget(u *url.URL) error {
 // ErrWrongTarget is wrapped by Do's error for a request whose URL does not
 // point at its source schema's scheme and address.
 var ErrWrongTarget = errors.New("request URL does not match the source schema")
+
+// guardHeaderTimeout is the header bound a bound.Guard enforces: none when
+// the connection's own timer does (see send).
+func (s *schema) guardHeaderTimeout() time.Duration {
+	if s.connHeaderTimer {
+		return 0
+	}
+	return s.headerTimeout
+}

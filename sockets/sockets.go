@@ -112,7 +112,7 @@ func (inv *Invoker) do(ctx context.Context, name string, req *http.Request) (*ht
 	if err != nil {
 		return nil, t.Err(err)
 	}
-	ctx, g := bound.Start(ctx, t, s.headerTimeout, s.requestTimeout)
+	ctx, g := bound.Start(ctx, t, s.guardHeaderTimeout(), s.requestTimeout)
 	out := req.WithContext(ctx)
 	out.Header = h
 	if out.Header == nil {
@@ -154,11 +154,17 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	if h, err = s.rules.Apply(ctx, h, true); err != nil {
 		return nil, t.Err(err)
 	}
-	ctx, g := bound.Start(ctx, t, s.headerTimeout, s.requestTimeout)
+	ctx, g := bound.Start(ctx, t, s.guardHeaderTimeout(), s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = h
 	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	// An HTTP/1 POST over http is never sent twice unless it carries an
+	// Idempotency-Key (see replayable); HTTP/2 may replay a refused stream,
+	// and middleware (retry) may send again. Without those, no GetBody
+	// closure is allocated.
+	if _, idempotent := h["Idempotency-Key"]; idempotent || !s.connHeaderTimer || !s.bare() {
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	req.ContentLength = int64(len(body))
 	resp, err := g.Finish(s.rt.RoundTrip(req))
 	if err != nil {

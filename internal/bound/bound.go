@@ -84,7 +84,7 @@ func urlErrorOp(method string) string {
 // that names the source schema in read errors.
 type Guard struct {
 	target      Target
-	headerCause *HeaderTimeoutError // nil: no header bound
+	headerCause HeaderTimeoutError // its Bound is zero without a header bound
 	cancel      context.CancelCauseFunc
 	stopRequest context.CancelFunc // nil: no request bound
 	timer       *time.Timer
@@ -108,13 +108,13 @@ func Start(ctx context.Context, t Target, header, request time.Duration) (contex
 	}
 	if headerBound {
 		ctx, g.cancel = context.WithCancelCause(ctx)
-		g.headerCause = &HeaderTimeoutError{Bound: header}
+		g.headerCause.Bound = header
 		g.timer = time.AfterFunc(header, g.expire)
 	}
 	return ctx, g
 }
 
-func (g *Guard) expire() { g.cancel(g.headerCause) }
+func (g *Guard) expire() { g.cancel(&g.headerCause) }
 
 // Finish takes the round trip's result. It stops the header timer; the
 // context stays alive until the response body is closed. If the header
@@ -129,7 +129,7 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 		g.release()
 		var hte *HeaderTimeoutError
 		if fired && !errors.As(err, &hte) {
-			return nil, fmt.Errorf("%w (%w)", err, g.headerCause)
+			return nil, fmt.Errorf("%w (%w)", err, &g.headerCause)
 		}
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 		// a body that fails on its first read.
 		resp.Body.Close()
 		g.release()
-		return nil, g.headerCause
+		return nil, &g.headerCause
 	}
 	g.body = resp.Body
 	resp.Body = g
