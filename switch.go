@@ -25,6 +25,7 @@ import (
 	"github.com/fusiongo/transport/legacy"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/sockets"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // Invoker sends source schema requests. Both paths implement it; it is safe
@@ -72,6 +73,14 @@ type options struct {
 
 	shadowPublisher shadow.Publisher
 	shadowRules     compare.Rules
+	telemetry       *telemetry.Telemetry
+}
+
+// WithTelemetry traces and measures every source schema request with t
+// (OpenTelemetry; see package telemetry), observes the sockets path's open
+// and idle connections and counts reloads. Default: none.
+func WithTelemetry(t *telemetry.Telemetry) Option {
+	return func(o *options) { o.telemetry = t }
 }
 
 func (o *options) log() *slog.Logger {
@@ -132,9 +141,9 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	}
 	build := func(c env.Config, path env.Path) (Invoker, error) {
 		if path == env.PathSockets {
-			return sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+			return sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
 		}
-		return legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas})
+		return legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
 	}
 	switch {
 	case cfg.Path() == env.PathMixed:

@@ -29,6 +29,7 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/hooks"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // Options are the Go-only settings of the legacy path.
@@ -42,6 +43,11 @@ type Options struct {
 	// client, after header propagation, the first entry outermost. It runs
 	// on every redirect hop. Nil: none.
 	Middleware []hooks.Middleware
+
+	// Telemetry, if set, traces and measures every source schema request
+	// (once per redirect hop, since it runs inside the shared client) and
+	// counts reloads. Nil: none.
+	Telemetry *telemetry.Telemetry
 
 	// Schemas holds the Go-only settings per source schema name. The
 	// legacy path honours RoundTripper, Middleware and HeaderValues; Dial
@@ -142,10 +148,18 @@ func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 			rules:          rules,
 			headerTimeout:  env.Bound(settings.HeaderTimeout),
 			requestTimeout: env.Bound(settings.RequestTimeout),
-			rt:             hooks.Chain(core, slices.Concat(inv.opts.Middleware, hk.Middleware, hooks.Builtins(settings, name, inv.log, rules.Added()))...),
+			rt:             hooks.Chain(core, slices.Concat(inv.traced(name), inv.opts.Middleware, hk.Middleware, hooks.Builtins(settings, name, inv.log, rules.Added()))...),
 		}
 	}
 	return st, nil
+}
+
+// traced returns the telemetry middleware of a schema, if configured.
+func (inv *Invoker) traced(name string) []hooks.Middleware {
+	if inv.opts.Telemetry == nil {
+		return nil
+	}
+	return []hooks.Middleware{inv.opts.Telemetry.Middleware(name, "legacy")}
 }
 
 type schemaKey struct{}
@@ -240,6 +254,11 @@ func (inv *Invoker) Reload(cfg env.Config) error {
 	}
 	inv.state.Store(st)
 	rotated := inv.rot.reconfigure(cfg)
+	if rotated {
+		inv.opts.Telemetry.RecordReload(0, 1, 0)
+	} else {
+		inv.opts.Telemetry.RecordReload(1, 0, 0)
+	}
 	inv.log.Info("transport reloaded", "path", "legacy", "schemas", len(cfg.SourceSchemas), "transport_replaced", rotated)
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// pipeline builds a source schema's RoundTripper, outermost first: the
-// global middleware, the schema's middleware, dedupe and retry (when
+// pipeline builds a source schema's RoundTripper, outermost first:
+// telemetry (when configured), the global middleware, the schema's middleware, dedupe and retry (when
 // configured), decompression (when configured), then the schema's
 // RoundTripper hook or its pool.
 func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.Middleware, log *slog.Logger) http.RoundTripper {
@@ -22,7 +22,11 @@ func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.
 	if hk.RoundTripper != nil {
 		core = hk.RoundTripper
 	}
-	mws := slices.Concat(global, hk.Middleware, hooks.Builtins(settings, s.name, log, s.rules.Added()))
+	var traced []hooks.Middleware
+	if s.inv != nil && s.inv.opts.Telemetry != nil {
+		traced = []hooks.Middleware{s.inv.opts.Telemetry.Middleware(s.name, "sockets")}
+	}
+	mws := slices.Concat(traced, global, hk.Middleware, hooks.Builtins(settings, s.name, log, s.rules.Added()))
 	if len(settings.Decompression) > 0 {
 		mws = append(mws, decompress(settings.Decompression))
 	}

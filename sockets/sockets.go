@@ -22,6 +22,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/hooks"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // Options are the Go-only settings of the sockets path.
@@ -40,6 +41,11 @@ type Options struct {
 	// Schemas holds the Go-only settings per source schema name. Nil: none.
 	Schemas map[string]SchemaHooks
 
+	// Telemetry, if set, traces and measures every source schema request
+	// (outermost in each schema's pipeline), observes the pools' open and
+	// idle connections, and counts reloads. Nil: none.
+	Telemetry *telemetry.Telemetry
+
 	inv *Invoker // set by New, for the schemas' pool round trippers
 }
 
@@ -53,11 +59,12 @@ var ErrClosed = errors.New("transport closed")
 
 // Invoker is the sockets path. Its zero value is not usable: call New.
 type Invoker struct {
-	log     *slog.Logger
-	opts    Options
-	state   atomic.Pointer[state]
-	mu      sync.Mutex // serialises Reload and Close
-	closing bool
+	log       *slog.Logger
+	opts      Options
+	unobserve func() error
+	state     atomic.Pointer[state]
+	mu        sync.Mutex // serialises Reload and Close
+	closing   bool
 }
 
 // state is one configuration in force: the source schemas by name.
@@ -80,7 +87,23 @@ func New(cfg env.Config, opts Options) (*Invoker, error) {
 		return nil, err
 	}
 	inv.state.Store(st)
+	if inv.unobserve, err = opts.Telemetry.ObserveConnections("sockets", inv.connections); err != nil {
+		inv.Close()
+		return nil, err
+	}
 	return inv, nil
+}
+
+// connections reports each source schema's open and idle connections.
+func (inv *Invoker) connections(yield func(schema string, open, idle int)) {
+	st := inv.state.Load()
+	if st == nil {
+		return
+	}
+	for name, s := range st.schemas {
+		open, idle := s.pool.stats()
+		yield(name, open, idle)
+	}
 }
 
 // Do sends req, which the caller built, for source schema name with ctx.
@@ -253,6 +276,7 @@ func (inv *Invoker) Reload(cfg env.Config) error {
 			kept++
 		}
 	}
+	inv.opts.Telemetry.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", "sockets", "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
 	return nil
 }
@@ -266,6 +290,9 @@ func (inv *Invoker) Close() error {
 	inv.closing = true
 	if st == nil {
 		return nil
+	}
+	if inv.unobserve != nil {
+		inv.unobserve()
 	}
 	for _, s := range st.schemas {
 		s.pool.drain()
