@@ -198,6 +198,9 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
 	c.headerTimer.Stop()
 	p.conns = append(p.conns, c)
+	// Requests that waited while this dial ran may fit on it (HTTP/2) or
+	// may now dial their own: wake them to look again.
+	p.signal()
 	p.mu.Unlock()
 	cc.SetStateHook(c.stateChanged)
 	return c, nil
