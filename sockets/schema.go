@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fusiongo/transport/env"
@@ -160,12 +161,56 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), "80")
 }
 
-// roundTrip sends req on a pooled connection. A request that failed on a
-// reused connection before any answer is retried once on a new connection
-// if it is idempotent and its body can be sent again, as net/http's
-// Transport does: the server may have closed an idle connection just as
-// the request left.
+// roundTrip sends req on a pooled connection, again if the server refused
+// its HTTP/2 stream (up to maxRefused times).
 func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
+	for refused := 0; ; refused++ {
+		resp, err := s.roundTripOnce(req)
+		if err == nil || refused == maxRefused || !refusedStream(err) || req.Context().Err() != nil {
+			return resp, err
+		}
+		// The server refused the stream before processing it (RFC 9113,
+		// section 8.7), typically because a new connection's stream limit
+		// was not known yet: any request, a POST too, may go again.
+		if req, err = rewound(req); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxRefused bounds the retries of a request whose stream was refused.
+const maxRefused = 3
+
+// refusedStream reports an HTTP/2 REFUSED_STREAM from the server. net/http
+// does not export its bundled HTTP/2 error types, so the code is matched in
+// the error text.
+func refusedStream(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "REFUSED_STREAM")
+}
+
+// rewound returns req with a fresh body, for sending again.
+func rewound(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	if req.GetBody == nil {
+		return nil, errors.New("the request body cannot be sent again (no GetBody)")
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	r2 := *req
+	r2.Body = body
+	return &r2, nil
+}
+
+// roundTripOnce sends req on a pooled connection. A request that failed on
+// a reused connection before any answer is retried once on a new
+// connection if it is idempotent and its body can be sent again, as
+// net/http's Transport does: the server may have closed an idle connection
+// just as the request left.
+func (s *schema) roundTripOnce(req *http.Request) (*http.Response, error) {
 	c, err := s.pool.get(req.Context())
 	if err != nil {
 		return nil, err
@@ -174,25 +219,20 @@ func (s *schema) roundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
 		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
 	}
-	if err == nil || !c.reused.Load() || !replayable(req) || req.Context().Err() != nil || errors.Is(err, s.headerTimeoutErr) {
+	if err == nil || !c.reused.Load() || !replayable(req) || req.Context().Err() != nil || errors.Is(err, s.headerTimeoutErr) || refusedStream(err) {
 		return resp, err
 	}
-	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-		body, berr := req.GetBody()
-		if berr != nil {
-			return nil, err
-		}
-		r2 := *req
-		r2.Body = body
-		req = &r2
+	r2, rerr := rewound(req)
+	if rerr != nil {
+		return nil, err
 	}
-	c, gerr := s.pool.get(req.Context())
+	c, gerr := s.pool.get(r2.Context())
 	if gerr != nil {
 		// Not errDrained: the request was tried once, so it must not move
 		// to another pool and be sent again from a read body.
 		return nil, err
 	}
-	return s.send(c, req)
+	return s.send(c, r2)
 }
 
 // send runs req on c. On a connection that only ever carries one request
