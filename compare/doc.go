@@ -15,5 +15,29 @@
 //
 // What counts as a difference, and what does not (Date, hop-by-hop headers,
 // the order of JSON object keys, transparent decompression), is described on
-// Run.
+// Run. Rules add to it: headers and JSON paths left out (such as
+// extensions.tracing), a Comparator per source schema, timing, and header
+// names whose values are redacted. Authorization, Cookie, Set-Cookie and
+// Proxy-Authorization values are always redacted: they never appear in a
+// Difference, a Report or its text, JSON and JUnit forms.
+//
+// # One pair at a time
+//
+// Shadow mode compares live answers one request at a time, with the same
+// rules: Capture turns each side's response into an Outcome, and Compare
+// classifies the differences.
+//
+// # Recording a corpus
+//
+// A Recorder is a RoundTripper middleware that samples a source schema's
+// requests in production into the JSONL corpus that ReadCorpus reads, with
+// redaction, a body size cap and file rotation.
+//
+// # In CI
+//
+// Report.Groups gathers identical differences across requests;
+// Report.WriteJUnit and Report.WriteJSON write the forms CI systems read;
+// ParseFailOn reads the thresholds that decide whether a report fails. The
+// fusion-transport compare command puts them together; docs/rollout.md
+// walks through it.
 package compare

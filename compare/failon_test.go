@@ -127,7 +127,7 @@ func TestFailOnCheck(t *testing.T) {
 		{"body>2", []string{"body>2: 3 of 50 requests (6%) have a body difference"}},
 		{"body>3", nil},
 		{"body>5%", []string{"body>5%: 3 of 50 requests (6%) have a body difference"}},
-		{"body>6%", nil}, // exactly 6% is not over
+		{"body>6%", nil},  // exactly 6% is not over
 		{"header>1", nil}, // two header differences in one request count once
 		{"header>0,error>0,redirect>0,timing>0", []string{"header>0: 1 of 50 requests (2%) has a header difference"}},
 		{"total>7.9%,total>8%", []string{"total>7.9%: 4 of 50 requests (8%) have a difference"}},

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/middleware"
 )
 
 // DefaultRecorderMaxBodyBytes is the default of RecorderOptions.MaxBodyBytes.
@@ -56,10 +57,10 @@ type RecorderOptions struct {
 	// less than one line. Zero means no rotation; negative is an error.
 	MaxFileBytes int64
 
-	// MaxFiles is how many of the files this Recorder wrote are kept: at
-	// each rotation beyond it, the oldest is removed. Files that were there
-	// before are never removed. Zero means all are kept; negative is an
-	// error.
+	// MaxFiles is how many of the files this Recorder created are kept:
+	// at each rotation beyond it, the oldest is removed. Files that were
+	// there before, Path included, are never removed. Zero means all are
+	// kept; negative is an error.
 	MaxFiles int
 
 	// HeaderNames names the gateway request headers recorded with each
@@ -74,12 +75,14 @@ type RecorderOptions struct {
 	// Cookie, Set-Cookie and Proxy-Authorization. Nil adds none.
 	Redact []string
 
-	// RecordMutations records GraphQL mutations and subscriptions too.
-	// Default false: a request whose document has a mutation or
-	// subscription at its top level is skipped and counted, because
-	// replaying it in a comparison would repeat its effects twice. A
-	// request without a document (a persisted query sent by hash) cannot
-	// be told apart and is recorded.
+	// RecordMutations records every request. Default false: only requests
+	// that are safe to replay are recorded, the others skipped and
+	// counted, because a comparison sends each request twice: a GET or
+	// HEAD, unless its query parameter holds a mutation or subscription,
+	// and a request whose body runs queries only, as
+	// middleware.OperationKind tells (the rule shadow mode follows). A
+	// request whose operation cannot be told, such as a persisted query
+	// sent by hash, is skipped.
 	RecordMutations bool
 
 	// Rand returns a number in [0, 1) that decides whether a request is
@@ -213,9 +216,11 @@ func highestNumber(dir, stem, ext string) (int, error) {
 }
 
 // open starts corpus file n, appending if it exists. r.mu is held, or r is
-// not shared yet.
+// not shared yet. Only a file that open creates may later be removed.
 func (r *Recorder) open(n int) error {
 	name := r.name(n)
+	_, statErr := os.Stat(name)
+	existed := statErr == nil
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // a corpus may hold user data
 	if err != nil {
 		return fmt.Errorf("compare: recorder: %w", err)
@@ -231,14 +236,18 @@ func (r *Recorder) open(n int) error {
 	} else {
 		r.w.Reset(f)
 	}
-	r.written = append(r.written, name)
+	if !existed {
+		r.written = append(r.written, name)
+	}
 	return nil
 }
 
 // rotate closes the current file, starts the next and removes the oldest
 // beyond MaxFiles. r.mu is held.
 func (r *Recorder) rotate() error {
-	if err := r.closeFile(); err != nil {
+	err := r.closeFile()
+	r.file = nil // write and Close see a Recorder without a file if what follows fails
+	if err != nil {
 		return err
 	}
 	if err := r.open(r.n + 1); err != nil {
@@ -268,9 +277,10 @@ func (r *Recorder) closeFile() error {
 func (r *Recorder) Recorded() int64 { return r.recorded.Load() }
 
 // Skipped counts the sampled requests that were not recorded: a body over
-// MaxBodyBytes, a body that is not a JSON object or array, a mutation or
-// subscription (see RecordMutations), an unreadable body, or a failure to
-// write. Requests that the sampling passed over are not counted.
+// MaxBodyBytes, a body that is not a JSON object or array, a request that
+// is not safe to replay (see RecordMutations), an unreadable body, or a
+// failure to write. Requests that the sampling passed over are not
+// counted.
 func (r *Recorder) Skipped() int64 { return r.skipped.Load() }
 
 // Flush writes the buffered lines to the current file.
@@ -409,7 +419,7 @@ func (r *Recorder) entry(schema string, req *http.Request, body []byte) (Request
 	if len(trimmed) > 0 && !isJSON {
 		return Request{}, false // a corpus body is a JSON object or array
 	}
-	if !r.mutation && changesState(trimmed, req.URL) {
+	if !r.mutation && !repeatable(req.Method, trimmed, req.URL) {
 		return Request{}, false
 	}
 	sum := sha256.New()
@@ -473,94 +483,18 @@ func (r *Recorder) write(line []byte) error {
 	return r.err
 }
 
-// changesState reports whether a GraphQL request, as a JSON body or a GET's
-// query string, holds a mutation or subscription.
-func changesState(body []byte, u *url.URL) bool {
-	var docs []string
-	switch {
-	case len(body) > 0 && body[0] == '[':
-		var batch []struct {
-			Query string `json:"query"`
-		}
-		json.Unmarshal(body, &batch) // the body is valid JSON; elements that are not objects have no query
-		for _, b := range batch {
-			docs = append(docs, b.Query)
-		}
-	case len(body) > 0:
-		var one struct {
-			Query string `json:"query"`
-		}
-		json.Unmarshal(body, &one)
-		docs = append(docs, one.Query)
-	}
-	if u != nil {
-		docs = append(docs, u.Query()["query"]...)
-	}
-	for _, d := range docs {
-		if hasWriteOperation(d) {
+// repeatable reports whether replaying a request is safe: a GET or HEAD
+// whose query parameter, if any, is a query (GraphQL over HTTP allows only
+// queries over GET), or a request whose JSON body runs queries only.
+func repeatable(method string, body []byte, u *url.URL) bool {
+	if method == http.MethodGet || method == http.MethodHead {
+		q := u.Query()
+		if !q.Has("query") {
 			return true
 		}
+		doc, _ := json.Marshal(map[string]string{"query": q.Get("query"), "operationName": q.Get("operationName")})
+		kind := middleware.OperationKind(doc)
+		return kind != middleware.Mutation && kind != middleware.Subscription
 	}
-	return false
-}
-
-// hasWriteOperation reports whether a GraphQL document has the word
-// mutation or subscription at its top level, outside strings, comments and
-// brackets, where only an operation's type can stand (GraphQL spec,
-// section 2.3). It errs on the side of yes: an operation named "mutation"
-// counts.
-func hasWriteOperation(doc string) bool {
-	depth := 0
-	for i := 0; i < len(doc); {
-		c := doc[i]
-		switch {
-		case c == '#':
-			for i < len(doc) && doc[i] != '\n' && doc[i] != '\r' {
-				i++
-			}
-		case strings.HasPrefix(doc[i:], `"""`):
-			i += 3
-			for i < len(doc) && !strings.HasPrefix(doc[i:], `"""`) {
-				if strings.HasPrefix(doc[i:], `\"""`) {
-					i += 4
-					continue
-				}
-				i++
-			}
-			i += 3
-		case c == '"':
-			for i++; i < len(doc) && doc[i] != '"' && doc[i] != '\n'; i++ {
-				if doc[i] == '\\' {
-					i++
-				}
-			}
-			i++
-		case c == '{' || c == '(' || c == '[':
-			depth++
-			i++
-		case c == '}' || c == ')' || c == ']':
-			depth--
-			i++
-		case c == '$' || c == '@': // a variable or directive: its name is no keyword
-			i++
-			for i < len(doc) && isNameByte(doc[i]) {
-				i++
-			}
-		case isNameByte(c):
-			start := i
-			for i < len(doc) && isNameByte(doc[i]) {
-				i++
-			}
-			if w := doc[start:i]; depth == 0 && (w == "mutation" || w == "subscription") {
-				return true
-			}
-		default:
-			i++
-		}
-	}
-	return false
-}
-
-func isNameByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	return middleware.OperationKind(body) == middleware.Query
 }

@@ -220,15 +220,20 @@ func TestRecorderBodies(t *testing.T) {
 		{name: "a body over the cap, without GetBody", method: "POST", path: "/graphql", body: onlyReader{strings.NewReader(big)}},
 		{name: "a GET keeps method and path", method: "GET", path: "/graphql?query=%7B+a+%7D", record: true,
 			wantEntry: compare.Request{Schema: "accounts", Method: "GET", Path: "/graphql?query=%7B+a+%7D"}},
-		{name: "a PUT with JSON is a Do", method: "PUT", path: "/persisted", body: strings.NewReader(`{"id":"x"}`), record: true,
-			wantEntry: compare.Request{Schema: "accounts", Method: "PUT", Path: "/persisted", Body: []byte(`{"id":"x"}`)}},
+		{name: "a PUT of a query is a Do", method: "PUT", path: "/v2?x=1", body: strings.NewReader(`{"query":"query Q { a }","operationName":"Q"}`), record: true,
+			wantEntry: compare.Request{Schema: "accounts", Method: "PUT", Path: "/v2?x=1", Body: []byte(`{"query":"query Q { a }","operationName":"Q"}`)}},
+		{name: "a GET without a document", method: "GET", path: "/health", record: true,
+			wantEntry: compare.Request{Schema: "accounts", Method: "GET", Path: "/health"}},
+		{name: "a persisted query by hash cannot be told", method: "POST", path: "/graphql", body: strings.NewReader(`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"abc"}}}`)},
+		{name: "a JSON body that is no GraphQL request", method: "PUT", path: "/x", body: strings.NewReader(`{"id":"x"}`)},
+		{name: "the named operation is a mutation", method: "POST", path: "/graphql", body: strings.NewReader(`{"query":"query A { a } mutation B { b }","operationName":"B"}`)},
 		{name: "a body that is not JSON", method: "POST", path: "/graphql", body: strings.NewReader(`query=x`)},
 		{name: "a JSON string is no corpus body", method: "POST", path: "/graphql", body: strings.NewReader(`"x"`)},
 		{name: "a mutation", method: "POST", path: "/graphql", body: strings.NewReader(`{"query":"mutation { del }"}`)},
 		{name: "a subscription in a batch", method: "POST", path: "/graphql", body: strings.NewReader(`[{"query":"{ a }"},{"query":"subscription S { s }"}]`)},
 		{name: "a mutation in a GET", method: "GET", path: "/graphql?query=mutation%7Bx%7D"},
 		{name: "mutation as a word elsewhere is no mutation", method: "POST", path: "/graphql", record: true,
-			body: strings.NewReader(`{"query":"# mutation\nquery Q($mutation: Int) @mutation { a(x: \"mutation\", y: \"\"\"mutation\"\"\") { mutation } }"}`),
+			body:      strings.NewReader(`{"query":"# mutation\nquery Q($mutation: Int) @mutation { a(x: \"mutation\", y: \"\"\"mutation\"\"\") { mutation } }"}`),
 			wantEntry: compare.Request{Schema: "accounts", Body: []byte(`{"query":"# mutation\nquery Q($mutation: Int) @mutation { a(x: \"mutation\", y: \"\"\"mutation\"\"\") { mutation } }"}`)}},
 	}
 	for _, tt := range tests {
@@ -331,7 +336,7 @@ func TestRecorderPath(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rec.jsonl")
 	os.WriteFile(path, []byte(`{"name":"old/1","schema":"old","body":{}}`+"\n"), 0o600)
-	rec := newRecorder(t, compare.RecorderOptions{Path: path, Rate: 1, MaxFileBytes: 100})
+	rec := newRecorder(t, compare.RecorderOptions{Path: path, Rate: 1, MaxFileBytes: 100, MaxFiles: 2})
 	c := recordingClient(t, rec, "accounts")
 	for i := range 3 {
 		post(t, c, context.Background(), srv.URL, fmt.Sprintf(`{"query":"{ field%02d }"}`, i))
@@ -342,12 +347,18 @@ func TestRecorderPath(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	// rec.jsonl is appended to; a line over the cap goes alone into the next file.
-	if want := []string{"rec-2.jsonl", "rec-3.jsonl", "rec-4.jsonl", "rec.jsonl"}; !cmp.Equal(want, names) {
+	// rec.jsonl would go over the cap with one more line, so each line
+	// goes into a file of its own: rec-2, rec-3, rec-4. MaxFiles keeps the
+	// last two the Recorder created; rec.jsonl was there before and stays.
+	if want := []string{"rec-3.jsonl", "rec-4.jsonl", "rec.jsonl"}; !cmp.Equal(want, names) {
 		t.Errorf("files = %q, want %q", names, want)
 	}
-	if len(corpus) != 4 {
-		t.Errorf("corpus has %d entries, want the old one and 3", len(corpus))
+	var bodies []string
+	for _, r := range corpus {
+		bodies = append(bodies, string(r.Body))
+	}
+	if want := []string{`{"query":"{ field01 }"}`, `{"query":"{ field02 }"}`, `{}`}; !cmp.Equal(want, bodies) {
+		t.Errorf("bodies = %q, want %q", bodies, want)
 	}
 }
 
@@ -521,5 +532,30 @@ func TestRecorderReplay(t *testing.T) {
 	}
 	if got := string(report.Results[0].A.Body); !strings.Contains(got, `"request":"r-1"`) {
 		t.Errorf("the recorded gateway header did not reach the source schema on replay: %s", got)
+	}
+}
+
+// TestRecorderWriteError: a full disk does not fail the requests, and Close
+// reports it.
+func TestRecorderWriteError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	srv := newEchoServer(t)
+	rec, err := compare.NewRecorder(compare.RecorderOptions{Path: "/dev/full", Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := recordingClient(t, rec, "accounts")
+	post(t, c, context.Background(), srv.URL, `{"query":"{ a }"}`) // buffered: no error yet
+	if err := rec.Flush(); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("Flush = %v, want no space left", err)
+	}
+	post(t, c, context.Background(), srv.URL, `{"query":"{ b }"}`)
+	if err := rec.Close(); err == nil || !strings.Contains(err.Error(), "compare: recorder:") {
+		t.Errorf("Close = %v, want the write error", err)
+	}
+	if rec.Skipped() != 1 || len(srv.bodies) != 2 {
+		t.Errorf("Skipped() = %d, requests sent %d; want 1 skipped after the error, both sent", rec.Skipped(), len(srv.bodies))
 	}
 }

@@ -183,9 +183,9 @@ func TestCompareRules(t *testing.T) {
 			b:    timed(answer(`{}`), time.Second),
 		},
 		{
-			name: "sensitive headers are compared, never published",
-			a:    answer(`{}`, "Set-Cookie", "session=SECRET-A", "Authorization", "Bearer SECRET-A", "X-Api-Key", "SECRET-A", "X-Cache", "hit"),
-			b:    answer(`{}`, "Set-Cookie", "session=SECRET-B", "X-Api-Key", "SECRET-B", "X-Cache", "hit"),
+			name:  "sensitive headers are compared, never published",
+			a:     answer(`{}`, "Set-Cookie", "session=SECRET-A", "Authorization", "Bearer SECRET-A", "X-Api-Key", "SECRET-A", "X-Cache", "hit"),
+			b:     answer(`{}`, "Set-Cookie", "session=SECRET-B", "X-Api-Key", "SECRET-B", "X-Cache", "hit"),
 			rules: compare.Rules{Redact: []string{"x-api-key"}},
 			want: []compare.Difference{
 				{Kind: compare.KindHeader, Path: "Authorization", A: compare.Redacted, Explanation: `legacy has Authorization "[REDACTED]"; sockets has none`},
