@@ -140,10 +140,20 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 		return nil, err
 	}
 	build := func(c env.Config, path env.Path) (Invoker, error) {
+		// A failed New returns a nil Invoker, not an interface that holds
+		// a nil pointer, so that callers can test it against nil.
 		if path == env.PathSockets {
-			return sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+			inv, err := sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+			if err != nil {
+				return nil, err
+			}
+			return inv, nil
 		}
-		return legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+		inv, err := legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+		if err != nil {
+			return nil, err
+		}
+		return inv, nil
 	}
 	switch {
 	case cfg.Path() == env.PathMixed:

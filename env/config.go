@@ -3,10 +3,11 @@
 // HTTP settings of every source schema.
 //
 // Load builds a Config from three layers, each over the last: the built-in
-// defaults, YAML files, and the environment (FUSION_SOCKETS_TRANSPORT and
-// FUSION_FORWARD_HEADERS). A Config built by hand works too: every zero field
-// means "inherit" or "the documented default", and Validate reports what is
-// wrong with it.
+// defaults, YAML files, and the environment (FUSION_SOCKETS_TRANSPORT,
+// FUSION_FORWARD_HEADERS, and a FUSION_DEFAULTS__*, FUSION_SOURCE_SCHEMAS__*
+// or FUSION_LEGACY__* variable for every key). A Config built by hand works
+// too: every zero field means "inherit" or "the documented default", and
+// Validate reports what is wrong with it.
 package env
 
 import (

@@ -50,7 +50,7 @@ var settingFields = []field{
 	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }),
 	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }),
 	mapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }),
-	limitField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }),
+	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }),
 	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }),
 	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }),
 	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }),
@@ -112,6 +112,25 @@ func limitField(key string, p func(*Settings) *int) field {
 	}
 }
 
+// attemptsField reads a count of tries: a whole number, at least 1.
+func attemptsField(key string, p func(*Settings) *int) field {
+	f := limitField(key, p)
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		n, ok := number(v)
+		if str, isString := v.(string); isString {
+			parsed, err := strconv.Atoi(strings.TrimSpace(str))
+			n, ok = float64(parsed), err == nil
+		}
+		if !ok || n != float64(int(n)) || n < 1 {
+			e.add(k, v, nil, "invalid value %v: want a whole number of tries, at least 1 (1 does not retry)", v)
+			return
+		}
+		*p(s) = int(n)
+	}
+	f.format = func(s *Settings) string { return strconv.Itoa(*p(s)) }
+	return f
+}
+
 func stringField(key string, p func(*Settings) *string) field {
 	return field{
 		key: key,
@@ -156,6 +175,11 @@ func toggleField(key string, p func(*Settings) *Toggle) field {
 			case bool:
 				*p(s) = map[bool]Toggle{true: Enabled, false: Disabled}[x]
 				return
+			case int:
+				if x == 0 || x == 1 {
+					*p(s) = map[int]Toggle{1: Enabled, 0: Disabled}[x]
+					return
+				}
 			case string:
 				switch strings.ToLower(strings.TrimSpace(x)) {
 				case "true", "on", "1", "yes":

@@ -155,7 +155,7 @@ func TestSettingErrors(t *testing.T) {
 		{"regexp", "  headers:\n      forward_matching: [\"(\"]\n", nil, "source_schemas.p.headers.forward_matching[0]: invalid regular expression \"(\""},
 		{"set value", "  headers:\n      set: {X-A: \"a\\r\\nb\"}\n", nil, `source_schemas.p.headers.set.X-A: invalid header value "a\r\nb": control characters such as CR or LF are not allowed`},
 		{"toggle", "  dedupe: maybe\n", nil, `source_schemas.p.dedupe: invalid value maybe: want true or false`},
-		{"attempts", "  retry:\n      max_attempts: 0\n", nil, `source_schemas.p.retry.max_attempts: invalid value 0: want at least 1 (1 does not retry)`},
+		{"attempts", "  retry:\n      max_attempts: 0\n", nil, `source_schemas.p.retry.max_attempts: invalid value 0: want a whole number of tries, at least 1 (1 does not retry)`},
 		{"status", "  retry:\n      statuses: [99]\n", nil, `source_schemas.p.retry.statuses[0]: invalid status 99: want a number from 100 to 599`},
 		{"typo", "  conn_lifetim: 1s\n", nil, `source_schemas.p.conn_lifetim: unknown key (did you mean conn_lifetime?)`},
 		{"section typo", "  tls:\n      ca_fil: x\n", nil, `source_schemas.p.tls.ca_fil: unknown key (did you mean tls.ca_file?)`},

@@ -80,7 +80,20 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 		}
 	}
 	if s.Retry.MaxAttempts < 0 {
-		errs.add(prefix+".retry.max_attempts", 0, nil, "invalid value %d: want at least 1 (1 does not retry)", max(s.Retry.MaxAttempts, 0))
+		errs.add(prefix+".retry.max_attempts", s.Retry.MaxAttempts, nil, "invalid value %d: want a whole number of tries, at least 1 (1 does not retry)", s.Retry.MaxAttempts)
+	}
+	for _, c := range []struct {
+		key, v  string
+		allowed []string
+	}{
+		{"http_version", s.HTTPVersion, []string{"1.1", "2", "h2c"}},
+		{"version_policy", s.VersionPolicy, []string{"exact", "or_lower"}},
+		{"tls.min_version", s.TLS.MinVersion, []string{"1.2", "1.3"}},
+		{"tls.max_version", s.TLS.MaxVersion, []string{"1.2", "1.3"}},
+	} {
+		if c.v != "" && !contains(c.allowed, c.v) {
+			errs.add(prefix+"."+c.key, c.v, nil, "invalid value %q: allowed %s", c.v, strings.Join(c.allowed, ", "))
+		}
 	}
 	if s.Proxy != "" {
 		if err := checkProxy(s.Proxy); err != nil {

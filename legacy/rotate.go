@@ -3,6 +3,7 @@ package legacy
 import (
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,12 +65,21 @@ func (r *rotator) newGeneration() *generation {
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          100,
 			MaxConnsPerHost:       env.Limit(s.MaxConnsPerHost),
-			MaxIdleConnsPerHost:   env.Limit(s.MaxIdleConnsPerHost), // 0: Go's default, 2
+			MaxIdleConnsPerHost:   maxIdle(s.MaxIdleConnsPerHost),
 			IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: 1 * time.Second,
 		},
 	}
+}
+
+// maxIdle maps max_idle_conns_per_host onto the transport: unset keeps
+// Go's default of 2, NoLimit (0 in files) keeps every idle connection.
+func maxIdle(n int) int {
+	if n == env.NoLimit {
+		return math.MaxInt32
+	}
+	return n
 }
 
 func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -1,9 +1,10 @@
 // Package sockets is the owned-transport path: one connection pool per
 // source schema, built from its settings and used without an http.Client,
-// with reverse-proxy defaults. It sends no cookies, follows no redirects,
-// decompresses nothing, uses no environment proxy, dials within
-// connect_timeout, and closes pooled connections at conn_lifetime. It
-// forwards the configured gateway request headers itself, on Do and Post.
+// with reverse-proxy defaults. By default it sends no cookies, follows no
+// redirects, decompresses nothing (decompression opts in), uses no proxy
+// (proxy opts in), dials within connect_timeout, and closes pooled
+// connections at conn_lifetime. It forwards the configured gateway request
+// headers itself, on Do and Post.
 //
 // Most users reach it through transport.New with FUSION_SOCKETS_TRANSPORT=1.
 package sockets

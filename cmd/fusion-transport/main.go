@@ -1,8 +1,13 @@
 // Command fusion-transport runs the transport's jobs on loopback or against
 // real source schemas:
 //
+//	fusion-transport                   the compare report, then a short bench, on the embedded default
 //	fusion-transport compare [flags]   run a corpus through both paths and report differences
-//	fusion-transport schemas [flags]   serve the embedded source schemas
+//	fusion-transport config [flags]    the effective configuration, or what a reload would change
+//	fusion-transport schemas [flags]   serve the embedded source schemas (and, with -faults, faulty ones)
+//	fusion-transport gateway [flags]   serve the benchmark gateway
+//	fusion-transport load [flags]      a closed-loop load against a GraphQL endpoint
+//	fusion-transport bench [flags]     the A/B benchmark of both paths
 //
 // Run "fusion-transport <command> -h" for a command's flags.
 package main
@@ -34,7 +39,7 @@ var commands = map[string]command{
 	"bench":   {"benchmark the two paths on loopback: source schemas, a gateway per path and round, load, a table", runBench},
 }
 
-// defaultCommand runs when no command is named.
+// defaultCommand runs when flags but no command are given.
 const defaultCommand = "compare"
 
 func main() {
@@ -45,6 +50,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return runDefault(ctx, stdout, stderr)
+	}
 	name := defaultCommand
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
@@ -66,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: fusion-transport [command] [flags]\n\nCommands (default %s):\n", defaultCommand)
+	fmt.Fprintf(w, "Usage: fusion-transport [command] [flags]\n\nWith no arguments it runs the compare report and then a short bench on the\nembedded source schemas. Commands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -76,4 +84,17 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun \"fusion-transport <command> -h\" for the flags of a command.\n")
+}
+
+// runDefault is what a new user gets from "go run ./cmd/fusion-transport":
+// the compare report on the embedded source schemas, then a short bench
+// (one round of 3 s per mode and path). It exits with compare's code if
+// that is not 0, else with bench's.
+func runDefault(ctx context.Context, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "== compare: the built-in corpus through both paths, on the embedded source schemas")
+	if code := runCompare(ctx, nil, stdout, stderr); code != 0 {
+		return code
+	}
+	fmt.Fprintln(stdout, "\n== bench (short: 1 round, 3s per run; \"fusion-transport bench -h\" for the full one)")
+	return runBench(ctx, []string{"-rounds", "1", "-duration", "3s", "-warmup", "1s", "-vus", "20"}, stdout, stderr)
 }

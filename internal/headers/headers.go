@@ -49,7 +49,7 @@ var ErrInvalidValue = errors.New("header value contains CR, LF or NUL")
 // ValueFunc computes a header value from the gateway request (nil when the
 // source schema request was made outside one). It reports false to send no
 // header.
-type ValueFunc func(ctx context.Context, gateway *http.Request) (string, bool)
+type ValueFunc = func(ctx context.Context, gateway *http.Request) (string, bool)
 
 // Spec is what a source schema's header rules are compiled from.
 type Spec struct {
