@@ -39,6 +39,7 @@ type pool struct {
 	maxIdle  int           // 0: no limit on idle connections
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
+	sawH2    atomic.Bool   // the last TLS handshake negotiated h2
 	dialTO   time.Duration // 0: no bound on dialing
 
 	mu      sync.Mutex
@@ -60,8 +61,9 @@ type conn struct {
 	// headerTimer closes an HTTP/1 connection whose response headers are
 	// late; schema.send arms it per request.
 	headerTimer *time.Timer
-	reused      atomic.Bool // set once a second request was reserved on it
-	h2          atomic.Bool // HTTP/2: seen multiplexing, or answering with HTTP/2
+	reused      atomic.Bool  // set once a second request was reserved on it
+	h2          atomic.Bool  // HTTP/2: seen multiplexing, or answering with HTTP/2
+	pending     atomic.Int32 // HTTP/2 requests picked but not yet returned from RoundTrip
 }
 
 func (c *conn) expired(now time.Time) bool {
@@ -71,12 +73,20 @@ func (c *conn) expired(now time.Time) bool {
 // get returns a connection with a reserved request slot: an open, unexpired
 // connection with room, a new one, or, at the connection limit, the next one
 // that frees up. It returns errDrained once the pool drains.
-func (p *pool) get(ctx context.Context) (*conn, error) {
+//
+// An HTTP/1 connection is reserved (ClientConn.Reserve), so that it carries
+// one request at a time. An HTTP/2 connection is not: its request is
+// counted as pending and RoundTrip waits for a stream itself. Reserving
+// streams on a new HTTP/2 connection before the server's SETTINGS have
+// lowered its limit can deadlock net/http's client (a reservation holds the
+// stream that a request holding the connection's header lock waits for).
+// pending reports which one happened; the caller passes it to done.
+func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 	for {
 		p.mu.Lock()
 		if p.drained {
 			p.mu.Unlock()
-			return nil, errDrained
+			return nil, false, errDrained
 		}
 		pick, stale := p.scan(time.Now())
 		// With strictH2, one HTTP/2 connection takes every request: while one
@@ -85,7 +95,8 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			p.dialing++
 			p.mu.Unlock()
 			closeAll(stale)
-			return p.dial(ctx)
+			c, err := p.dial(ctx)
+			return c, false, err
 		}
 		if pick == nil {
 			if p.wake == nil {
@@ -105,8 +116,16 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 				p.mu.Lock()
 				p.waiting--
 				p.mu.Unlock()
-				return nil, context.Cause(ctx)
+				return nil, false, context.Cause(ctx)
 			}
+		}
+		if pick.h2.Load() {
+			pick.pending.Add(1) // under p.mu: the idle timer and drain see it
+			p.mu.Unlock()
+			closeAll(stale)
+			pick.reused.Store(true)
+			pick.timer.Stop()
+			return pick, true, nil
 		}
 		p.mu.Unlock()
 		closeAll(stale)
@@ -115,8 +134,22 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		}
 		pick.reused.Store(true)
 		pick.timer.Stop()
-		return pick, nil
+		return pick, false, nil
 	}
+}
+
+// done ends a pending request's claim on c (see get), once RoundTrip has
+// returned; the connection's state is then looked at again, as its hook
+// would, since it may have turned idle.
+func (p *pool) done(c *conn, pending bool) {
+	if pending && c.pending.Add(-1) == 0 {
+		c.stateChanged(c.cc)
+	}
+}
+
+// idle reports whether no request is on c or about to be.
+func (c *conn) idle() bool {
+	return c.cc.InFlight() == 0 && c.pending.Load() == 0
 }
 
 // scan finds a connection with room and takes expired idle connections out
@@ -128,12 +161,12 @@ func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
 		case c.cc.Err() != nil:
 			// Its state hook removes it.
 		case c.expired(now):
-			if c.cc.InFlight() == 0 {
+			if c.idle() {
 				stale = append(stale, c)
 				p.conns = slices.Delete(p.conns, i, i+1)
 				i--
 			}
-		case pick == nil && c.cc.Available() > 0:
+		case pick == nil && c.cc.Available() > int(c.pending.Load()):
 			pick = c
 		}
 	}
@@ -165,7 +198,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	cc, err := p.tr.NewClientConn(dctx, p.scheme, p.addr)
 	h2 := false
 	if err == nil {
-		h2 = cc.Available() > 1
+		h2 = cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())
 		err = cc.Reserve()
 		if err != nil {
 			cc.Close()
@@ -223,7 +256,7 @@ func (c *conn) stateChanged(cc *http.ClientConn) {
 		return
 	}
 	closeNow := false
-	if cc.InFlight() == 0 {
+	if c.idle() {
 		now := time.Now()
 		if p.drained || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
 			p.removeAt(i)
@@ -246,7 +279,7 @@ func (c *conn) stateChanged(cc *http.ClientConn) {
 func (p *pool) idleCount() int {
 	n := 0
 	for _, c := range p.conns {
-		if c.cc.InFlight() == 0 && c.cc.Err() == nil {
+		if c.idle() && c.cc.Err() == nil {
 			n++
 		}
 	}
@@ -270,7 +303,7 @@ func (c *conn) idleExpired() {
 	p := c.p
 	p.mu.Lock()
 	i := slices.Index(p.conns, c)
-	if i < 0 || c.cc.InFlight() > 0 {
+	if i < 0 || !c.idle() {
 		p.mu.Unlock()
 		return
 	}
@@ -317,7 +350,7 @@ func (p *pool) drain() <-chan struct{} {
 	p.empty = done
 	var idle []*conn
 	for i := 0; i < len(p.conns); i++ {
-		if c := p.conns[i]; c.cc.InFlight() == 0 || c.cc.Err() != nil {
+		if c := p.conns[i]; c.idle() || c.cc.Err() != nil {
 			idle = append(idle, c)
 			p.conns = slices.Delete(p.conns, i, i+1)
 			i--
@@ -334,7 +367,7 @@ func (p *pool) stats() (open, idle int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
-		if c.cc.InFlight() == 0 {
+		if c.idle() {
 			idle++
 		}
 	}

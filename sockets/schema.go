@@ -211,11 +211,12 @@ func rewound(req *http.Request) (*http.Request, error) {
 // net/http's Transport does: the server may have closed an idle connection
 // just as the request left.
 func (s *schema) roundTripOnce(req *http.Request) (*http.Response, error) {
-	c, err := s.pool.get(req.Context())
+	c, pending, err := s.pool.get(req.Context())
 	if err != nil {
 		return nil, err
 	}
 	resp, err := s.send(c, req)
+	s.pool.done(c, pending)
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
 		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
 	}
@@ -226,12 +227,13 @@ func (s *schema) roundTripOnce(req *http.Request) (*http.Response, error) {
 	if rerr != nil {
 		return nil, err
 	}
-	c, gerr := s.pool.get(r2.Context())
+	c, pending, gerr := s.pool.get(r2.Context())
 	if gerr != nil {
 		// Not errDrained: the request was tried once, so it must not move
 		// to another pool and be sent again from a read body.
 		return nil, err
 	}
+	defer s.pool.done(c, pending)
 	return s.send(c, r2)
 }
 

@@ -56,6 +56,21 @@ func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookup
 			return nil
 		}
 	}
+	p := &pool{}
+	if tlsCfg != nil {
+		// Every connection of a pool goes to one server, so the protocol
+		// its TLS handshake negotiates tells the pool, before the first
+		// request, whether its connections multiplex.
+		tlsCfg = tlsCfg.Clone()
+		verify := tlsCfg.VerifyConnection
+		tlsCfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			p.sawH2.Store(cs.NegotiatedProtocol == "h2")
+			if verify != nil {
+				return verify(cs)
+			}
+			return nil
+		}
+	}
 	tr := &http.Transport{
 		Proxy:               proxy, // nil unless configured: never the environment's by default
 		DialContext:         dial,
@@ -70,7 +85,7 @@ func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookup
 		},
 	}
 	lifetime := env.Bound(s.ConnLifetime)
-	return &pool{
+	*p = pool{
 		tr:       tr,
 		scheme:   k.scheme,
 		addr:     k.addr,
@@ -82,7 +97,8 @@ func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookup
 		strictH2: !s.HTTP2.MultipleConnections.On(),
 		onlyH2:   s.HTTPVersion == "h2c" || (s.HTTPVersion == "2" && s.VersionPolicy == "exact"),
 		dialTO:   env.Bound(s.ConnectTimeout),
-	}, nil
+	}
+	return p, nil
 }
 
 // protocols maps http_version and version_policy onto Transport.Protocols.

@@ -1,0 +1,1674 @@
+package transport_test
+
+// Each setting of env.Settings, observed where it acts: on the wire, at a
+// server that records what only a server sees (the TLS state, the protocol,
+// the connection, the frames), or in the process (the log, the dialer).
+// Settings the legacy path honours are run on both paths; the others on
+// the sockets path, whose transports are built per source schema.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testpki"
+	"github.com/klauspost/compress/zstd"
+)
+
+// wireServer is a source schema that records what only a server sees: the
+// protocol, TLS state, Host, request target and connection of each request,
+// and which connections open and close.
+type wireServer struct {
+	*httptest.Server
+	url    string
+	mu     sync.Mutex
+	reqs   []wireRequest
+	opened []string
+	closed chan string // remote addresses, as the server sees them close
+}
+
+// wireRequest is one request as a wireServer saw it.
+type wireRequest struct {
+	ProtoMajor int
+	TLS        *tls.ConnectionState
+	Header     http.Header
+	Host       string
+	RequestURI string
+	Remote     string
+}
+
+// wireOptions say what kind of server newWireServer starts.
+type wireOptions struct {
+	handler    http.HandlerFunc // nil: 200 with {"data":{"ok":true}}
+	tls        *tls.Config      // nil: cleartext
+	alpn       []string         // the TLS server's ALPN list; nil: http/1.1 only
+	h2cOnly    bool             // cleartext HTTP/2 with prior knowledge, nothing else
+	maxStreams int              // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: Go's default
+	listener   net.Listener     // nil: a loopback TCP listener
+	url        string           // the source schema URL; "": the server's own + /graphql
+}
+
+func newWireServer(t *testing.T, o wireOptions) *wireServer {
+	t.Helper()
+	h := o.handler
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"data":{"ok":true}}`)
+		}
+	}
+	s := &wireServer{closed: make(chan string, 64)}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, wireRequest{ProtoMajor: r.ProtoMajor, TLS: r.TLS, Header: r.Header.Clone(), Host: r.Host, RequestURI: r.RequestURI, Remote: r.RemoteAddr})
+		s.mu.Unlock()
+		h(w, r)
+	}))
+	if o.listener != nil {
+		s.Listener.Close()
+		s.Listener = o.listener
+	}
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // failed handshakes are what several tests expect
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.mu.Lock()
+			s.opened = append(s.opened, c.RemoteAddr().String())
+			s.mu.Unlock()
+		case http.StateClosed, http.StateHijacked:
+			select {
+			case s.closed <- c.RemoteAddr().String():
+			default:
+			}
+		}
+	}
+	if o.maxStreams > 0 {
+		s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams}
+	}
+	if o.h2cOnly {
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		s.Config.Protocols = p
+	}
+	if o.tls != nil {
+		s.TLS = o.tls.Clone()
+		s.TLS.NextProtos = o.alpn
+		if s.TLS.NextProtos == nil {
+			s.TLS.NextProtos = []string{"http/1.1"}
+		}
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	s.url = o.url
+	if s.url == "" {
+		s.url = s.Server.URL + "/graphql"
+	}
+	return s
+}
+
+func (s *wireServer) URL() string { return s.url }
+
+// Requests returns a copy of what the server received so far.
+func (s *wireServer) Requests() []wireRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+// Last returns the last request received; it fails the test if none was.
+func (s *wireServer) Last(t *testing.T) wireRequest {
+	t.Helper()
+	r := s.Requests()
+	if len(r) == 0 {
+		t.Fatal("the source schema received no request")
+	}
+	return r[len(r)-1]
+}
+
+// Opened returns the client addresses of the connections opened so far.
+func (s *wireServer) Opened() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.opened)
+}
+
+// waitClosedN waits until n connections have closed and returns their
+// client addresses. why explains the expectation in the failure message.
+func (s *wireServer) waitClosedN(t *testing.T, n int, within time.Duration, why string) []string {
+	t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	var got []string
+	for len(got) < n {
+		select {
+		case addr := <-s.closed:
+			got = append(got, addr)
+		case <-timeout.C:
+			t.Fatalf("%d of %d connections closed within %s (closed: %v). %s", len(got), n, within, got, why)
+		}
+	}
+	return got
+}
+
+// socketsConfig returns a sockets Config with one source schema, products,
+// at url, whose settings edit sets.
+func socketsConfig(url string, edit func(*env.SourceSchema)) env.Config {
+	return withSchema(env.PathSockets, url, edit)
+}
+
+// lockedBuffer is a log destination that tests read while the invoker writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// errorNamesSchema fails the test unless err names source schema products.
+func errorNamesSchema(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("call succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), `source schema "products"`) {
+		t.Errorf("error %q does not name the source schema", err)
+	}
+}
+
+// TestSettingTLS: the tls.* keys and the VerifyConnection hook, against TLS
+// servers that demand a client certificate, name another host, cap the
+// version or sign their own certificate.
+func TestSettingTLS(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	clientCert, clientKey := pki.ClientFiles(t, "gateway")
+	caOnly := &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}
+	mtls := newWireServer(t, wireOptions{tls: pki.ServerConfig(t, "127.0.0.1")})
+	named := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "products.internal")}}})
+	capped := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: caOnly.Certificates, MaxVersion: tls.VersionTLS12}})
+	plain := newWireServer(t, wireOptions{tls: caOnly})
+	selfSigned := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{testpki.SelfSigned(t, "127.0.0.1")}}})
+	errPinned := errors.New("server key is not the pinned one")
+	var hookSaw atomic.Value
+
+	var (
+		okServerSees = func(check func(t *testing.T, got wireRequest)) func(*testing.T, []wireRequest, error) {
+			return func(t *testing.T, reqs []wireRequest, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("Post: %v", err)
+				}
+				if len(reqs) != 1 {
+					t.Fatalf("the server received %d requests, want 1", len(reqs))
+				}
+				check(t, reqs[0])
+			}
+		}
+		fails = func(check func(t *testing.T, err error)) func(*testing.T, []wireRequest, error) {
+			return func(t *testing.T, reqs []wireRequest, err error) {
+				t.Helper()
+				errorNamesSchema(t, err)
+				if check != nil {
+					check(t, err)
+				}
+				if len(reqs) != 0 {
+					t.Errorf("the server answered %d requests, want none", len(reqs))
+				}
+			}
+		}
+		version = func(want uint16) func(*testing.T, wireRequest) {
+			return func(t *testing.T, got wireRequest) {
+				if got.TLS == nil || got.TLS.Version != want {
+					t.Errorf("server saw TLS version %s, want %s", tlsVersionName(got.TLS), tls.VersionName(want))
+				}
+			}
+		}
+	)
+	cases := []struct {
+		name  string
+		srv   *wireServer
+		tls   env.TLSSettings
+		hooks transport.SchemaOptions
+		check func(t *testing.T, reqs []wireRequest, err error) // reqs: what the server received in this case
+	}{
+		{"client certificate demanded, none configured", mtls, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{}, fails(func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "certificate required") {
+				t.Errorf("error %q does not say that a certificate was required", err)
+			}
+		})},
+		{"cert_file and key_file", mtls, env.TLSSettings{CAFile: pki.CAFile, CertFile: clientCert, KeyFile: clientKey}, transport.SchemaOptions{}, okServerSees(func(t *testing.T, got wireRequest) {
+			if len(got.TLS.PeerCertificates) == 0 || got.TLS.PeerCertificates[0].Subject.CommonName != "gateway" {
+				t.Errorf("server saw client certificates %v, want CN gateway", got.TLS.PeerCertificates)
+			}
+		})},
+		{"server_name verifies and is sent in SNI", named, env.TLSSettings{CAFile: pki.CAFile, ServerName: "products.internal"}, transport.SchemaOptions{}, okServerSees(func(t *testing.T, got wireRequest) {
+			if got.TLS.ServerName != "products.internal" {
+				t.Errorf("server saw SNI %q, want products.internal", got.TLS.ServerName)
+			}
+		})},
+		{"without server_name the URL's host is verified", named, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{}, fails(func(t *testing.T, err error) {
+			var he x509.HostnameError
+			if !errors.As(err, &he) {
+				t.Errorf("error %v is not an x509.HostnameError", err)
+			}
+		})},
+		{"min_version 1.3 against a server capped at 1.2", capped, env.TLSSettings{CAFile: pki.CAFile, MinVersion: "1.3"}, transport.SchemaOptions{}, fails(nil)},
+		{"the capped server answers by default, with 1.2", capped, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{}, okServerSees(version(tls.VersionTLS12))},
+		{"max_version 1.2", plain, env.TLSSettings{CAFile: pki.CAFile, MaxVersion: "1.2"}, transport.SchemaOptions{}, okServerSees(version(tls.VersionTLS12))},
+		{"default version is 1.3", plain, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{}, okServerSees(version(tls.VersionTLS13))},
+		{"default verifies against the system roots", selfSigned, env.TLSSettings{}, transport.SchemaOptions{}, fails(func(t *testing.T, err error) {
+			var ve *tls.CertificateVerificationError
+			if !errors.As(err, &ve) {
+				t.Errorf("error %v is not a *tls.CertificateVerificationError", err)
+			}
+		})},
+		{"insecure_skip_verify", selfSigned, env.TLSSettings{InsecureSkipVerify: env.Enabled}, transport.SchemaOptions{}, okServerSees(func(*testing.T, wireRequest) {})},
+		{"VerifyConnection error aborts", plain, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{VerifyConnection: func(tls.ConnectionState) error { return errPinned }}, fails(func(t *testing.T, err error) {
+			if !errors.Is(err, errPinned) {
+				t.Errorf("error %v does not wrap the hook's error", err)
+			}
+		})},
+		{"VerifyConnection sees the verified chain", plain, env.TLSSettings{CAFile: pki.CAFile}, transport.SchemaOptions{VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.VerifiedChains) > 0 {
+				hookSaw.Store(cs.VerifiedChains[0][len(cs.VerifiedChains[0])-1].Subject.CommonName)
+			}
+			return nil
+		}}, okServerSees(func(t *testing.T, _ wireRequest) {
+			if got, _ := hookSaw.Load().(string); got != "fusion test CA" {
+				t.Errorf("hook saw a chain ending in %q, want the test CA", got)
+			}
+		})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(c.srv.Requests())
+			var logs lockedBuffer
+			inv := newInvoker(t, socketsConfig(c.srv.URL(), func(s *env.SourceSchema) { s.TLS = c.tls }),
+				transport.WithSchemaOptions("products", c.hooks),
+				transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+			if err == nil {
+				readAll(t, resp)
+			}
+			c.check(t, c.srv.Requests()[before:], err)
+			warned := strings.Contains(logs.String(), "tls.insecure_skip_verify") && strings.Contains(logs.String(), "level=WARN")
+			if want := c.tls.InsecureSkipVerify.On(); warned != want {
+				t.Errorf("warning about tls.insecure_skip_verify logged: %v, want %v; log:\n%s", warned, want, logs.String())
+			}
+		})
+	}
+}
+
+func tlsVersionName(cs *tls.ConnectionState) string {
+	if cs == nil {
+		return "none (cleartext)"
+	}
+	return tls.VersionName(cs.Version)
+}
+
+// TestSettingTLSFiles: a TLS file that cannot be used stops New with an
+// error naming the key and the file.
+func TestSettingTLSFiles(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	cert, key := pki.ClientFiles(t, "gateway")
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600)
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	cases := []struct {
+		name string
+		tls  env.TLSSettings
+		want string
+	}{
+		{"ca_file missing", env.TLSSettings{CAFile: missing}, "source_schemas.products.tls.ca_file: open " + missing},
+		{"ca_file without PEM", env.TLSSettings{CAFile: notPEM}, "source_schemas.products.tls.ca_file: no PEM certificate in " + notPEM},
+		{"cert_file missing", env.TLSSettings{CertFile: missing, KeyFile: key}, "source_schemas.products.tls.cert_file: open " + missing},
+		{"key_file missing", env.TLSSettings{CertFile: cert, KeyFile: missing}, "source_schemas.products.tls.key_file: open " + missing},
+		{"key_file not the certificate's", env.TLSSettings{CertFile: cert, KeyFile: pki.CAFile}, "source_schemas.products.tls.cert_file: " + cert + " with " + pki.CAFile},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := socketsConfig("https://127.0.0.1:1/graphql", func(s *env.SourceSchema) { s.TLS = c.tls })
+			inv, err := transport.New(cfg, transport.WithLogger(quiet))
+			if err == nil {
+				inv.Close()
+				t.Fatal("New succeeded")
+			}
+			if !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("New error %q, want it to start with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSettingHTTPVersion: http_version and version_policy, observed as the
+// protocol each request reached the server with.
+func TestSettingHTTPVersion(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	cert := []tls.Certificate{pki.Server(t, "127.0.0.1")}
+	h2cOnly := newWireServer(t, wireOptions{h2cOnly: true})
+	h2 := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"h2", "http/1.1"}})
+	h1 := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"http/1.1"}})
+	noALPN := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{}})
+	cases := []struct {
+		name            string
+		srv             *wireServer
+		version, policy string
+		wantProto       int    // 0: the call fails
+		why             string // the documented rule, for the failure message
+	}{
+		{"h2c against an h2c-only server", h2cOnly, "h2c", "", 2, ""},
+		{"default against an h2c-only server", h2cOnly, "", "", 0, ""},
+		{"1.1 against a server offering h2", h2, "1.1", "", 1, ""},
+		{"default over TLS", h2, "", "", 2, ""},
+		{"2 exact against a server offering h2", h2, "2", "exact", 2, ""},
+		{"2 or_lower against an http/1.1 server", h1, "2", "or_lower", 1, ""},
+		{"2 exact against an http/1.1 server", h1, "2", "exact", 0, ""},
+		{"2 exact against a server without ALPN", noALPN, "2", "exact", 0,
+			"version_policy exact fails rather than fall back (env.Settings.VersionPolicy); net/http speaks HTTP/1.1 when the server negotiates no ALPN protocol, even with Transport.Protocols set to HTTP/2 only, so the sockets path must check tls.ConnectionState.NegotiatedProtocol == \"h2\" itself"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(c.srv.Requests())
+			inv := newInvoker(t, socketsConfig(c.srv.URL(), func(s *env.SourceSchema) {
+				s.HTTPVersion, s.VersionPolicy = c.version, c.policy
+				s.TLS.CAFile = pki.CAFile
+			}))
+			resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
+			if c.wantProto == 0 {
+				if err == nil {
+					body := readAll(t, resp)
+					t.Fatalf("got %s %d %q, want the call to fail. %s", resp.Proto, resp.StatusCode, body, c.why)
+				}
+				errorNamesSchema(t, err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			readAll(t, resp)
+			reqs := c.srv.Requests()[before:]
+			if len(reqs) != 1 || reqs[0].ProtoMajor != c.wantProto || resp.ProtoMajor != c.wantProto {
+				t.Errorf("server saw %d requests %+v, caller got %s; want one of HTTP/%d", len(reqs), reqs, resp.Proto, c.wantProto)
+			}
+		})
+	}
+}
+
+// pingListener wraps the connections a server accepts so that what the
+// client sends is parsed as HTTP/2 frames: the client connection preface,
+// then frames of a 9-byte header (length, type, flags, stream) and a
+// payload. Each PING that is not an ACK is reported on pings; with drop,
+// it is also kept from the server, which then never answers it.
+type pingListener struct {
+	net.Listener
+	pings chan struct{}
+	drop  bool
+}
+
+func (l *pingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &frameReader{Conn: c, l: l}, nil
+}
+
+// frameReader hands the server whole frames only, so that it can leave
+// some out.
+type frameReader struct {
+	net.Conn
+	l       *pingListener
+	scratch [4096]byte
+	in, out []byte
+	preface bool
+	err     error
+}
+
+const (
+	h2Preface   = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	h2FramePing = 0x6
+	h2FlagAck   = 0x1
+)
+
+func (c *frameReader) Read(p []byte) (int, error) {
+	for len(c.out) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		n, err := c.Conn.Read(c.scratch[:])
+		c.in = append(c.in, c.scratch[:n]...)
+		c.parse()
+		c.err = err
+	}
+	n := copy(p, c.out)
+	c.out = c.out[n:]
+	return n, nil
+}
+
+func (c *frameReader) parse() {
+	for {
+		if !c.preface {
+			if len(c.in) < len(h2Preface) {
+				return
+			}
+			c.out = append(c.out, c.in[:len(h2Preface)]...)
+			c.in, c.preface = c.in[len(h2Preface):], true
+		}
+		if len(c.in) < 9 {
+			return
+		}
+		size := 9 + (int(c.in[0])<<16 | int(c.in[1])<<8 | int(c.in[2]))
+		if len(c.in) < size {
+			return
+		}
+		ping := c.in[3] == h2FramePing && c.in[4]&h2FlagAck == 0
+		if ping {
+			select {
+			case c.l.pings <- struct{}{}:
+			default:
+			}
+		}
+		if !ping || !c.l.drop {
+			c.out = append(c.out, c.in[:size]...)
+		}
+		c.in = c.in[size:]
+	}
+}
+
+// newPingServer starts an h2c-only server behind a pingListener.
+func newPingServer(t *testing.T, drop bool) (*wireServer, *pingListener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &pingListener{Listener: ln, pings: make(chan struct{}, 1), drop: drop}
+	return newWireServer(t, wireOptions{h2cOnly: true, listener: pl, url: "http://" + ln.Addr().String() + "/graphql"}), pl
+}
+
+// TestSettingHTTP2PingInterval: with http2.ping_interval, an idle HTTP/2
+// connection carries PING frames; without it, none.
+func TestSettingHTTP2PingInterval(t *testing.T) {
+	cases := []struct {
+		name      string
+		interval  time.Duration
+		wantPings bool
+	}{
+		{"ping_interval 50ms", 50 * time.Millisecond, true},
+		{"default off", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, pl := newPingServer(t, false)
+			inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+				s.HTTPVersion = "h2c"
+				s.HTTP2.PingInterval = c.interval
+			}))
+			post(t, inv, context.Background(), "products") // the connection is warm and idle now
+			if c.wantPings {
+				select {
+				case <-pl.pings:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no PING reached the server from the idle connection")
+				}
+				return
+			}
+			select {
+			case <-pl.pings:
+				t.Fatal("the client sent a PING although ping_interval is off")
+			case <-time.After(300 * time.Millisecond): // six of the other case's intervals
+			}
+		})
+	}
+}
+
+// TestSettingHTTP2PingTimeout: a connection whose PINGs go unanswered is
+// closed after http2.ping_timeout, and the next request gets a new one.
+// The server never sees the PINGs, so it cannot answer them.
+func TestSettingHTTP2PingTimeout(t *testing.T) {
+	cases := []struct {
+		name       string
+		timeout    time.Duration
+		wantClosed bool
+	}{
+		{"ping_timeout 100ms", 100 * time.Millisecond, true},
+		{"default 15s", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, pl := newPingServer(t, true)
+			inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+				s.HTTPVersion = "h2c"
+				s.HTTP2.PingInterval = 50 * time.Millisecond
+				s.HTTP2.PingTimeout = c.timeout
+			}))
+			post(t, inv, context.Background(), "products")
+			first := srv.Last(t).Remote
+			select {
+			case <-pl.pings:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no PING was sent")
+			}
+			if !c.wantClosed {
+				select {
+				case addr := <-srv.closed:
+					t.Fatalf("connection %s closed although ping_timeout is 15s", addr)
+				case <-time.After(400 * time.Millisecond): // four of the other case's timeouts
+				}
+				return
+			}
+			if got := srv.waitClosedN(t, 1, 10*time.Second, "a connection whose PINGs go unanswered closes after http2.ping_timeout"); got[0] != first {
+				t.Fatalf("connection %s closed, want %s", got[0], first)
+			}
+			post(t, inv, context.Background(), "products")
+			if srv.Last(t).Remote == first {
+				t.Errorf("the next request came on the closed connection %s", first)
+			}
+		})
+	}
+}
+
+// TestSettingHTTP2MultipleConnections: against an HTTP/2 server that allows
+// one stream per connection, Disabled makes concurrent requests wait for
+// the stream; Enabled opens more connections.
+func TestSettingHTTP2MultipleConnections(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	cert := []tls.Certificate{pki.Server(t, "127.0.0.1")}
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Slow") != "" {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, `{"data":{}}`)
+	}
+	// A cold start counts the connections that carried requests: net/http
+	// itself may dial several at once and close the extra ones unused.
+	cases := []struct {
+		name   string
+		toggle env.Toggle
+		warm   bool
+		check  func(t *testing.T, used int)
+	}{
+		{"Disabled, warm connection", env.Disabled, true, wantConns(1)},
+		// Requests that start while the first connection is being dialled
+		// must wait for it, not dial their own (sockets/pool.go, get).
+		{"Disabled, cold start", env.Disabled, false, wantConns(1)},
+		{"Enabled, warm connection", env.Enabled, true, wantConnsMoreThan(1)},
+		{"default (Enabled), cold start", env.Inherit, false, wantConnsMoreThan(1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"h2"}, maxStreams: 1, handler: slow})
+			cfg := socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+				s.TLS.CAFile = pki.CAFile
+				s.HTTP2.MultipleConnections = c.toggle
+				s.ForwardHeaders = []string{"X-Slow"}
+			})
+			inv := newInvoker(t, cfg)
+			if c.warm {
+				post(t, inv, context.Background(), "products")
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 3)
+			for range 3 {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(gatewayCtx("X-Slow", "1"), 5*time.Second)
+					defer cancel()
+					resp, err := inv.Post(ctx, "products", []byte(`{}`))
+					if errors.Is(err, context.DeadlineExceeded) {
+						err = fmt.Errorf("%w: not answered in 5s although the server answers each request in 100ms, so it is stuck in the pool or on the HTTP/2 connection (streams reserved beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS?)", err)
+					}
+					if err == nil {
+						_, err = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.ProtoMajor != 2 {
+							err = fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
+						}
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			used := map[string]bool{}
+			for _, r := range srv.Requests() {
+				used[r.Remote] = true
+			}
+			if c.warm && len(srv.Opened()) != len(used) {
+				t.Errorf("the server saw %d connections open and %d carry requests", len(srv.Opened()), len(used))
+			}
+			c.check(t, len(used))
+		})
+	}
+}
+
+// TestSettingHTTP2MultipleConnectionsShareStreams: with
+// http2.multiple_connections false and a server that allows many streams,
+// concurrent requests share the one connection: three at a cold start
+// (they wait for the first dial and must go on as soon as it is up), then
+// six on the warm connection. The server holds each answer until all of a
+// round are in flight together. It allows 100 streams, what an HTTP/2
+// client assumes before the server's SETTINGS arrive, so that SETTINGS
+// frame wakes no one: only the pool itself can.
+func TestSettingHTTP2MultipleConnectionsShareStreams(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	var inFlight, want atomic.Int32
+	var mu sync.Mutex
+	together := make(chan struct{})
+	srv := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}, alpn: []string{"h2"}, maxStreams: 100, handler: func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		all := together
+		if inFlight.Add(1) == want.Load() {
+			close(together)
+		}
+		mu.Unlock()
+		defer inFlight.Add(-1)
+		select {
+		case <-all:
+		case <-time.After(2 * time.Second):
+			w.WriteHeader(http.StatusGatewayTimeout) // the round never came together
+		case <-r.Context().Done():
+		}
+	}})
+	inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+		s.TLS.CAFile = pki.CAFile
+		s.HTTP2.MultipleConnections = env.Disabled
+	}))
+	for _, n := range []int{3, 6} {
+		mu.Lock()
+		want.Store(int32(n))
+		together = make(chan struct{})
+		mu.Unlock()
+		var wg sync.WaitGroup
+		var late atomic.Int32
+		for range n {
+			wg.Go(func() {
+				resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					late.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if late.Load() > 0 {
+			t.Errorf("round of %d: %d requests were not in flight with the others within 2s: requests that waited for the first connection's dial were not woken when it came up (sockets/pool.go dial: no p.signal() after adding the new connection; the ClientConn's state hook fires only if Available increases)", n, late.Load())
+		}
+	}
+	if got := srv.Opened(); len(got) != 1 {
+		t.Errorf("the server saw %d connections, want 1", len(got))
+	}
+}
+
+func wantConns(n int) func(*testing.T, int) {
+	return func(t *testing.T, used int) {
+		t.Helper()
+		if used != n {
+			t.Errorf("requests came on %d connections, want %d: with http2.multiple_connections false, requests wait for a stream of the one HTTP/2 connection (env.HTTP2Settings.MultipleConnections)", used, n)
+		}
+	}
+}
+
+func wantConnsMoreThan(n int) func(*testing.T, int) {
+	return func(t *testing.T, used int) {
+		t.Helper()
+		if used <= n {
+			t.Errorf("requests came on %d connections, want more than %d", used, n)
+		}
+	}
+}
+
+// compressingHandler answers with the coding the last element of the
+// request path names (gzip, zstd) if the request accepts it, else plainly.
+func compressingHandler(payload string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		coding := path.Base(r.URL.Path)
+		if !slices.Contains(strings.Split(strings.ReplaceAll(r.Header.Get("Accept-Encoding"), " ", ""), ","), coding) {
+			io.WriteString(w, payload)
+			return
+		}
+		w.Header().Set("Content-Encoding", coding)
+		var enc io.WriteCloser
+		switch coding {
+		case "gzip":
+			enc = gzip.NewWriter(w)
+		case "zstd":
+			enc, _ = zstd.NewWriter(w)
+		default:
+			http.Error(w, "unknown coding "+coding, http.StatusBadRequest)
+			return
+		}
+		io.WriteString(enc, payload)
+		enc.Close()
+	}
+}
+
+// TestSettingDecompression: decompression asks for the listed codings and
+// hands the caller the decoded body; by default nothing is asked for.
+func TestSettingDecompression(t *testing.T) {
+	const payload = `{"data":{"products":["table","chair","lamp"]}}`
+	srv := newWireServer(t, wireOptions{handler: compressingHandler(payload)})
+	cases := []struct {
+		name          string
+		codings       []string
+		coding        string // what the server would use
+		callerAsks    string // Accept-Encoding the caller sets itself (Do)
+		wantAsked     string // Accept-Encoding at the server
+		wantDecoded   bool
+		wantRawCoding string // Content-Encoding the caller gets
+	}{
+		{"gzip and zstd, gzip answer", []string{"gzip", "zstd"}, "gzip", "", "gzip, zstd", true, ""},
+		{"gzip and zstd, zstd answer", []string{"gzip", "zstd"}, "zstd", "", "gzip, zstd", true, ""},
+		{"gzip only, server would zstd", []string{"gzip"}, "zstd", "", "gzip", false, ""},
+		{"default", nil, "gzip", "", "", false, ""},
+		{"off", []string{}, "gzip", "", "", false, ""},
+		{"caller's own Accept-Encoding is left alone", []string{"gzip", "zstd"}, "gzip", "gzip", "gzip", false, "gzip"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			url := srv.Server.URL + "/graphql/" + c.coding
+			inv := newInvoker(t, socketsConfig(url, func(s *env.SourceSchema) { s.Decompression = c.codings }))
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{}`))
+			if c.callerAsks != "" {
+				req.Header.Set("Accept-Encoding", c.callerAsks)
+			}
+			resp, err := inv.Do(context.Background(), "products", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			if got := srv.Last(t).Header.Get("Accept-Encoding"); got != c.wantAsked {
+				t.Errorf("server saw Accept-Encoding %q, want %q", got, c.wantAsked)
+			}
+			if got := resp.Header.Get("Content-Encoding"); got != c.wantRawCoding {
+				t.Errorf("caller got Content-Encoding %q, want %q", got, c.wantRawCoding)
+			}
+			if resp.Uncompressed != c.wantDecoded {
+				t.Errorf("Uncompressed = %v, want %v", resp.Uncompressed, c.wantDecoded)
+			}
+			if c.wantDecoded && resp.ContentLength != -1 {
+				t.Errorf("ContentLength = %d of a decoded body, want -1", resp.ContentLength)
+			}
+			if c.wantRawCoding == "" && body != payload {
+				t.Errorf("caller got body %q, want the plain payload", body)
+			}
+		})
+	}
+}
+
+// dialRecorder is a Dial hook that records each address it is asked for.
+// It dials to (a loopback address) instead of addr when to is set, and
+// refuses names ending in .invalid.
+type dialRecorder struct {
+	to    string
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialRecorder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, network+" "+addr)
+	d.mu.Unlock()
+	if d.to != "" {
+		addr = d.to
+	} else if host, _, _ := net.SplitHostPort(addr); strings.HasSuffix(host, ".invalid") {
+		return nil, fmt.Errorf("dial %s: refused by the test's dialer", addr)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+func (d *dialRecorder) Addrs() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs)
+}
+
+// TestSettingUnixSocket: unix_socket dials a Unix socket; the URL still
+// gives the Host. The Dial hook replaces the dialer and is called once per
+// connection.
+func TestSettingUnixSocket(t *testing.T) {
+	const schemaURL = "http://products.internal/graphql"
+	t.Run("unix_socket", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "products.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Skip("no Unix sockets here:", err)
+		}
+		srv := newWireServer(t, wireOptions{listener: ln, url: schemaURL})
+		inv := newInvoker(t, socketsConfig(schemaURL, func(s *env.SourceSchema) { s.UnixSocket = sock }))
+		resp, body := post(t, inv, context.Background(), "products")
+		if resp.StatusCode != 200 || body != `{"data":{"ok":true}}` {
+			t.Fatalf("got %d %q", resp.StatusCode, body)
+		}
+		if got := srv.Last(t); got.Host != "products.internal" || got.RequestURI != "/graphql" {
+			t.Errorf("server saw Host %q, target %q; want products.internal and /graphql", got.Host, got.RequestURI)
+		}
+	})
+	t.Run("Dial hook", func(t *testing.T) {
+		srv := newWireServer(t, wireOptions{url: schemaURL})
+		dr := &dialRecorder{to: srv.Listener.Addr().String()}
+		inv := newInvoker(t, socketsConfig(schemaURL, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
+		post(t, inv, context.Background(), "products")
+		post(t, inv, context.Background(), "products")
+		if got := dr.Addrs(); !slices.Equal(got, []string{"tcp products.internal:80"}) {
+			t.Errorf("Dial hook called for %q, want once for tcp products.internal:80", got)
+		}
+		if got := srv.Last(t).Host; got != "products.internal" {
+			t.Errorf("server saw Host %q", got)
+		}
+	})
+}
+
+// TestSettingProxy: the proxy key on the sockets path. The forward proxy
+// answers absolute-form requests itself; the Dial hook shows where each
+// connection went. Go never uses an environment proxy for loopback, so the
+// source schema has a name that is not.
+func TestSettingProxy(t *testing.T) {
+	const schemaURL = "http://products.fusion.invalid/graphql"
+	proxy := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"data":{"via":"proxy"}}`)
+	}})
+	proxyAddr := proxy.Listener.Addr().String()
+	lookup := func(kv ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1], true
+				}
+			}
+			return "", false
+		}
+	}
+	withProxy := lookup("HTTP_PROXY", proxy.Server.URL)
+	cases := []struct {
+		name      string
+		proxy     string
+		lookup    func(string) (string, bool)
+		wantProxy bool
+	}{
+		{"default, HTTP_PROXY set", "", withProxy, false},
+		{"off, HTTP_PROXY set", "off", withProxy, false},
+		{"environment", "environment", withProxy, true},
+		{"environment, lower case http_proxy", "environment", lookup("http_proxy", proxy.Server.URL), true},
+		{"environment, host in NO_PROXY", "environment", lookup("HTTP_PROXY", proxy.Server.URL, "NO_PROXY", ".fusion.invalid"), false},
+		{"proxy URL", proxy.Server.URL, noEnv, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(proxy.Requests())
+			dr := &dialRecorder{}
+			inv := newInvoker(t, socketsConfig(schemaURL, func(s *env.SourceSchema) { s.Proxy = c.proxy }),
+				transport.WithLookupEnv(c.lookup),
+				transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
+			resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
+			reached := proxy.Requests()[before:]
+			if !c.wantProxy {
+				if err == nil {
+					readAll(t, resp)
+					t.Fatal("the call succeeded: it cannot without the proxy")
+				}
+				if len(reached) != 0 || !slices.Equal(dr.Addrs(), []string{"tcp products.fusion.invalid:80"}) {
+					t.Errorf("proxy saw %d requests, dialer saw %q; want a direct dial only", len(reached), dr.Addrs())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Post: %v (dialer saw %q)", err, dr.Addrs())
+			}
+			if body := readAll(t, resp); body != `{"data":{"via":"proxy"}}` {
+				t.Errorf("body %q, want the proxy's answer", body)
+			}
+			if len(reached) != 1 || reached[0].RequestURI != schemaURL || reached[0].Host != "products.fusion.invalid" {
+				t.Errorf("proxy saw %+v, want one absolute-form request for %s", reached, schemaURL)
+			}
+			if got := dr.Addrs(); !slices.Equal(got, []string{"tcp " + proxyAddr}) {
+				t.Errorf("dialer saw %q, want only the proxy %s", got, proxyAddr)
+			}
+		})
+	}
+}
+
+// TestSettingProxyLoopback: an explicit proxy URL is used for a loopback
+// source schema too (http.ProxyURL has no loopback exception): the source
+// schema itself sees nothing.
+func TestSettingProxyLoopback(t *testing.T) {
+	target := newWireServer(t, wireOptions{})
+	proxy := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"data":{"via":"proxy"}}`)
+	}})
+	inv := newInvoker(t, socketsConfig(target.URL(), func(s *env.SourceSchema) { s.Proxy = proxy.Server.URL }))
+	if _, body := post(t, inv, context.Background(), "products"); body != `{"data":{"via":"proxy"}}` {
+		t.Errorf("body %q, want the proxy's answer", body)
+	}
+	if got := proxy.Last(t).RequestURI; got != target.URL() {
+		t.Errorf("proxy saw target %q, want %q", got, target.URL())
+	}
+	if n := len(target.Requests()); n != 0 {
+		t.Errorf("the source schema was reached directly %d times", n)
+	}
+}
+
+// barrierHandler holds every request until n have arrived (or 5s passed),
+// so that n concurrent requests are on n connections at once.
+func barrierHandler(n int) http.HandlerFunc {
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Barrier") != "" {
+			mu.Lock()
+			if arrived++; arrived == n {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+		io.WriteString(w, `{"data":{}}`)
+	}
+}
+
+// TestSettingMaxIdleConnsPerHost: three requests at once open three
+// connections; with max_idle_conns_per_host 1, two of them close as they
+// turn idle and the third serves the next request. The legacy path's
+// shared transport takes the value from defaults (see Settings).
+func TestSettingMaxIdleConnsPerHost(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newWireServer(t, wireOptions{handler: barrierHandler(3)})
+			cfg := config(p, "products", srv.URL())
+			cfg.ForwardHeaders = []string{"X-Barrier"}
+			if p == env.PathLegacy {
+				cfg.Defaults.MaxIdleConnsPerHost = 1 // the shared transport reads defaults only
+			} else {
+				s := cfg.SourceSchemas["products"]
+				s.MaxIdleConnsPerHost = 1
+				cfg.SourceSchemas["products"] = s
+			}
+			inv := newInvoker(t, cfg)
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					resp, err := inv.Post(gatewayCtx("X-Barrier", "1"), "products", []byte(`{}`))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				})
+			}
+			wg.Wait()
+			if n := len(srv.Opened()); n != 3 {
+				t.Fatalf("the server saw %d connections, want 3", n)
+			}
+			closed := srv.waitClosedN(t, 2, 3*time.Second, "max_idle_conns_per_host 1 keeps one idle connection and closes the others as they turn idle (env.Settings.MaxIdleConnsPerHost: per source schema on sockets, per host on legacy, whose shared transport reads defaults)")
+			post(t, inv, context.Background(), "products")
+			last := srv.Last(t).Remote
+			if slices.Contains(closed, last) || !slices.Contains(srv.Opened(), last) || len(srv.Opened()) != 3 {
+				t.Errorf("the next request came on %s (closed: %v, opened: %v); want the one kept idle", last, closed, srv.Opened())
+			}
+		})
+	}
+}
+
+// closeTimer is a Dial hook that notes when each connection was dialled and
+// when the pool closed it.
+type closeTimer struct {
+	mu     sync.Mutex
+	dialed map[string]time.Time
+	closed chan time.Duration // age at close
+}
+
+func (c *closeTimer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &timedConn{Conn: conn, born: time.Now(), ct: c}, nil
+}
+
+type timedConn struct {
+	net.Conn
+	born time.Time
+	ct   *closeTimer
+	once sync.Once
+}
+
+func (c *timedConn) Close() error {
+	c.once.Do(func() { c.ct.closed <- time.Since(c.born) })
+	return c.Conn.Close()
+}
+
+// TestSettingConnLifetimeJitterOff: with conn_lifetime_jitter off, no
+// connection closes before its full conn_lifetime (measured from the end
+// of the dial, so the age at close can only be longer). The default
+// jitter takes up to a tenth off, so this bound would not hold for it.
+// That some jitter is applied is not asserted: its amount is random.
+func TestSettingConnLifetimeJitterOff(t *testing.T) {
+	const lifetime = 200 * time.Millisecond
+	srv := newWireServer(t, wireOptions{})
+	ct := &closeTimer{closed: make(chan time.Duration, 4)}
+	inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+		s.ConnLifetime = lifetime
+		s.ConnLifetimeJitter = env.Off
+	}), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: ct.Dial}))
+	post(t, inv, context.Background(), "products")
+	select {
+	case age := <-ct.closed:
+		if age < lifetime {
+			t.Errorf("the connection was closed at age %s, before its conn_lifetime %s", age, lifetime)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was not closed at its lifetime")
+	}
+}
+
+// tcpTimer reads the timer of the client socket with local port port from
+// /proc/net/tcp: "02" is the keep-alive timer, "00" none, with the time
+// left in clock ticks.
+func tcpTimer(t *testing.T, port int) (kind string, left time.Duration, ok bool) {
+	t.Helper()
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Skip("keep-alive is observed through /proc/net/tcp, which this system lacks:", err)
+	}
+	defer f.Close()
+	local := fmt.Sprintf("0100007F:%04X", port)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != local || fields[3] != "01" { // 01: ESTABLISHED
+			continue
+		}
+		kind, ticks, _ := strings.Cut(fields[5], ":")
+		n, _ := strconv.ParseInt(ticks, 16, 64)
+		return kind, time.Duration(n) * time.Second / 100, true // USER_HZ is 100 on Linux
+	}
+	return "", 0, false
+}
+
+// TestSettingKeepAlive: keep_alive sets the TCP keep-alive probes of the
+// source schema's connections. Probes cannot be seen on loopback without a
+// packet capture, so the client socket's kernel timer is read instead.
+func TestSettingKeepAlive(t *testing.T) {
+	cases := []struct {
+		path      env.Path
+		name      string
+		keepAlive time.Duration
+		wantTimer bool
+	}{
+		{env.PathSockets, "3s", 3 * time.Second, true},
+		{env.PathSockets, "off", env.Off, false},
+		{env.PathLegacy, "defaults 3s", 3 * time.Second, true}, // the shared transport reads defaults
+		{env.PathLegacy, "defaults off", env.Off, false},
+	}
+	for _, c := range cases {
+		t.Run(string(c.path)+"/"+c.name, func(t *testing.T) {
+			srv := newWireServer(t, wireOptions{})
+			cfg := config(c.path, "products", srv.URL())
+			if c.path == env.PathLegacy {
+				cfg.Defaults.KeepAlive = c.keepAlive
+			} else {
+				s := cfg.SourceSchemas["products"]
+				s.KeepAlive = c.keepAlive
+				cfg.SourceSchemas["products"] = s
+			}
+			inv := newInvoker(t, cfg)
+			post(t, inv, context.Background(), "products")
+			_, portText, _ := net.SplitHostPort(srv.Last(t).Remote)
+			port, _ := strconv.Atoi(portText)
+			var kind string
+			var left time.Duration
+			for range 50 { // a retransmission timer may show briefly instead
+				var found bool
+				if kind, left, found = tcpTimer(t, port); !found {
+					t.Fatalf("client socket 127.0.0.1:%d not in /proc/net/tcp", port)
+				}
+				if kind != "01" {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			switch {
+			case c.wantTimer && (kind != "02" || left > c.keepAlive):
+				t.Errorf("socket timer %s with %s left, want the keep-alive timer (02) within %s", kind, left, c.keepAlive)
+			case !c.wantTimer && kind != "00":
+				t.Errorf("socket timer %s with %s left, want none (00)", kind, left)
+			}
+		})
+	}
+}
+
+// streamingHandler writes a chunk every 100ms for a second, unless the
+// client goes away.
+func streamingHandler(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusOK)
+	for i := range 10 {
+		fmt.Fprintf(w, "chunk %d\n", i)
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// TestSettingTimeouts: request_timeout cuts a body that streams too long,
+// unless the caller's deadline is earlier; header_timeout set on the
+// schema bounds the wait for headers; tls_handshake_timeout bounds a
+// handshake the server never answers.
+func TestSettingTimeouts(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p)+"/request_timeout cuts the body", func(t *testing.T) {
+			srv := newSchemaServer(t, streamingHandler)
+			cfg := config(p, "products", srv.URL())
+			s := cfg.SourceSchemas["products"]
+			s.RequestTimeout = 100 * time.Millisecond
+			cfg.SourceSchemas["products"] = s
+			inv := newInvoker(t, cfg)
+			err := readBodyErr(inv.Post(context.Background(), "products", []byte(`{}`)))
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "request_timeout") {
+				t.Errorf("body read error %v, want a request_timeout matching context.DeadlineExceeded", err)
+			}
+		})
+		t.Run(string(p)+"/an earlier caller deadline wins", func(t *testing.T) {
+			srv := newSchemaServer(t, streamingHandler)
+			cfg := config(p, "products", srv.URL())
+			s := cfg.SourceSchemas["products"]
+			s.RequestTimeout = 5 * time.Second
+			cfg.SourceSchemas["products"] = s
+			inv := newInvoker(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := readBodyErr(inv.Post(ctx, "products", []byte(`{}`)))
+			if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "request_timeout") {
+				t.Errorf("body read error %v, want the caller's deadline (context.DeadlineExceeded, not request_timeout)", err)
+			}
+		})
+		t.Run(string(p)+"/header_timeout of the schema", func(t *testing.T) {
+			release := make(chan struct{})
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			})
+			defer close(release)
+			cfg := config(p, "products", srv.URL())
+			s := cfg.SourceSchemas["products"]
+			s.HeaderTimeout = 50 * time.Millisecond
+			cfg.SourceSchemas["products"] = s
+			inv := newInvoker(t, cfg)
+			_, err := inv.Post(context.Background(), "products", []byte(`{}`))
+			errorNamesSchema(t, err)
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "header_timeout") {
+				t.Errorf("error %v, want a header_timeout", err)
+			}
+		})
+	}
+	t.Run("sockets/tls_handshake_timeout", func(t *testing.T) {
+		addr := silentListener(t)
+		inv := newInvoker(t, socketsConfig("https://"+addr+"/graphql", func(s *env.SourceSchema) {
+			s.TLSHandshakeTimeout = 100 * time.Millisecond
+		}))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := inv.Post(ctx, "products", []byte(`{}`))
+		errorNamesSchema(t, err)
+		if !strings.Contains(err.Error(), "TLS handshake timeout") || ctx.Err() != nil {
+			t.Errorf("error %v, want net/http's TLS handshake timeout", err)
+		}
+	})
+}
+
+// readBodyErr reads a response body to its end and returns the error that
+// ended the call or the read.
+func readBodyErr(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// silentListener accepts TCP connections and never says a word on them.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// withSchema returns a Config for path with one source schema, products,
+// at url, whose settings edit sets (nil: none).
+func withSchema(path env.Path, url string, edit func(*env.SourceSchema)) env.Config {
+	cfg := config(path, "products", url)
+	if edit != nil {
+		s := cfg.SourceSchemas["products"]
+		edit(&s)
+		cfg.SourceSchemas["products"] = s
+	}
+	return cfg
+}
+
+// TestSettingRetry: retry.* sends a query again on a listed status, never
+// a mutation; by default nothing is retried.
+func TestSettingRetry(t *testing.T) {
+	const query, mutation = `{"query":"{ ok }"}`, `{"query":"mutation { order }"}`
+	retry := env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond}
+	cases := []struct {
+		name      string
+		retry     env.RetrySettings
+		body      string
+		wantTries int
+		wantCode  int
+	}{
+		{"query retried", retry, query, 3, 200},
+		{"mutation never retried", retry, mutation, 1, 503},
+		{"default: one attempt", env.RetrySettings{}, query, 1, 503},
+		{"status not listed", env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond, Statuses: []int{502}}, query, 1, 503},
+	}
+	for _, p := range paths {
+		for _, c := range cases {
+			t.Run(string(p)+"/"+c.name, func(t *testing.T) {
+				var tries atomic.Int32
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					if tries.Add(1) < 3 {
+						http.Error(w, "busy", http.StatusServiceUnavailable)
+						return
+					}
+					io.WriteString(w, `{"data":{"ok":true}}`)
+				})
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) { s.Retry = c.retry }))
+				resp, err := inv.Post(context.Background(), "products", []byte(c.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if n := len(srv.Requests()); n != c.wantTries || resp.StatusCode != c.wantCode {
+					t.Errorf("server saw %d tries, caller got %d; want %d tries and %d", n, resp.StatusCode, c.wantTries, c.wantCode)
+				}
+			})
+		}
+	}
+}
+
+// TestSettingDedupe: with dedupe, identical queries in flight at once share
+// one source schema request; without it, each is sent.
+func TestSettingDedupe(t *testing.T) {
+	cases := []struct {
+		toggle   env.Toggle
+		wantSent int
+	}{
+		{env.Enabled, 1},
+		{env.Inherit, 3},
+	}
+	for _, p := range paths {
+		for _, c := range cases {
+			t.Run(string(p)+"/"+c.toggle.String(), func(t *testing.T) {
+				started := make(chan struct{})
+				var arrived atomic.Int32
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					// Hold the answer until every caller has started, and a
+					// little longer, so that all of them reach the invoker
+					// while the first request is in flight.
+					<-started
+					time.Sleep(150 * time.Millisecond)
+					io.WriteString(w, `{"data":{"shared":true}}`)
+				})
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) { s.Dedupe = c.toggle }))
+				var wg sync.WaitGroup
+				bodies := make(chan string, 3)
+				for range 3 {
+					wg.Go(func() {
+						arrived.Add(1)
+						resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ shared }"}`))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						b, _ := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						bodies <- string(b)
+					})
+				}
+				for arrived.Load() < 3 {
+					time.Sleep(time.Millisecond)
+				}
+				close(started)
+				wg.Wait()
+				close(bodies)
+				for b := range bodies {
+					if b != `{"data":{"shared":true}}` {
+						t.Errorf("a caller got %q", b)
+					}
+				}
+				if n := len(srv.Requests()); n != c.wantSent {
+					t.Errorf("the server received %d requests for 3 identical queries, want %d", n, c.wantSent)
+				}
+			})
+		}
+	}
+}
+
+// TestSettingHeaderRules: headers.forward, forward_matching, rename, set and
+// the HeaderValues hook, on both paths and both calls; hop-by-hop names in
+// any rule are never sent, and a header the caller set wins.
+func TestSettingHeaderRules(t *testing.T) {
+	gw := gatewayCtx(
+		"X-Forward-Me", "f", "X-Tenant-Id", "acme", "X-Tenant-Region", "eu", "X-Other", "no",
+		"X-User", "u1", "Te", "trailers", "X-Hop", "h", "X-Proxy", "p",
+	)
+	settings := env.HeaderSettings{
+		Forward:         []string{"X-Forward-Me"},
+		ForwardMatching: []string{"^X-Tenant-"},
+		Rename:          map[string]string{"X-User": "X-Source-User", "Te": "X-Te", "X-Hop": "Keep-Alive", "X-Proxy": "Proxy-Token"},
+		Set:             map[string]string{"X-Static": "static", "Upgrade": "websocket", "Proxy-Authorization": "Basic eDp5", "Keep-Alive": "timeout=5", "Trailer": "X-Sum"},
+	}
+	values := map[string]func(context.Context, *http.Request) (string, bool){ // what code outside the module writes
+		"X-Computed": func(_ context.Context, gw *http.Request) (string, bool) {
+			if gw == nil {
+				return "", false
+			}
+			return "user=" + gw.Header.Get("X-User"), true
+		},
+		"Proxy-Authenticate": func(context.Context, *http.Request) (string, bool) { return "Basic", true },
+	}
+	want := map[string]string{ // "" : must not arrive
+		"X-Forward-Me": "f", "X-Tenant-Id": "acme", "X-Tenant-Region": "eu", "X-Other": "",
+		"X-Source-User": "u1", "X-User": "", "X-Te": "", "Te": "", "Proxy-Token": "",
+		"X-Static": "static", "Upgrade": "", "Proxy-Authorization": "", "Keep-Alive": "", "Trailer": "",
+		"X-Computed": "user=u1", "Proxy-Authenticate": "",
+	}
+	for _, p := range paths {
+		for _, call := range []string{"Post", "Do", "Do with caller headers"} {
+			t.Run(string(p)+"/"+call, func(t *testing.T) {
+				srv := newSchemaServer(t, nil)
+				cfg := config(p, "products", srv.URL())
+				s := cfg.SourceSchemas["products"]
+				s.Headers = settings
+				cfg.SourceSchemas["products"] = s
+				inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{HeaderValues: values}))
+				w := want
+				switch call {
+				case "Post":
+					post(t, inv, gw, "products")
+				default:
+					req, _ := http.NewRequest(http.MethodPost, srv.URL(), strings.NewReader(`{}`))
+					if call == "Do with caller headers" {
+						req.Header.Set("X-Static", "caller")
+						req.Header.Set("X-Computed", "caller")
+						req.Header.Set("X-Tenant-Id", "caller")
+						w = withPairs(want, "X-Static", "caller", "X-Computed", "caller", "X-Tenant-Id", "caller")
+					}
+					resp, err := inv.Do(gw, "products", req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					readAll(t, resp)
+					if call == "Do with caller headers" && (req.Header.Get("X-Forward-Me") != "" || len(req.Header) != 3) {
+						t.Errorf("Do modified the caller's request headers: %v", req.Header)
+					}
+				}
+				got := srv.Last(t).Header
+				for name, v := range w {
+					if g := strings.Join(got.Values(name), ", "); g != v {
+						t.Errorf("%s: server saw %q, want %q", name, g, v)
+					}
+				}
+			})
+		}
+	}
+}
+
+// withPairs returns a copy of m with the pairs kv set.
+func withPairs(m map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// handlerTransport is a RoundTripper that serves requests with an
+// in-process handler, through httptest.NewRecorder.
+type handlerTransport struct {
+	h     http.Handler
+	calls atomic.Int32
+}
+
+func (ht *handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ht.calls.Add(1)
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, req)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// orderMiddleware appends name to the request's X-Order header on the way
+// in and to the response's X-Order-Back on the way out.
+func orderMiddleware(name string) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return settingRoundTripper(func(req *http.Request) (*http.Response, error) {
+			r2 := req.Clone(req.Context())
+			r2.Header.Add("X-Order", name)
+			resp, err := next.RoundTrip(r2)
+			if err == nil {
+				resp.Header.Add("X-Order-Back", name)
+			}
+			return resp, err
+		})
+	}
+}
+
+type settingRoundTripper func(*http.Request) (*http.Response, error)
+
+func (f settingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSettingRoundTripperHook: the RoundTripper hook serves a source schema
+// that has no server at all, with the header rules and middleware still
+// applied, on both paths and both calls.
+func TestSettingRoundTripperHook(t *testing.T) {
+	const schemaURL = "http://products.fusion.invalid/graphql"
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			var mu sync.Mutex
+			var seenHeaders []http.Header
+			ht := &handlerTransport{h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seenHeaders = append(seenHeaders, r.Header.Clone())
+				mu.Unlock()
+				io.WriteString(w, `{"data":{"in":"process"}}`)
+			})}
+			cfg := config(p, "products", schemaURL)
+			cfg.ForwardHeaders = []string{"X-Tenant"}
+			s := cfg.SourceSchemas["products"]
+			s.Headers.Set = map[string]string{"X-Static": "static"}
+			cfg.SourceSchemas["products"] = s
+			inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
+				RoundTripper: ht,
+				Middleware:   []func(http.RoundTripper) http.RoundTripper{orderMiddleware("schema")},
+			}))
+			if _, body := post(t, inv, gatewayCtx("X-Tenant", "acme"), "products"); body != `{"data":{"in":"process"}}` {
+				t.Errorf("Post body %q", body)
+			}
+			req, _ := http.NewRequest(http.MethodGet, schemaURL+"?query=%7Bok%7D", nil)
+			resp, err := inv.Do(gatewayCtx("X-Tenant", "acme"), "products", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body := readAll(t, resp); body != `{"data":{"in":"process"}}` {
+				t.Errorf("Do body %q", body)
+			}
+			if n := ht.calls.Load(); n != 2 {
+				t.Errorf("the hook served %d calls, want 2", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, h := range seenHeaders {
+				if h.Get("X-Tenant") != "acme" || h.Get("X-Static") != "static" || h.Get("X-Order") != "schema" {
+					t.Errorf("call %d: handler saw headers %v, want forwarded, set and middleware headers", i, h)
+				}
+			}
+		})
+	}
+}
+
+// TestSettingMiddlewareOrder: global middleware runs outside the schema's,
+// each list in its order, on both paths.
+func TestSettingMiddlewareOrder(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			inv := newInvoker(t, config(p, "products", srv.URL()),
+				transport.WithMiddleware(orderMiddleware("global-1"), orderMiddleware("global-2")),
+				transport.WithSchemaOptions("products", transport.SchemaOptions{Middleware: []func(http.RoundTripper) http.RoundTripper{
+					orderMiddleware("schema-1"), orderMiddleware("schema-2"),
+				}}))
+			resp, _ := post(t, inv, context.Background(), "products")
+			if got, want := srv.Last(t).Header.Values("X-Order"), []string{"global-1", "global-2", "schema-1", "schema-2"}; !slices.Equal(got, want) {
+				t.Errorf("the request passed %v, want %v", got, want)
+			}
+			if got, want := resp.Header.Values("X-Order-Back"), []string{"schema-2", "schema-1", "global-2", "global-1"}; !slices.Equal(got, want) {
+				t.Errorf("the response passed %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestSettingReloadKeepsWarmConnections: three source schemas on three
+// servers, warm; a reload that changes one setting of one schema. A
+// transport setting gives that schema a new connection and keeps the
+// others'; a per-request setting keeps all three. The client's source
+// port, as each server sees it, tells which connection a request came on.
+func TestSettingReloadKeepsWarmConnections(t *testing.T) {
+	cases := []struct {
+		path        env.Path
+		name        string
+		change      func(*env.SourceSchema)
+		wantNewConn bool
+	}{
+		{env.PathSockets, "idle_conn_timeout", func(s *env.SourceSchema) { s.IdleConnTimeout = 30 * time.Second }, true},
+		{env.PathSockets, "max_conns_per_host", func(s *env.SourceSchema) { s.MaxConnsPerHost = 8 }, true},
+		{env.PathSockets, "request_timeout", func(s *env.SourceSchema) { s.RequestTimeout = 30 * time.Second }, false},
+		{env.PathSockets, "decompression", func(s *env.SourceSchema) { s.Decompression = []string{"gzip"} }, false},
+		{env.PathSockets, "headers.set", func(s *env.SourceSchema) { s.Headers.Set = map[string]string{"X-New": "1"} }, false},
+		{env.PathLegacy, "idle_conn_timeout", func(s *env.SourceSchema) { s.IdleConnTimeout = 30 * time.Second }, false}, // legacy's transport reads defaults only
+	}
+	names := []string{"products", "reviews", "inventory"}
+	for _, c := range cases {
+		t.Run(string(c.path)+"/"+c.name, func(t *testing.T) {
+			srvs := map[string]*schemaServer{}
+			var nameURL []string
+			for _, n := range names {
+				srvs[n] = newSchemaServer(t, nil)
+				nameURL = append(nameURL, n, srvs[n].URL())
+			}
+			cfg := config(c.path, nameURL...)
+			inv := newInvoker(t, cfg)
+			warm := map[string]string{}
+			for _, n := range names {
+				post(t, inv, context.Background(), n)
+				warm[n] = srvs[n].Last(t).Remote
+			}
+			next := config(c.path, nameURL...)
+			s := next.SourceSchemas["reviews"]
+			c.change(&s)
+			next.SourceSchemas["reviews"] = s
+			if err := inv.Reload(next); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				post(t, inv, context.Background(), n)
+				got := srvs[n].Last(t).Remote
+				if moved, want := got != warm[n], n == "reviews" && c.wantNewConn; moved != want {
+					t.Errorf("%s: came from %s, before the reload from %s; want a new connection: %v", n, got, warm[n], want)
+				}
+			}
+		})
+	}
+}
