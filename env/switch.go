@@ -68,11 +68,22 @@ func ParseSwitch(value string) (Switch, error) {
 		if !schemaName(n) {
 			return Switch{}, fmt.Errorf("invalid value %q: %s", value, switchGrammar)
 		}
+		if _, isWord := switchWords[strings.ToLower(n)]; isWord {
+			return Switch{}, fmt.Errorf("invalid value %q: %q is a switch word, not a source schema; %s", value, n, switchGrammar)
+		}
 	}
 	if len(names) == 0 {
 		return Switch{}, fmt.Errorf("invalid value %q: %s", value, switchGrammar)
 	}
 	return Switch{Path: PathMixed, Schemas: names}, nil
+}
+
+// switchWords are the words that select a path; a list of source schemas
+// cannot hold one, so that every value has one meaning.
+var switchWords = map[string]struct{}{
+	"1": {}, "true": {}, "on": {}, "sockets": {},
+	"0": {}, "false": {}, "off": {}, "legacy": {},
+	"shadow": {},
 }
 
 // schemaName reports whether n can name a source schema in the switch: a
