@@ -74,6 +74,15 @@ type options struct {
 	shadowPublisher shadow.Publisher
 	shadowRules     compare.Rules
 	telemetry       *telemetry.Telemetry
+	requestLog      *slog.Logger
+}
+
+// WithRequestLog logs every source schema request to l: one record per
+// request at Debug (at Warn when it failed), with a source_schema
+// attribute, the method, the redacted URL without its query, the status
+// and the duration; never a header or a body. Default: no request log.
+func WithRequestLog(l *slog.Logger) Option {
+	return func(o *options) { o.requestLog = l }
 }
 
 // WithTelemetry traces and measures every source schema request with t
@@ -143,13 +152,13 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 		// A failed New returns a nil Invoker, not an interface that holds
 		// a nil pointer, so that callers can test it against nil.
 		if path == env.PathSockets {
-			inv, err := sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+			inv, err := sockets.New(c, sockets.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry, RequestLog: o.requestLog})
 			if err != nil {
 				return nil, err
 			}
 			return inv, nil
 		}
-		inv, err := legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry})
+		inv, err := legacy.New(c, legacy.Options{Logger: o.logger, LookupEnv: o.lookupEnv, Middleware: o.middleware, Schemas: o.schemas, Telemetry: o.telemetry, RequestLog: o.requestLog})
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,11 @@
 package transport_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -85,4 +89,44 @@ func TestTelemetry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestLog: one record per source schema request, with the source
+// schema named, and no header value in it.
+func TestRequestLog(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			var buf syncBuffer
+			log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			srv := newSchemaServer(t, nil)
+			cfg := config(path, "products", srv.URL())
+			cfg.ForwardHeaders = []string{"Authorization"}
+			inv := newInvoker(t, cfg, transport.WithRequestLog(log))
+			post(t, inv, gatewayCtx("Authorization", "Bearer secret-token-1"), "products")
+			out := buf.String()
+			if !strings.Contains(out, "source_schema=products") || !strings.Contains(out, "status=200") {
+				t.Errorf("request log lacks the schema or status:\n%s", out)
+			}
+			if strings.Contains(out, "secret-token-1") {
+				t.Errorf("request log carries a header value:\n%s", out)
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

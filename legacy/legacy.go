@@ -29,6 +29,7 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/hooks"
+	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -48,6 +49,11 @@ type Options struct {
 	// (once per redirect hop, since it runs inside the shared client) and
 	// counts reloads. Nil: none.
 	Telemetry *telemetry.Telemetry
+
+	// RequestLog, if set, logs every source schema request (once per
+	// redirect hop) with a source_schema attribute, inside telemetry.
+	// Nil: no request log.
+	RequestLog *slog.Logger
 
 	// Schemas holds the Go-only settings per source schema name. The
 	// legacy path honours RoundTripper, Middleware and HeaderValues; Dial
@@ -154,12 +160,17 @@ func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 	return st, nil
 }
 
-// traced returns the telemetry middleware of a schema, if configured.
+// traced returns the telemetry and request log middleware of a schema, if
+// configured.
 func (inv *Invoker) traced(name string) []hooks.Middleware {
-	if inv.opts.Telemetry == nil {
-		return nil
+	var out []hooks.Middleware
+	if inv.opts.Telemetry != nil {
+		out = append(out, inv.opts.Telemetry.Middleware(name, "legacy"))
 	}
-	return []hooks.Middleware{inv.opts.Telemetry.Middleware(name, "legacy")}
+	if inv.opts.RequestLog != nil {
+		out = append(out, middleware.Logging(inv.opts.RequestLog, name))
+	}
+	return out
 }
 
 type schemaKey struct{}

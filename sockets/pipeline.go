@@ -10,11 +10,12 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/hooks"
+	"github.com/fusiongo/transport/middleware"
 	"github.com/klauspost/compress/zstd"
 )
 
 // pipeline builds a source schema's RoundTripper, outermost first:
-// telemetry (when configured), the global middleware, the schema's middleware, dedupe and retry (when
+// telemetry and the request log (when configured), the global middleware, the schema's middleware, dedupe and retry (when
 // configured), decompression (when configured), then the schema's
 // RoundTripper hook or its pool.
 func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.Middleware, log *slog.Logger) http.RoundTripper {
@@ -24,7 +25,10 @@ func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.
 	}
 	var traced []hooks.Middleware
 	if s.inv != nil && s.inv.opts.Telemetry != nil {
-		traced = []hooks.Middleware{s.inv.opts.Telemetry.Middleware(s.name, "sockets")}
+		traced = append(traced, s.inv.opts.Telemetry.Middleware(s.name, "sockets"))
+	}
+	if s.inv != nil && s.inv.opts.RequestLog != nil {
+		traced = append(traced, middleware.Logging(s.inv.opts.RequestLog, s.name))
 	}
 	mws := slices.Concat(traced, global, hk.Middleware, hooks.Builtins(settings, s.name, log, s.rules.Added()))
 	if len(settings.Decompression) > 0 {

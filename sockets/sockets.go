@@ -47,6 +47,11 @@ type Options struct {
 	// idle connections, and counts reloads. Nil: none.
 	Telemetry *telemetry.Telemetry
 
+	// RequestLog, if set, logs every source schema request (method,
+	// redacted URL, status, duration; never headers or bodies) with a
+	// source_schema attribute, inside telemetry. Nil: no request log.
+	RequestLog *slog.Logger
+
 	inv *Invoker // set by New, for the schemas' pool round trippers
 }
 
