@@ -127,9 +127,15 @@ func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 			pick.timer.Stop()
 			return pick, true, nil
 		}
+		// Counted as pending while p.mu is held, so that between here and
+		// Reserve neither the idle timer, a drain nor an expiry takes the
+		// connection for idle and closes it under this request.
+		pick.pending.Add(1)
 		p.mu.Unlock()
 		closeAll(stale)
-		if err := pick.cc.Reserve(); err != nil {
+		err := pick.cc.Reserve()
+		pick.pending.Add(-1) // the reservation, if any, now counts as in flight
+		if err != nil {
 			continue // another request took the last slot, or it closed
 		}
 		pick.reused.Store(true)
