@@ -11,11 +11,9 @@
 package legacy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/hooks"
 	"github.com/fusiongo/transport/middleware"
@@ -150,7 +149,7 @@ func (inv *Invoker) buildState(cfg env.Config) (*state, error) {
 		st.schemas[name] = &schema{
 			name:           name,
 			url:            u,
-			post:           &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: u.Host},
+			post:           gqlhttp.Template(u),
 			rules:          rules,
 			headerTimeout:  env.Bound(settings.HeaderTimeout),
 			requestTimeout: env.Bound(settings.RequestTimeout),
@@ -184,9 +183,7 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	}
 	s, err := inv.schema(name)
 	if err != nil {
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body.Close()
-		}
+		gqlhttp.CloseBody(req)
 		return nil, err
 	}
 	t := bound.Target{Schema: name, Method: req.Method, URL: req.URL}
@@ -194,11 +191,6 @@ func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 	resp, err := g.Finish(inv.client.Do(req.WithContext(ctx)))
 	return result(t, resp, err)
 }
-
-var (
-	contentType = []string{"application/json; charset=utf-8"}
-	accept      = []string{"application/graphql-response+json; charset=utf-8, application/json; charset=utf-8"}
-)
 
 // Post sends body to source schema name's URL as a GraphQL-over-HTTP POST.
 func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
@@ -209,10 +201,8 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	t := bound.Target{Schema: name, Method: http.MethodPost, URL: s.url}
 	ctx, g := bound.Start(context.WithValue(ctx, schemaKey{}, s), t, s.headerTimeout, s.requestTimeout)
 	req := s.post.WithContext(ctx)
-	req.Header = http.Header{"Content-Type": contentType, "Accept": accept}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	req.ContentLength = int64(len(body))
+	req.Header = gqlhttp.Header(0)
+	gqlhttp.SetBody(req, body, true) // http.Client may follow a 307 or 308 with it
 	resp, err := g.Finish(inv.client.Do(req))
 	return result(t, resp, err)
 }

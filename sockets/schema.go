@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 )
 
@@ -104,14 +105,7 @@ func build(cfg env.Config, old *state, o *Options, log *slog.Logger) (*state, er
 			requestTimeout: env.Bound(settings.RequestTimeout),
 			key:            newPoolKey(u, settings, digest),
 		}
-		s.post = &http.Request{
-			Method:     http.MethodPost,
-			URL:        u,
-			Proto:      "HTTP/1.1",
-			ProtoMajor: 1,
-			ProtoMinor: 1,
-			Host:       u.Host,
-		}
+		s.post = gqlhttp.Template(u)
 		if prev, ok := old.lookup(name); ok && prev.key.equal(s.key) {
 			s.pool = prev.pool
 		} else {

@@ -10,11 +10,9 @@
 package sockets
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/hooks"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -120,7 +119,7 @@ func (inv *Invoker) connections(yield func(schema string, open, idle int)) {
 func (inv *Invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	resp, err := inv.do(ctx, name, req)
 	if err != nil {
-		closeBody(req) // as http.Client.Do does, on every error
+		gqlhttp.CloseBody(req) // as http.Client.Do does, on every error
 	}
 	return resp, err
 }
@@ -154,31 +153,15 @@ func (inv *Invoker) do(ctx context.Context, name string, req *http.Request) (*ht
 	return resp, nil
 }
 
-// closeBody closes a request body that the caller handed over.
-func closeBody(req *http.Request) {
-	if req != nil && req.Body != nil && req.Body != http.NoBody {
-		req.Body.Close()
-	}
-}
-
-// The media types of a GraphQL-over-HTTP POST, shared by every request:
-// net/http only reads them.
-var (
-	contentType = []string{"application/json; charset=utf-8"}
-	accept      = []string{"application/graphql-response+json; charset=utf-8, application/json; charset=utf-8"}
-)
-
 // Post sends body to source schema name's URL as a GraphQL-over-HTTP POST.
 // The body reaches net/http as a *bytes.Reader, so the headers and a small
-// body leave in one write (golang/go#22088).
+// body leave in one write (golang/go#22088; see internal/gqlhttp).
 func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	s, err := inv.schema(name)
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, 2+s.rules.Len())
-	h["Content-Type"] = contentType
-	h["Accept"] = accept
+	h := gqlhttp.Header(s.rules.Len())
 	t := bound.Target{Schema: name, Method: http.MethodPost, URL: s.url}
 	if h, err = s.rules.Apply(ctx, h, true); err != nil {
 		return nil, t.Err(err)
@@ -186,15 +169,12 @@ func (inv *Invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 	ctx, g := bound.Start(ctx, t, s.guardHeaderTimeout(), s.requestTimeout)
 	req := s.post.WithContext(ctx)
 	req.Header = h
-	req.Body = io.NopCloser(bytes.NewReader(body))
 	// An HTTP/1 POST over http is never sent twice unless it carries an
 	// Idempotency-Key (see replayable); HTTP/2 may replay a refused stream,
 	// and middleware (retry) may send again. Without those, no GetBody
 	// closure is allocated.
-	if _, idempotent := h["Idempotency-Key"]; idempotent || !s.connHeaderTimer || !s.bare() {
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	}
-	req.ContentLength = int64(len(body))
+	_, idempotent := h["Idempotency-Key"]
+	gqlhttp.SetBody(req, body, idempotent || !s.connHeaderTimer || !s.bare())
 	resp, err := g.Finish(s.rt.RoundTrip(req))
 	if err != nil {
 		return nil, t.Err(err)
