@@ -220,7 +220,7 @@ type churnRow struct {
 // connections once drained; after
 // Close every connection is closed, and descriptors and goroutines return
 // to where they were. The short version (8 callers, 2 s) always runs; the
-// long one (50 callers, 30 s) with FUSION_SOAK=1 and without -short.
+// long one (50 callers, 30 s) without -short.
 func TestReloadChurn(t *testing.T) {
 	callers, duration := 8, 2*time.Second
 	if soakEnabled() {
@@ -427,7 +427,7 @@ func logChurnRows(t *testing.T, rows []churnRow) {
 // closed loop on the sockets path, connections rotate (the server sees
 // several open and close), no request fails, and no more connections are
 // open at once than there are callers. Short version: lifetime 300 ms for
-// 1.5 s; long (FUSION_SOAK=1, without -short): 1 s for 10 s.
+// 1.5 s; long (without -short): 1 s for 10 s.
 func TestConnLifetimeUnderLoad(t *testing.T) {
 	const callers = 8
 	lifetime, duration := 300*time.Millisecond, 1500*time.Millisecond
@@ -547,7 +547,7 @@ func reloadRecords(log, want string) (n int, bad string) {
 	return n, bad
 }
 
-// TestIdleTimeoutUnderLoad (soak only: FUSION_SOAK=1, without -short): on
+// TestIdleTimeoutUnderLoad (soak only: without -short): on
 // the sockets path with idle_conn_timeout 1 ms, 16 callers that pause
 // 0.5 to 1.5 ms between requests keep picking connections just as their
 // idle timers close them. No request may fail: a connection that the
