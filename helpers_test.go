@@ -2,11 +2,14 @@ package transport_test
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
@@ -18,43 +21,77 @@ import (
 var paths = []env.Path{env.PathLegacy, env.PathSockets}
 
 // seen is what a source schema received.
-type seen struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   string
-	Remote string // client address: one per connection
-	Host   string
-}
+type seen = wireRequest
 
 // schemaServer is a loopback source schema that records what reaches it
-// and which connections open and close.
-type schemaServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []seen
-	opened   []string
-	closed   chan string // remote addresses, as the server sees them close
-}
+// and which connections open and close: a cleartext wireServer.
+type schemaServer = wireServer
 
 // newSchemaServer starts a recording server. A nil handler answers 200 with
 // a small JSON body.
 func newSchemaServer(t *testing.T, h http.HandlerFunc) *schemaServer {
 	t.Helper()
+	return newWireServer(t, wireOptions{handler: h})
+}
+
+// wireServer is a source schema that records what only a server sees: the
+// protocol, TLS state, Host, request target and connection of each request,
+// and which connections open and close.
+type wireServer struct {
+	*httptest.Server
+	url    string
+	mu     sync.Mutex
+	reqs   []wireRequest
+	opened []string
+	closed chan string // remote addresses, as the server sees them close
+}
+
+// wireRequest is one request as a wireServer saw it.
+type wireRequest struct {
+	Method     string
+	Path       string
+	Body       string
+	ProtoMajor int
+	TLS        *tls.ConnectionState
+	Header     http.Header
+	Host       string
+	RequestURI string
+	Remote     string
+}
+
+// wireOptions say what kind of server newWireServer starts.
+type wireOptions struct {
+	handler    http.HandlerFunc // nil: 200 with {"data":{"ok":true}}
+	tls        *tls.Config      // nil: cleartext
+	alpn       []string         // the TLS server's ALPN list; nil: http/1.1 only
+	h2cOnly    bool             // cleartext HTTP/2 with prior knowledge, nothing else
+	maxStreams int              // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: Go's default
+	listener   net.Listener     // nil: a loopback TCP listener
+	url        string           // the source schema URL; "": the server's own + /graphql
+}
+
+func newWireServer(t *testing.T, o wireOptions) *wireServer {
+	t.Helper()
+	h := o.handler
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"data":{"ok":true}}`)
 		}
 	}
-	s := &schemaServer{closed: make(chan string, 64)}
+	s := &wireServer{closed: make(chan string, 64)}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
-		s.requests = append(s.requests, seen{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: string(body), Remote: r.RemoteAddr, Host: r.Host})
+		s.reqs = append(s.reqs, wireRequest{Method: r.Method, Path: r.URL.Path, Body: string(body), ProtoMajor: r.ProtoMajor, TLS: r.TLS, Header: r.Header.Clone(), Host: r.Host, RequestURI: r.RequestURI, Remote: r.RemoteAddr})
 		s.mu.Unlock()
 		h(w, r)
 	}))
+	if o.listener != nil {
+		s.Listener.Close()
+		s.Listener = o.listener
+	}
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // failed handshakes are what several tests expect
 	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
@@ -68,22 +105,43 @@ func newSchemaServer(t *testing.T, h http.HandlerFunc) *schemaServer {
 			}
 		}
 	}
-	s.Start()
+	if o.maxStreams > 0 {
+		s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams}
+	}
+	if o.h2cOnly {
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		s.Config.Protocols = p
+	}
+	if o.tls != nil {
+		s.TLS = o.tls.Clone()
+		s.TLS.NextProtos = o.alpn
+		if s.TLS.NextProtos == nil {
+			s.TLS.NextProtos = []string{"http/1.1"}
+		}
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
+	s.url = o.url
+	if s.url == "" {
+		s.url = s.Server.URL + "/graphql"
+	}
 	return s
 }
 
-func (s *schemaServer) URL() string { return s.Server.URL + "/graphql" }
+func (s *wireServer) URL() string { return s.url }
 
 // Requests returns a copy of what the server received so far.
-func (s *schemaServer) Requests() []seen {
+func (s *wireServer) Requests() []wireRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]seen(nil), s.requests...)
+	return slices.Clone(s.reqs)
 }
 
 // Last returns the last request received; it fails the test if none was.
-func (s *schemaServer) Last(t *testing.T) seen {
+func (s *wireServer) Last(t *testing.T) wireRequest {
 	t.Helper()
 	r := s.Requests()
 	if len(r) == 0 {
@@ -93,12 +151,14 @@ func (s *schemaServer) Last(t *testing.T) seen {
 }
 
 // Opened returns the client addresses of the connections opened so far.
-func (s *schemaServer) Opened() []string {
+func (s *wireServer) Opened() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.opened...)
+	return slices.Clone(s.opened)
 }
 
+// waitClosedN waits until n connections have closed and returns their
+// client addresses. why explains the expectation in the failure message.
 // waitClosed waits until the connection from remote is closed.
 func (s *schemaServer) waitClosed(t *testing.T, ctx context.Context, remote string) {
 	t.Helper()

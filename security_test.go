@@ -3,17 +3,16 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -442,24 +441,8 @@ func TestSecurityHeaderValueInjection(t *testing.T) {
 // the test log.
 func newSelfSignedServer(t *testing.T) *schemaServer {
 	t.Helper()
-	s := &schemaServer{closed: make(chan string, 64)}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.requests = append(s.requests, seen{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Remote: r.RemoteAddr, Host: r.Host})
-		s.mu.Unlock()
-		io.WriteString(w, `{"data":{"ok":true}}`)
-	}))
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.mu.Lock()
-			s.opened = append(s.opened, c.RemoteAddr().String())
-			s.mu.Unlock()
-		}
-	}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
+	// An empty TLS config: httptest adds its own certificate.
+	return newWireServer(t, wireOptions{tls: &tls.Config{}})
 }
 
 // TestSecurityTLSVerifiedByDefault: a source schema with a self-signed
