@@ -271,7 +271,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	}
 	// Each reload logs what it did to the schemas; the log says whether
 	// accounts was ever replaced.
-	var reloadLog capturedLog
+	var reloadLog logBuffer
 	inv := newInvoker(t, configFor(0), transport.WithLogger(slog.New(slog.NewTextHandler(&reloadLog, nil))))
 
 	// Warm up: every caller sends once, all at the same time.
@@ -511,25 +511,6 @@ type churnCountedConn struct {
 func (c *churnCountedConn) Close() error {
 	c.once.Do(func() { c.open.Add(-1) })
 	return c.Conn.Close()
-}
-
-// capturedLog is a log destination that the test reads while the invoker
-// writes.
-type capturedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *capturedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *capturedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // reloadRecords counts the "transport reloaded" records of log and

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -229,4 +230,23 @@ func post(t *testing.T, inv transport.Invoker, ctx context.Context, schema strin
 		t.Fatalf("Post %s: %v", schema, err)
 	}
 	return resp, readAll(t, resp)
+}
+
+// logBuffer is a log destination that a test reads while the invoker
+// writes to it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -520,7 +520,7 @@ func TestSecurityRedaction(t *testing.T) {
 		gwPairs = append(gwPairs, k, v)
 	}
 
-	var logs capturedLog
+	var logs logBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var (
 		sawSecret atomic.Bool  // the secrets did reach the wire

@@ -8,7 +8,6 @@ package transport_test
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -57,24 +56,6 @@ func (s *wireServer) waitClosedN(t *testing.T, n int, within time.Duration, why 
 // at url, whose settings edit sets.
 func socketsConfig(url string, edit func(*env.SourceSchema)) env.Config {
 	return withSchema(env.PathSockets, url, edit)
-}
-
-// lockedBuffer is a log destination that tests read while the invoker writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // errorNamesSchema fails the test unless err names source schema products.
@@ -194,7 +175,7 @@ func TestSettingTLS(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(c.srv.Requests())
-			var logs lockedBuffer
+			var logs logBuffer
 			inv := newInvoker(t, socketsConfig(c.srv.URL(), func(s *env.SourceSchema) { s.TLS = c.tls }),
 				transport.WithSchemaOptions("products", c.hooks),
 				transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))

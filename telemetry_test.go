@@ -1,11 +1,9 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -96,7 +94,7 @@ func TestTelemetry(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	for _, path := range paths {
 		t.Run(string(path), func(t *testing.T) {
-			var buf syncBuffer
+			var buf logBuffer
 			log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			srv := newSchemaServer(t, nil)
 			cfg := config(path, "products", srv.URL())
@@ -112,21 +110,4 @@ func TestRequestLog(t *testing.T) {
 			}
 		})
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
