@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,16 +43,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bench: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, true, stderr); !ok {
+		return code
 	}
 	modeList, err := benchrun.ParseModes(*modes)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -97,16 +96,8 @@ Flags:
 `, compare.GroupListed, compare.FailOnGrammar)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "compare: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, true, stderr); !ok {
+		return code
 	}
 	f.rules.IgnoreHeaders, f.rules.IgnorePaths, f.rules.Redact = ignoreHeaders, ignorePaths, redact
 	failOn, err := compare.ParseFailOn(f.failOn)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,16 +42,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gateway: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, true, stderr); !ok {
+		return code
 	}
 	cfg, err := gatewayConfig(*configFile, *schemaList)
 	if err != nil {

@@ -14,6 +14,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -97,4 +99,22 @@ func runDefault(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "\n== bench (short: 1 round, 3s per run; \"fusion-transport bench -h\" for the full one)")
 	return runBench(ctx, []string{"-rounds", "1", "-duration", "3s", "-warmup", "1s", "-vus", "20"}, stdout, stderr)
+}
+
+// parseFlags parses args with fs. It returns the exit code and false when
+// the command must stop: 0 after -h, 2 on a bad flag, or, when noArgs is
+// true, on arguments left over (named, with the usage).
+func parseFlags(fs *flag.FlagSet, args []string, noArgs bool, stderr io.Writer) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if noArgs && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		fs.Usage()
+		return 2, false
+	}
+	return 0, true
 }

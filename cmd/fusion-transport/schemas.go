@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,11 +19,8 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args, false, stderr); !ok {
+		return code
 	}
 	srv, err := schemas.Start(schemas.Options{Latency: *latency})
 	if err != nil {
