@@ -330,7 +330,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	// What each reload did, as the path logs it: on sockets one pool
 	// replaced (products' or reviews') and two kept; on legacy the shared
 	// transport kept, as it reads only the defaults.
-	wantPlan := map[env.Path]string{env.PathSockets: "kept=2 replaced=1 removed=0 added=0", env.PathLegacy: "transport_replaced=false"}[path]
+	wantPlan := map[env.Path]string{env.PathSockets: "kept=2 replaced=1 removed=0 added=0", env.PathLegacy: "kept=3 replaced=0 removed=0 added=0"}[path]
 	if n, bad := reloadRecords(reloadLog.String(), wantPlan); n != row.reloads || bad != "" {
 		t.Errorf("%d reloads logged for %d applied; want each to say %q, one said: %s", n, row.reloads, wantPlan, bad)
 	}

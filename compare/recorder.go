@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fusiongo/transport/internal/gateway"
-	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/operation"
 )
 
 // DefaultRecorderMaxBodyBytes is the default of RecorderOptions.MaxBodyBytes.
@@ -79,10 +79,9 @@ type RecorderOptions struct {
 	// that are safe to replay are recorded, the others skipped and
 	// counted, because a comparison sends each request twice: a GET or
 	// HEAD, unless its query parameter holds a mutation or subscription,
-	// and a request whose body runs queries only, as
-	// middleware.OperationKind tells (the rule shadow mode follows). A
-	// request whose operation cannot be told, such as a persisted query
-	// sent by hash, is skipped.
+	// and a request whose body runs queries only, as operation.Of tells
+	// (the rule shadow mode follows). A request whose operation cannot be
+	// told, such as a persisted query sent by hash, is skipped.
 	RecordMutations bool
 
 	// Rand returns a number in [0, 1) that decides whether a request is
@@ -493,8 +492,8 @@ func repeatable(method string, body []byte, u *url.URL) bool {
 			return true
 		}
 		doc, _ := json.Marshal(map[string]string{"query": q.Get("query"), "operationName": q.Get("operationName")})
-		kind := middleware.OperationKind(doc)
-		return kind != middleware.Mutation && kind != middleware.Subscription
+		kind := operation.Of(doc)
+		return kind != operation.Mutation && kind != operation.Subscription
 	}
-	return middleware.OperationKind(body) == middleware.Query
+	return operation.Of(body) == operation.Query
 }

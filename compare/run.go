@@ -27,10 +27,10 @@ const (
 	DefaultMaxPaths     = 20
 )
 
-// Invoker is what Run needs of a path: transport.Invoker has these methods
-// (see there). compare does not import package transport, which imports
-// compare for its shadow mode.
-type Invoker interface {
+// Sender is what Run and package shadow need of a path: the sending half
+// of transport.Invoker, which satisfies it. compare does not import package
+// transport, which imports compare for its shadow mode.
+type Sender interface {
 	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
 	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
 }
@@ -41,8 +41,9 @@ type Side struct {
 	// "legacy". Required; the two sides of a run have different names.
 	Name string
 
-	// Invoker sends the side's requests. Required. Run does not close it.
-	Invoker Invoker
+	// Invoker sends the side's requests (a transport.Invoker). Required.
+	// Run does not close it.
+	Invoker Sender
 }
 
 // Options configures Run. The zero value works for a corpus of Post
@@ -276,7 +277,7 @@ func resolveTargets(corpus []Request, urls map[string]string) ([]*url.URL, error
 
 // send makes one side of one request and reads its answer. Failures become
 // Outcome.Err: they are part of what is compared.
-func send(ctx context.Context, inv Invoker, req *Request, target *url.URL, opts *Options) Outcome {
+func send(ctx context.Context, inv Sender, req *Request, target *url.URL, opts *Options) Outcome {
 	var out Outcome
 	if target != nil {
 		out.URL = target.Redacted()

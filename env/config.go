@@ -327,17 +327,25 @@ type ShadowSettings struct {
 	Timeout time.Duration
 }
 
+// Defaults of ShadowSettings (and of shadow.Options, which reads them from
+// here).
+const (
+	DefaultShadowMaxConcurrent = 4
+	DefaultShadowMaxBodyBytes  = 1 << 20
+	DefaultShadowTimeout       = 10 * time.Second
+)
+
 // EffectiveShadow returns the shadow settings with defaults applied.
 func (c Config) EffectiveShadow() ShadowSettings {
 	s := c.Shadow
 	if s.MaxConcurrent <= 0 {
-		s.MaxConcurrent = 4
+		s.MaxConcurrent = DefaultShadowMaxConcurrent
 	}
 	if s.MaxBodyBytes <= 0 {
-		s.MaxBodyBytes = 1 << 20
+		s.MaxBodyBytes = DefaultShadowMaxBodyBytes
 	}
 	if s.Timeout <= 0 {
-		s.Timeout = 10 * time.Second
+		s.Timeout = DefaultShadowTimeout
 	}
 	return s
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,51 +11,44 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 )
 
-// rotator is the shared transport of the legacy path, replaced every
-// handler lifetime as IHttpClientFactory replaces its handlers: requests go
-// to the current generation, and a retired generation closes its idle
-// connections once its last in-flight request (body included) ends.
+// rotator is a shared transport of the legacy path, replaced every handler
+// lifetime: requests go to the current generation, and a retired
+// generation closes its idle connections once its last in-flight request
+// (body included) ends. Its settings and lifetime never change: a reload
+// that changes them opens a new rotator (Backend.Open) and the old one is
+// closed when its last Transport drains.
 type rotator struct {
-	log   *slog.Logger
-	proxy func(*http.Request) (*url.URL, error)
+	key   *key                                  // immutable
+	log   *slog.Logger                          // immutable
+	proxy func(*http.Request) (*url.URL, error) // immutable
 
-	cur      atomic.Pointer[generation]
-	mu       sync.Mutex // guards the fields below and rotation
-	settings env.Settings
-	lifetime time.Duration
-	closed   bool
+	cur  atomic.Pointer[generation] // nil once closed; swapped under mu
+	mu   sync.Mutex                 // serialises rotation and close
+	refs int                        // Transports open on it; guarded by Backend.mu
 }
 
+// generation is one http.Transport of a rotator.
 type generation struct {
-	tr       *http.Transport
-	born     time.Time
-	inflight atomic.Int64
-	retired  atomic.Bool
+	tr       *http.Transport // immutable
+	born     time.Time       // immutable
+	inflight atomic.Int64    // requests sent on tr whose body is not yet done
+	retired  atomic.Bool     // set once, when tr was replaced or its rotator closed
 }
 
-func newRotator(cfg env.Config, proxy func(*http.Request) (*url.URL, error), log *slog.Logger) *rotator {
-	r := &rotator{
-		log:      log,
-		proxy:    proxy,
-		settings: cfg.EffectiveDefaults(),
-		lifetime: env.Bound(cfg.EffectiveLegacy().HandlerLifetime),
-	}
+func newRotator(k *key, proxy func(*http.Request) (*url.URL, error), log *slog.Logger) *rotator {
+	r := &rotator{key: k, log: log, proxy: proxy}
 	r.cur.Store(r.newGeneration())
 	return r
 }
 
 // newGeneration builds a transport with Go's DefaultTransport settings,
-// except where the configuration's defaults say otherwise. r.mu is held or
-// r is not shared yet.
+// except where the configuration's defaults say otherwise.
 func (r *rotator) newGeneration() *generation {
-	s := r.settings
-	keepAlive := env.Bound(s.KeepAlive)
-	if s.KeepAlive < 0 {
-		keepAlive = -1 // net.Dialer: negative turns keep-alive probes off
-	}
-	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
+	s := r.key.shared
+	dialer := backend.Dialer(s)
 	return &generation{
 		born: time.Now(),
 		tr: &http.Transport{
@@ -88,7 +80,7 @@ func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, ErrClosed
+		return nil, backend.ErrDrained // closed: the request path moves the request
 	}
 	g.inflight.Add(1)
 	resp, err := g.tr.RoundTrip(req)
@@ -104,58 +96,25 @@ func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 // has outlived the handler lifetime.
 func (r *rotator) current() *generation {
 	g := r.cur.Load()
-	if g == nil || r.lifetime <= 0 || time.Since(g.born) < r.lifetime {
+	lifetime := r.key.lifetime
+	if g == nil || lifetime <= 0 || time.Since(g.born) < lifetime {
 		return g
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if g = r.cur.Load(); g != nil && time.Since(g.born) >= r.lifetime {
-		g = r.rotateLocked()
+	if g = r.cur.Load(); g != nil && time.Since(g.born) >= lifetime {
+		next := r.newGeneration()
+		r.cur.Store(next)
+		g.retire()
+		r.log.Debug("legacy transport rotated", "handler_lifetime", lifetime)
+		g = next
 	}
 	return g
-}
-
-// rotateLocked retires the current generation and starts a new one.
-func (r *rotator) rotateLocked() *generation {
-	next := r.newGeneration()
-	if old := r.cur.Swap(next); old != nil {
-		old.retire()
-	}
-	r.log.Debug("legacy transport rotated", "handler_lifetime", r.lifetime)
-	return next
-}
-
-// reconfigure applies the shared transport settings of cfg, rotating now if
-// they changed. It reports whether it rotated.
-func (r *rotator) reconfigure(cfg env.Config) bool {
-	settings := cfg.EffectiveDefaults()
-	lifetime := env.Bound(cfg.EffectiveLegacy().HandlerLifetime)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || (sharedSettings(settings).Equal(sharedSettings(r.settings)) && lifetime == r.lifetime) {
-		return false
-	}
-	r.settings, r.lifetime = settings, lifetime
-	r.rotateLocked()
-	return true
-}
-
-// sharedSettings keeps the settings the shared transport is built from;
-// the others are the sockets path's or act per request.
-func sharedSettings(s env.Settings) env.Settings {
-	return env.Settings{
-		ConnectTimeout:      s.ConnectTimeout,
-		IdleConnTimeout:     s.IdleConnTimeout,
-		MaxConnsPerHost:     s.MaxConnsPerHost,
-		MaxIdleConnsPerHost: s.MaxIdleConnsPerHost,
-		KeepAlive:           s.KeepAlive,
-	}
 }
 
 func (r *rotator) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.closed = true
 	if old := r.cur.Swap(nil); old != nil {
 		old.retire()
 	}

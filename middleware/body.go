@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/fusiongo/transport/operation"
 )
 
 // maxClassifiedBody is the largest request body that retry and dedupe read
@@ -18,7 +20,7 @@ type classified struct {
 	// req.GetBody returns a fresh reader over it, so req can be sent again.
 	req  *http.Request
 	body []byte // the whole body, or nil if there is none or it was too large
-	kind Kind
+	kind operation.Kind
 }
 
 // classify reads req's body, at most maxClassifiedBody bytes of it, and
@@ -48,7 +50,7 @@ func classify(req *http.Request) (classified, error) {
 		if !whole {
 			return classified{req: req}, nil
 		}
-		return classified{req: req, body: body, kind: OperationKind(body)}, nil
+		return classified{req: req, body: body, kind: operation.Of(body)}, nil
 	}
 	body, whole, err := readUpTo(req.Body)
 	if err != nil {
@@ -62,7 +64,7 @@ func classify(req *http.Request) (classified, error) {
 	}
 	req.Body.Close()
 	setBody(&out, body)
-	return classified{req: &out, body: body, kind: OperationKind(body)}, nil
+	return classified{req: &out, body: body, kind: operation.Of(body)}, nil
 }
 
 // readUpTo reads r until EOF or past maxClassifiedBody bytes. whole reports

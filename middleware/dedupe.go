@@ -11,6 +11,8 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+
+	"github.com/fusiongo/transport/operation"
 )
 
 // maxSharedBody is the largest response body that Dedupe buffers to share.
@@ -19,7 +21,7 @@ const maxSharedBody = 32 << 20
 // Dedupe returns a middleware that lets identical queries in flight at the
 // same time share one source schema request, as HotChocolate's request
 // deduplication does. Mutations, subscriptions and requests whose kind
-// OperationKind cannot tell always go on their own.
+// operation.Of cannot tell always go on their own.
 //
 // Two queries are identical if their method, URL, Host, body and
 // Authorization and Cookie header values are equal, and the values of
@@ -104,7 +106,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != Query {
+	if c.kind != operation.Query {
 		return d.next.RoundTrip(c.req)
 	}
 	k := d.key(c.req, c.body)

@@ -30,7 +30,7 @@
 // # What is retried and shared
 //
 // Retry and Dedupe act only on GraphQL queries sent as GraphQL-over-HTTP
-// JSON bodies (OperationKind). A mutation is never sent twice, a
+// JSON bodies (operation.Of). A mutation is never sent twice, a
 // subscription never shared, and a request whose kind cannot be told for
 // sure (a persisted query without its document, a GET request, a body over
 // 1 MiB, anything that does not parse) is treated like a mutation. Both read

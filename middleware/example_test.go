@@ -17,24 +17,6 @@ import (
 	"github.com/fusiongo/transport/middleware"
 )
 
-func ExampleOperationKind() {
-	for _, body := range []string{
-		`{"query":"{ product(id: 1) { name } }"}`,
-		`{"query":"query A { a } mutation B { b }","operationName":"B"}`,
-		`{"query":"subscription { reviewAdded { id } }"}`,
-		`[{"query":"{ a }"},{"query":"query Q { b }"}]`,
-		`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"ab12"}}}`,
-	} {
-		fmt.Println(middleware.OperationKind([]byte(body)))
-	}
-	// Output:
-	// query
-	// mutation
-	// subscription
-	// query
-	// unknown
-}
-
 // ExampleChain builds a source schema's pipeline in the intended order and
 // sends a query to a source schema that is busy at first.
 func ExampleChain() {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/fusiongo/transport/operation"
 )
 
 // RetryConfig configures Retry. The zero value retries nothing.
@@ -104,7 +106,7 @@ func (c RetryConfig) waitMax() time.Duration {
 
 // Retry returns a middleware that sends a query again after a transport
 // error or a response with one of cfg.Statuses, up to cfg.MaxAttempts times
-// in all. Mutations, subscriptions and requests whose kind OperationKind
+// in all. Mutations, subscriptions and requests whose kind operation.Of
 // cannot tell are sent once, untouched. cfg is copied: later changes to it
 // have no effect.
 //
@@ -156,7 +158,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != Query {
+	if c.kind != operation.Query {
 		return r.next.RoundTrip(c.req)
 	}
 	ctx := req.Context()

@@ -31,31 +31,26 @@ import (
 
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/operation"
 )
-
-// Invoker is what a Shadow runs: the transport.Invoker interface, repeated
-// here so that package transport can build a Shadow without an import
-// cycle.
-type Invoker interface {
-	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
-	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
-	Reload(cfg env.Config) error
-	Close() error
-}
 
 // Options configure a Shadow. The zero value shadows every query with the
 // defaults below.
 type Options struct {
-	// Rate is the share of queries shadowed, in (0, 1]. Zero or more than
-	// 1 means every query.
+	// Rate is the share of queries shadowed, in (0, 1]. As in every Go
+	// struct of this module, zero means the default: env.DefaultShadowRate
+	// (every query), the rate of a bare FUSION_SOCKETS_TRANSPORT=shadow.
+	// Negative shadows nothing; more than 1 counts as 1.
 	Rate float64
-	// MaxConcurrent bounds the comparisons in flight. Zero: 4.
+	// MaxConcurrent bounds the comparisons in flight. Zero:
+	// env.DefaultShadowMaxConcurrent (4).
 	MaxConcurrent int
-	// MaxBodyBytes bounds each answer kept for a comparison. Zero: 1 MiB.
+	// MaxBodyBytes bounds each answer kept for a comparison. Zero:
+	// env.DefaultShadowMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 	// Timeout bounds the candidate's request, and the wait for the caller
-	// to finish reading the primary's body. Zero: 10s.
+	// to finish reading the primary's body. Zero: env.DefaultShadowTimeout
+	// (10s).
 	Timeout time.Duration
 	// Rules say what a comparison leaves out. The zero value compares
 	// status, headers (without Date and hop-by-hop ones) and JSON bodies.
@@ -70,7 +65,7 @@ type Options struct {
 // Shadow is an Invoker that serves from the primary and compares a sample
 // of queries with the candidate. It is safe for concurrent use.
 type Shadow struct {
-	primary, candidate Invoker
+	primary, candidate compare.Sender
 	o                  Options
 	slots              chan struct{}
 	wg                 sync.WaitGroup
@@ -78,18 +73,21 @@ type Shadow struct {
 }
 
 // New returns a Shadow of primary and candidate. Close closes both.
-func New(primary, candidate Invoker, o Options) *Shadow {
-	if o.Rate <= 0 || o.Rate > 1 {
+func New(primary, candidate compare.Sender, o Options) *Shadow {
+	switch {
+	case o.Rate == 0:
+		o.Rate = env.DefaultShadowRate
+	case o.Rate > 1:
 		o.Rate = 1
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 4
+		o.MaxConcurrent = env.DefaultShadowMaxConcurrent
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
+		o.MaxBodyBytes = env.DefaultShadowMaxBodyBytes
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
+		o.Timeout = env.DefaultShadowTimeout
 	}
 	if o.Publisher == nil {
 		o.Publisher = LogPublisher{Logger: slog.Default()}
@@ -140,7 +138,7 @@ func (s *Shadow) take(schema string, body []byte) bool {
 	if s.o.Rand() >= s.o.Rate {
 		return false
 	}
-	if middleware.OperationKind(body) != middleware.Query {
+	if operation.Of(body) != operation.Query {
 		s.stats.notQuery.Add(1)
 		return false
 	}
@@ -290,25 +288,10 @@ func replayableBody(req *http.Request, max int64) ([]byte, bool) {
 	return body, true
 }
 
-// Reload reloads both invokers, the candidate first: a configuration the
-// candidate rejects leaves both as they were.
-func (s *Shadow) Reload(cfg env.Config) error {
-	if err := s.candidate.Reload(cfg); err != nil {
-		return err
-	}
-	return s.primary.Reload(cfg)
-}
-
-// Close waits for the comparisons in flight (each bounded by Timeout), then
-// closes both invokers.
-func (s *Shadow) Close() error {
+// Close waits for the comparisons in flight, each bounded by Timeout. The
+// caller owns primary and candidate and closes them after.
+func (s *Shadow) Close() {
 	s.wg.Wait()
-	perr := s.primary.Close()
-	cerr := s.candidate.Close()
-	if perr != nil {
-		return perr
-	}
-	return cerr
 }
 
 // Stats are a Shadow's counts since New.

@@ -3,14 +3,19 @@ package sockets
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 )
 
 // TestBuiltInDefaultsReachTheConnection checks the built-in defaults where
@@ -22,12 +27,8 @@ import (
 func TestBuiltInDefaultsReachTheConnection(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
 	defer srv.Close()
-	inv, err := New(env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {URL: srv.URL}}}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inv.Close()
-	p := inv.state.Load().schemas["products"].pool
+	tr := openTransport(t, env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {URL: srv.URL}}}, "products")
+	p := tr.pool
 
 	var dialLeft time.Duration
 	dial := p.tr.DialContext
@@ -38,7 +39,7 @@ func TestBuiltInDefaultsReachTheConnection(t *testing.T) {
 		return dial(ctx, network, addr)
 	}
 	started := time.Now()
-	resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
+	resp, err := post(tr, srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,6 @@ func TestBuiltInDefaultsReachTheConnection(t *testing.T) {
 	if d := c.idleBound(time.Now()); d != env.DefaultIdleConnTimeout {
 		t.Errorf("idle bound %v, want %v", d, env.DefaultIdleConnTimeout)
 	}
-	if h := inv.state.Load().schemas["products"].headerTimeout; h != env.DefaultHeaderTimeout {
-		t.Errorf("header timeout %v, want %v", h, env.DefaultHeaderTimeout)
-	}
 }
 
 // TestJitterSpreadsExpiry: connections dialled together do not all expire
@@ -81,16 +79,12 @@ func TestJitterSpreadsExpiry(t *testing.T) {
 	defer srv.Close()
 	cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {URL: srv.URL}}}
 	cfg.Defaults.ConnLifetime = time.Minute
-	inv, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inv.Close()
+	tr := openTransport(t, cfg, "products")
 	started := time.Now()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
+			resp, err := post(tr, srv.URL)
 			if err != nil {
 				t.Error(err)
 				return
@@ -100,7 +94,7 @@ func TestJitterSpreadsExpiry(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	p := inv.state.Load().schemas["products"].pool
+	p := tr.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	distinct := map[time.Time]bool{}
@@ -113,4 +107,35 @@ func TestJitterSpreadsExpiry(t *testing.T) {
 	if len(p.conns) != n || len(distinct) < n/2 {
 		t.Errorf("%d connections with %d distinct expiries", len(p.conns), len(distinct))
 	}
+}
+
+// openTransport opens the sockets transport of source schema name in cfg,
+// as the request path does, and drains it when the test ends.
+func openTransport(t *testing.T, cfg env.Config, name string) *poolTransport {
+	t.Helper()
+	settings, _ := cfg.Effective(name)
+	u, err := url.Parse(cfg.SourceSchemas[name].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: &cfg, LookupEnv: os.LookupEnv, Log: slog.Default()}
+	k, err := Backend{}.Key(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Backend{}.Open(s, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Drain)
+	return tr.(*poolTransport)
+}
+
+// post sends an empty JSON POST to u on tr.
+func post(tr http.RoundTripper, u string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader("{}"))
+	if err != nil {
+		return nil, err
+	}
+	return tr.RoundTrip(req)
 }

@@ -1,10 +1,10 @@
 package sockets
 
 import (
-	"net/url"
-	"slices"
+		"slices"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 )
 
 // Change says what a reload from one configuration to another does to one
@@ -51,10 +51,10 @@ func Plan(prev, next env.Config) []Change {
 			out = append(out, Change{Schema: name, Action: "added"})
 			continue
 		}
-		a, b := planKey(prev, name), planKey(next, name)
+		a, b := planKey(&prev, name), planKey(&next, name)
 		pa, _ := prev.Effective(name)
 		pb, _ := next.Effective(name)
-		if a.equal(b) {
+		if a.Equal(b) {
 			c := Change{Schema: name, Action: "kept", Reasons: env.DiffSettings(pa, pb)}
 			if prev.SourceSchemas[name].URL != next.SourceSchemas[name].URL {
 				c.Reasons = append(c.Reasons, "url path")
@@ -75,12 +75,9 @@ func Plan(prev, next env.Config) []Change {
 	return out
 }
 
-func planKey(cfg env.Config, name string) poolKey {
+func planKey(cfg *env.Config, name string) *key {
 	s, _ := cfg.Effective(name)
-	u, _ := url.Parse(cfg.SourceSchemas[name].URL)
-	if u == nil {
-		u = &url.URL{}
-	}
+	u := parseURL(cfg.SourceSchemas[name].URL)
 	_, digest, _ := tlsConfig(name, u, s.TLS, nil)
-	return newPoolKey(u, s, digest)
+	return &key{scheme: u.Scheme, addr: backend.HostPort(u), settings: poolSettings(s), tlsDigest: digest}
 }

@@ -13,29 +13,25 @@ import (
 	"strings"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/hooks"
-	"golang.org/x/net/http/httpproxy"
+	"github.com/fusiongo/transport/internal/backend"
 )
 
 // newPool validates nothing (env.Config.Validate did) and maps a source
 // schema's settings straight onto an http.Transport and the pool around it,
-// as Caddy provisions its reverse proxy transport.
-func newPool(name string, k poolKey, tlsCfg *tls.Config, hk hooks.Schema, lookupEnv func(string) (string, bool)) (*pool, error) {
+// as Caddy provisions its reverse proxy transport. dial, if set, replaces
+// the dialer (SchemaOptions.Dial).
+func newPool(name string, k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error), lookupEnv func(string) (string, bool)) (*pool, error) {
 	s := k.settings
-	keepAlive := env.Bound(s.KeepAlive)
-	if s.KeepAlive < 0 {
-		keepAlive = -1 // net.Dialer: negative turns keep-alive probes off
-	}
-	dialer := &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
-	dial := dialer.DialContext
-	if s.UnixSocket != "" {
-		path := s.UnixSocket
-		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "unix", path)
+	tlsCfg := k.tls
+	dialer := backend.Dialer(s)
+	if dial == nil {
+		dial = dialer.DialContext
+		if s.UnixSocket != "" {
+			path := s.UnixSocket
+			dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, "unix", path)
+			}
 		}
-	}
-	if hk.Dial != nil {
-		dial = hk.Dial
 	}
 	proxy, err := proxyFunc(name, s.Proxy, lookupEnv)
 	if err != nil {
@@ -125,24 +121,7 @@ func proxyFunc(name, v string, lookupEnv func(string) (string, bool)) (func(*htt
 	case "", "off":
 		return nil, nil
 	case "environment":
-		get := func(keys ...string) string {
-			if lookupEnv == nil {
-				lookupEnv = os.LookupEnv
-			}
-			for _, k := range keys {
-				if v, ok := lookupEnv(k); ok && v != "" {
-					return v
-				}
-			}
-			return ""
-		}
-		cfg := &httpproxy.Config{
-			HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
-			HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
-			NoProxy:    get("NO_PROXY", "no_proxy"),
-		}
-		f := cfg.ProxyFunc()
-		return func(r *http.Request) (*url.URL, error) { return f(r.URL) }, nil
+		return backend.ProxyFromEnvironment(lookupEnv), nil
 	}
 	u, err := url.Parse(v)
 	if err != nil {

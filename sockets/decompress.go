@@ -3,58 +3,18 @@ package sockets
 import (
 	"compress/gzip"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/hooks"
-	"github.com/fusiongo/transport/middleware"
 	"github.com/klauspost/compress/zstd"
 )
-
-// pipeline builds a source schema's RoundTripper, outermost first:
-// telemetry and the request log (when configured), the global middleware, the schema's middleware, dedupe and retry (when
-// configured), decompression (when configured), then the schema's
-// RoundTripper hook or its pool.
-func pipeline(s *schema, settings env.Settings, hk hooks.Schema, global []hooks.Middleware, log *slog.Logger) http.RoundTripper {
-	var core http.RoundTripper = poolRoundTripper{s}
-	if hk.RoundTripper != nil {
-		core = hk.RoundTripper
-	}
-	var traced []hooks.Middleware
-	if s.inv != nil && s.inv.opts.Telemetry != nil {
-		traced = append(traced, s.inv.opts.Telemetry.Middleware(s.name, "sockets"))
-	}
-	if s.inv != nil && s.inv.opts.RequestLog != nil {
-		traced = append(traced, middleware.Logging(s.inv.opts.RequestLog, s.name))
-	}
-	mws := slices.Concat(traced, global, hk.Middleware, hooks.Builtins(settings, s.name, log, s.rules.Added()))
-	if len(settings.Decompression) > 0 {
-		mws = append(mws, decompress(settings.Decompression))
-	}
-	return hooks.Chain(core, mws...)
-}
-
-// bare reports whether s sends straight on its pool, through no middleware.
-func (s *schema) bare() bool {
-	return s.rt == http.RoundTripper(poolRoundTripper{s})
-}
-
-// poolRoundTripper sends on the schema's pool, following the schema to its
-// current pool when a reload drained the one it started on.
-type poolRoundTripper struct{ s *schema }
-
-func (p poolRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	return p.s.inv.send(p.s.name, p.s, req)
-}
 
 // decompress asks for the listed codings (unless the request names its
 // own Accept-Encoding) and decodes a response that uses one of them, as
 // net/http's transparent gzip does: Content-Encoding and Content-Length
 // are removed and Response.Uncompressed is set.
-func decompress(codings []string) hooks.Middleware {
+func decompress(codings []string) func(http.RoundTripper) http.RoundTripper {
 	acceptEncoding := []string{strings.Join(codings, ", ")}
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {

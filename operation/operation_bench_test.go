@@ -1,16 +1,23 @@
-package middleware_test
+package operation_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/operation"
 )
 
-// BenchmarkOperationKind measures what retry and dedupe add to each
-// request to classify it, for a typical query, one with large variables
-// (skipped as raw JSON) and a batch.
-func BenchmarkOperationKind(b *testing.B) {
+// Request bodies that the benchmark classifies, as retry and dedupe see
+// them.
+const (
+	queryBody    = `{"query":"query Product($id: ID!) { product(id: $id) { name } }","variables":{"id":"1"}}`
+	mutationBody = `{"query":"mutation { addReview(text: \"great\") { id } }"}`
+)
+
+// BenchmarkOf measures what retry and dedupe add to each request to
+// classify it, for a typical query, one with large variables (skipped as
+// raw JSON) and a batch.
+func BenchmarkOf(b *testing.B) {
 	bodies := []struct {
 		name string
 		body string
@@ -26,7 +33,7 @@ func BenchmarkOperationKind(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				middleware.OperationKind(body)
+				operation.Of(body)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package middleware
+package operation
 
 import (
 	"bytes"

@@ -1,10 +1,22 @@
-package middleware
+// Package operation classifies GraphQL-over-HTTP requests by the kind of
+// operation they run: Of reads a JSON request body, either one request
+// object ({"query": "...", "operationName": "..."}) or a batch of them, and
+// tells whether it is a query, a mutation or a subscription, selecting the
+// operation by operationName as a server does, or Unknown when that cannot
+// be told for sure.
+//
+// Retry and deduplication (package middleware), the comparison recorder
+// (package compare) and shadow mode (package shadow) use it to decide what
+// is safe to send twice. It is a leaf package: it imports only the
+// standard library, so that any package can classify an operation without
+// depending on the others.
+package operation
 
 import "encoding/json"
 
 // Kind is the kind of GraphQL operation that a source schema request runs.
-// The zero value is Unknown, which retry and dedupe treat as unsafe to
-// repeat or share.
+// The zero value is Unknown, which callers treat as unsafe to repeat or
+// share.
 type Kind int
 
 // The kinds of operation. Only Query is retried or shared.
@@ -28,8 +40,8 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// OperationKind returns the kind of operation that body, a
-// GraphQL-over-HTTP JSON request, asks a source schema to run.
+// Of returns the kind of operation that body, a GraphQL-over-HTTP JSON
+// request, asks a source schema to run.
 //
 // body is either one request object ({"query": "...", "operationName":
 // "..."}) or a batch, a JSON array of them; a batch is a Query only if every
@@ -43,7 +55,7 @@ func (k Kind) String() string {
 // "operationName" member given twice (servers disagree on which one wins),
 // several operations and no operationName, a name that matches no operation
 // or more than one, an empty batch.
-func OperationKind(body []byte) Kind {
+func Of(body []byte) Kind {
 	// Once the body is known to be valid JSON, the walk over it (json.go)
 	// can skip values without checking them, at a fraction of
 	// encoding/json's cost for the variables.
@@ -103,8 +115,8 @@ func requestKind(obj []byte) Kind {
 	return selectOperation(ops, name)
 }
 
-// operation is an operation definition found in a document.
-type operation struct {
+// definition is an operation definition found in a document.
+type definition struct {
 	kind Kind
 	name string // empty if anonymous
 }
@@ -112,7 +124,7 @@ type operation struct {
 // selectOperation returns the kind of the operation that a server runs for
 // name, as the GraphQL spec's GetOperation does, or Unknown if it is
 // ambiguous or missing.
-func selectOperation(ops []operation, name string) Kind {
+func selectOperation(ops []definition, name string) Kind {
 	if name == "" {
 		if len(ops) == 1 {
 			return ops[0].kind
@@ -137,9 +149,9 @@ func selectOperation(ops []operation, name string) Kind {
 // strings, comments) and the shape of each top-level definition, but does
 // not look inside selection sets beyond balancing brackets. Anything that
 // is not an operation or fragment definition makes it fail.
-func scanOperations(doc string) ([]operation, bool) {
+func scanOperations(doc string) ([]definition, bool) {
 	s := scanner{src: doc}
-	var ops []operation
+	var ops []definition
 	for {
 		s.skipIgnored()
 		if s.eof() {
@@ -149,10 +161,10 @@ func scanOperations(doc string) ([]operation, bool) {
 			if !s.skipGroup() {
 				return nil, false
 			}
-			ops = append(ops, operation{kind: Query})
+			ops = append(ops, definition{kind: Query})
 			continue
 		}
-		var op operation
+		var op definition
 		switch s.name() {
 		case "query":
 			op.kind = Query

@@ -1,0 +1,21 @@
+package transport
+
+import "github.com/fusiongo/transport/internal/backend"
+
+// Errors of every path. errors.Is matches them in an error from any
+// Invoker that New returns, whichever path served the request.
+var (
+	// ErrClosed is returned for a request after Close, and by Reload
+	// after Close.
+	ErrClosed = backend.ErrClosed
+
+	// ErrUnknownSchema is wrapped by the error for a request to a source
+	// schema that the configuration in force does not name.
+	ErrUnknownSchema = backend.ErrUnknownSchema
+
+	// ErrWrongTarget is wrapped by Do's error, on the sockets path, for a
+	// request whose URL does not point at its source schema's scheme, host
+	// and port (compared as URLs are: host case-insensitive, default ports
+	// filled in). Nothing is sent.
+	ErrWrongTarget = backend.ErrWrongTarget
+)

@@ -1,0 +1,42 @@
+package transport_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// ExampleWithSchemaOptions routes a source schema to an in-process handler
+// with a RoundTripper hook, as tests do; header rules and timeouts still
+// apply.
+func ExampleWithSchemaOptions() {
+	products := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"data":{"tenant":%q}}`, r.Header.Get("X-Tenant"))
+	})
+	cfg := env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{
+		"products": {URL: "http://products.internal/graphql", Settings: env.Settings{
+			Headers: env.HeaderSettings{Set: map[string]string{"X-Tenant": "acme"}},
+		}},
+	}}
+	inv, err := transport.New(cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
+		RoundTripper: &handlerTransport{h: products},
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer inv.Close()
+	resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ tenant }"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(body))
+	// Output: {"data":{"tenant":"acme"}}
+}

@@ -1,0 +1,159 @@
+// Package backend is the contract between the one request path (package
+// transport) and the engines that send a source schema's requests (legacy,
+// sockets). The request path owns everything the engines share: the schema
+// table and its lookup, Reload as one all-or-nothing swap, header rules,
+// time bounds, error naming, telemetry, the request log, the middleware
+// chain and the built-in middleware. A backend only turns one source
+// schema's settings into the thing that sends, says whether a reload can
+// keep what it built, and drains what a reload replaced.
+//
+// A new engine is a new folder with a type that implements Backend, and one
+// line in the root package's registry.
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/headers"
+)
+
+// Errors the request path reports, whichever backend produced them. The
+// root package exports the same values (transport.ErrClosed, ...), so that
+// errors.Is matches whatever path a request took.
+var (
+	// ErrClosed is returned for a request after the invoker was closed.
+	ErrClosed = errors.New("transport closed")
+
+	// ErrUnknownSchema is wrapped by the error for a request to a source
+	// schema that the configuration does not name.
+	ErrUnknownSchema = errors.New("unknown source schema")
+
+	// ErrWrongTarget is wrapped by Do's error for a request whose URL does
+	// not point at its source schema's scheme and address, on a backend that
+	// is bound to that address (see Backend.Front).
+	ErrWrongTarget = errors.New("request URL does not match the source schema")
+
+	// ErrDrained is returned by a Transport whose RoundTrip found it
+	// draining before anything was sent: a reload replaced it, or removed
+	// its source schema. The request path then sends the request on the
+	// schema's current transport (see Resend).
+	ErrDrained = errors.New("transport drained")
+)
+
+// SchemaOptions are the Go-only settings of one source schema, the ones a
+// file cannot hold. The root package exports this type as
+// transport.SchemaOptions; its fields document which paths honour them.
+type SchemaOptions struct {
+	// Dial opens the source schema's connections instead of the default
+	// dialer (sockets path). Nil: a net.Dialer with connect_timeout and
+	// keep_alive, or the unix_socket if configured.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// VerifyConnection is called after the TLS handshake and certificate
+	// verification (sockets path), as tls.Config.VerifyConnection: a
+	// non-nil error aborts the connection. Nil: none.
+	VerifyConnection func(tls.ConnectionState) error
+
+	// RoundTripper replaces the backend's own transport for this source
+	// schema (both paths): tests route calls to an in-process handler with
+	// it. Header rules, timeouts and middleware still apply; on the legacy
+	// path redirects are still followed. Nil: the backend's transport.
+	RoundTripper http.RoundTripper
+
+	// Middleware wraps this source schema's requests, the first entry
+	// outermost, inside the global middleware. Nil: none.
+	Middleware []func(http.RoundTripper) http.RoundTripper
+
+	// HeaderValues computes headers per request from the gateway request,
+	// after the configured header rules. Nil: none.
+	HeaderValues map[string]headers.ValueFunc
+}
+
+// Schema is one source schema of one configuration, as a backend sees it.
+// The request path fills it; a backend must not modify it.
+type Schema struct {
+	// Name is the source schema's name.
+	Name string
+	// URL is its parsed, validated url.
+	URL *url.URL
+	// Settings are its effective settings (env.Config.Effective).
+	Settings env.Settings
+	// Config is the whole configuration the schema belongs to, for the
+	// settings a backend shares between schemas (the legacy path's shared
+	// transport reads Defaults and Legacy).
+	Config *env.Config
+	// Options are its Go-only settings.
+	Options SchemaOptions
+	// LookupEnv reads the proxy variables. Never nil.
+	LookupEnv func(string) (string, bool)
+	// Log receives the backend's events. Never nil.
+	Log *slog.Logger
+}
+
+// Key says what a Transport was built from. The request path keeps a
+// schema's Transport across a reload when the new Key is Equal to the old.
+type Key interface {
+	Equal(Key) bool
+}
+
+// Transport sends the requests of one source schema (or, on a backend that
+// shares one, of several): the innermost RoundTripper of the schema's
+// pipeline.
+type Transport interface {
+	http.RoundTripper
+
+	// Drain stops the Transport: a request that has not started fails with
+	// ErrDrained (the request path moves it to the schema's current
+	// Transport), idle connections close at once and the others as soon as
+	// their requests end. The request path calls it once, after a reload
+	// that replaced or removed the Transport's schema, or on Close.
+	Drain()
+}
+
+// Backend is one engine. Its methods are called by the request path under
+// its reload lock, never concurrently with each other; the Transports they
+// return are used concurrently.
+type Backend interface {
+	// Key returns what Open would build s's Transport from. It may read
+	// files (TLS certificates); an error names the key and the file.
+	Key(s *Schema) (Key, error)
+
+	// Open builds s's Transport from k (the value Key returned). Nothing it
+	// builds is in use until the request path swaps the new configuration
+	// in; if the reload fails, the request path drains it.
+	Open(s *Schema, k Key) (Transport, error)
+
+	// Front says how the schema's requests enter the backend. next is the
+	// schema's pipeline (telemetry, request log, middleware, built-ins)
+	// around its Transport.
+	//
+	// A backend bound to one address returns nil: the request path applies
+	// the header rules once, before next, and Do sends only to the schema's
+	// scheme and address (ErrWrongTarget otherwise).
+	//
+	// A backend with a client of its own (legacy: redirects) returns the
+	// RoundTripper that the request path calls instead of next: it must
+	// call next for every request it sends (every redirect hop) and apply
+	// rules itself, to the hops that go to the first request's host.
+	Front(s *Schema, rules headers.Rules, next http.RoundTripper) http.RoundTripper
+
+	// Middleware returns the per-request middleware the backend adds for s,
+	// innermost in its pipeline, built again on every reload (the sockets
+	// path's decompression). Nil: none.
+	Middleware(s *Schema) []func(http.RoundTripper) http.RoundTripper
+
+	// Ignored lists the keys of cfg that are set and that this backend does
+	// not read, for the one startup log line that says so. Nil: none.
+	Ignored(cfg *env.Config) []string
+
+	// Close releases what the backend shares between its Transports, once
+	// the request path has drained them all.
+	Close()
+}

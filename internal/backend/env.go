@@ -1,0 +1,74 @@
+package backend
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/fusiongo/transport/env"
+	"golang.org/x/net/http/httpproxy"
+)
+
+// ProxyFromEnvironment reads HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or their
+// lower-case forms) once, now, as http.ProxyFromEnvironment does, through
+// lookup so that tests need not change the process environment. Like Go's,
+// it never proxies requests to localhost or loopback addresses, and under
+// CGI (REQUEST_METHOD set) it ignores HTTP_PROXY, which a client of the
+// CGI program can set with a Proxy header (httpoxy, CVE-2016-5385). Both
+// paths read the environment's proxy only through here.
+func ProxyFromEnvironment(lookup func(string) (string, bool)) func(*http.Request) (*url.URL, error) {
+	get := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := lookup(k); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	cfg := &httpproxy.Config{
+		HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
+		HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
+		NoProxy:    get("NO_PROXY", "no_proxy"),
+		CGI:        get("REQUEST_METHOD") != "",
+	}
+	f := cfg.ProxyFunc()
+	return func(req *http.Request) (*url.URL, error) { return f(req.URL) }
+}
+
+// Dialer returns the dialer of s: connect_timeout and keep_alive mapped
+// onto net.Dialer (where a negative KeepAlive turns probes off).
+func Dialer(s env.Settings) *net.Dialer {
+	keepAlive := env.Bound(s.KeepAlive)
+	if s.KeepAlive < 0 {
+		keepAlive = -1
+	}
+	return &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
+}
+
+// HostPort returns u's host with its port, the scheme's default if none,
+// the host in lower case: the address a request to u goes to.
+func HostPort(u *url.URL) string {
+	host := lower(u.Hostname())
+	if p := u.Port(); p != "" {
+		return net.JoinHostPort(host, p)
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(host, "443")
+	}
+	return net.JoinHostPort(host, "80")
+}
+
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}

@@ -1,0 +1,187 @@
+package backend
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fusiongo/transport/internal/bound"
+)
+
+// AttemptError is what a Transport returns for an attempt that failed on a
+// connection that had carried an earlier request: the server may have
+// closed it just as this request left. Resend reads it; the request path
+// unwraps it before a caller sees the error.
+type AttemptError struct {
+	Err    error
+	Reused bool
+}
+
+func (e *AttemptError) Error() string { return e.Err.Error() }
+func (e *AttemptError) Unwrap() error { return e.Err }
+
+// Tries counts one request's attempts by the reason each was sent again.
+// Its zero value is a request that was sent once.
+type Tries struct {
+	moved, refused, stale int
+}
+
+// Reason says why a request is sent again.
+type Reason int
+
+const (
+	// NoResend: the error goes to the caller.
+	NoResend Reason = iota
+	// Moved: the Transport was drained before anything was sent (a reload
+	// replaced it); the request goes to the schema's current Transport.
+	Moved
+	// Refused: the server refused the HTTP/2 stream before processing it
+	// (RFC 9113, section 8.7); any method may go again.
+	Refused
+	// Stale: a reused connection failed before any answer; an idempotent
+	// request may go again on another connection, as net/http does.
+	Stale
+)
+
+// Bounds of Tries: how often one request is sent again, per reason.
+const (
+	// MaxMoves bounds how often a request follows its schema to a new
+	// Transport. Each move needs a newer configuration, so the loop ends;
+	// the bound guards against reloads that never stop.
+	MaxMoves = 1000
+	// MaxRefused bounds the retries of a refused HTTP/2 stream.
+	MaxRefused = 3
+	// MaxStale: a request is sent again once after a stale connection.
+	MaxStale = 1
+)
+
+// Resend is the one place that decides whether a request that failed on a
+// Transport may be sent again, and why; it counts the attempt in t. It is
+// modelled on net/http's Transport (shouldRetryRequest): a request goes
+// again only when the server cannot have acted on it, and only when its
+// body can be read again. The retry middleware (configured by retry.*) is
+// separate: it repeats whole queries after an answer or an error, by
+// policy.
+//
+// The reasons, in order:
+//   - the caller gave up (its context is done): never;
+//   - the Transport was drained before sending (ErrDrained): any request,
+//     up to MaxMoves times, since nothing was written;
+//   - the header timeout passed: never, the server may be working on it;
+//   - the server refused the HTTP/2 stream: any request, up to MaxRefused;
+//   - a reused connection failed (AttemptError.Reused): a request with an
+//     idempotent method (RFC 9110, section 9.2.2) or an Idempotency-Key,
+//     once. A POST without a key is never sent twice: it may be a mutation
+//     the server already ran.
+//
+// In every case but the first two, the body must be replayable: no body,
+// http.NoBody, or GetBody set.
+func Resend(req *http.Request, err error, t *Tries) Reason {
+	if err == nil || req.Context().Err() != nil {
+		return NoResend
+	}
+	if errors.Is(err, ErrDrained) {
+		if t.moved >= MaxMoves {
+			return NoResend
+		}
+		t.moved++
+		return Moved
+	}
+	var hte *bound.HeaderTimeoutError
+	if errors.As(err, &hte) || !replayableBody(req) {
+		return NoResend
+	}
+	if refusedStream(err) {
+		if t.refused >= MaxRefused {
+			return NoResend
+		}
+		t.refused++
+		return Refused
+	}
+	var ae *AttemptError
+	if errors.As(err, &ae) && ae.Reused && idempotent(req) && t.stale < MaxStale {
+		t.stale++
+		return Stale
+	}
+	return NoResend
+}
+
+// Cause returns err without the AttemptError around it, as callers see it.
+func Cause(err error) error {
+	var ae *AttemptError
+	if errors.As(err, &ae) && ae == err {
+		return ae.Err
+	}
+	return err
+}
+
+// refusedStream reports an HTTP/2 REFUSED_STREAM from the server. net/http
+// does not export its bundled HTTP/2 error types, so the code is matched in
+// the error text.
+func refusedStream(err error) bool {
+	return strings.Contains(err.Error(), "REFUSED_STREAM")
+}
+
+// idempotent reports whether req may be sent twice by its method or an
+// Idempotency-Key header, as net/http decides.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, ok := req.Header["Idempotency-Key"]
+	return ok
+}
+
+func replayableBody(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// Rewind returns req with a fresh body, for sending again. The caller has
+// checked with Resend that the body can be read again.
+func Rewind(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	if req.GetBody == nil {
+		return nil, errors.New("the request body cannot be sent again (no GetBody)")
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	r2 := *req
+	r2.Body = body
+	return &r2, nil
+}
+
+// HeaderTimed is implemented by a Transport that can bound the wait for a
+// request's response headers itself, more cheaply than the request path's
+// context and timer (the sockets path arms its HTTP/1 connection's own
+// timer: 9 allocations a call fewer).
+type HeaderTimed interface {
+	Transport
+
+	// TimesHeaders reports whether RoundTripWithin bounds the header wait
+	// for every request of s (for the sockets path: HTTP/1.1 over http).
+	TimesHeaders(s *Schema) bool
+
+	// RoundTripWithin sends req, which has no deadline, and fails with
+	// timeout if its response headers have not arrived within d.
+	RoundTripWithin(req *http.Request, d time.Duration, timeout error) (*http.Response, error)
+}
+
+// OneShot is implemented by a Transport that never sends a request's body
+// twice by itself (one request per connection at a time, no streams to be
+// refused): without middleware that may repeat it, the request path then
+// leaves GetBody unset and saves its closure.
+type OneShot interface {
+	OneShot(s *Schema) bool
+}
+
+// Conns is implemented by a Transport that can count its connections, for
+// the open and idle connection gauges.
+type Conns interface {
+	Conns() (open, idle int)
+}

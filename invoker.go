@@ -1,0 +1,455 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/shadow"
+)
+
+// invoker is the one request path behind every Invoker that New returns:
+// legacy, sockets, mixed (a per-schema choice of engine) and shadow (each
+// schema served by legacy and compared with sockets) differ only in which
+// engine each schema's route uses.
+type invoker struct {
+	o         options                      // immutable after New
+	log       *slog.Logger                 // immutable
+	path      env.Path                     // immutable: the path chosen at startup
+	onSockets map[string]bool              // immutable: PathMixed's schemas on sockets
+	engines   map[env.Path]backend.Backend // immutable set; their methods run under mu
+	shadow    *shadow.Shadow               // immutable; nil unless shadowing
+	unobserve []func() error               // set in New; called in Close under mu
+
+	mu    sync.Mutex            // serialises Reload and Close
+	state atomic.Pointer[state] // the configuration in force; stored under mu, nil after Close
+}
+
+// state is one configuration in force. It is never modified once stored:
+// Reload builds a new one and swaps it in.
+type state struct {
+	schemas map[string]*entry
+}
+
+// entry is one source schema in one state.
+type entry struct {
+	serve     *route // answers the caller
+	candidate *route // shadow mode: the sockets route compared with serve; nil otherwise
+}
+
+// route is one source schema on one engine in one configuration: every
+// field is set by build and immutable after.
+type route struct {
+	inv            *invoker
+	name           string
+	path           env.Path // the engine's path
+	candidate      bool     // the shadow candidate, not the serving route
+	url            *url.URL
+	target         string        // scheme://host:port, lower case, for Do on a bound engine
+	postTemplate   *http.Request // template of Post's requests: method, URL, Host
+	rules          headers.Rules
+	headerTimeout  time.Duration
+	requestTimeout time.Duration
+	key            backend.Key
+	transport      backend.Transport
+	entry          http.RoundTripper   // what Do and Post call: the engine's front, or the pipeline
+	front          bool                // the engine has a front: it applies the rules, any target goes
+	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
+	timeoutErr     *bound.HeaderTimeoutError
+	replay         bool // Post sets GetBody: something may send the body twice
+}
+
+// New builds the path that cfg selects (cfg.Path(), and shadow when
+// cfg.Shadow.Rate is positive). It fails if cfg is invalid (see
+// env.Config.Validate) or a transport cannot be built; the error names the
+// source schema and key.
+func New(cfg env.Config, opts ...Option) (Invoker, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.lookupEnv == nil {
+		o.lookupEnv = os.LookupEnv
+	}
+	inv := &invoker{o: o, log: o.logger, path: cfg.Path(), engines: map[env.Path]backend.Backend{}}
+	if inv.log == nil {
+		inv.log = slog.Default()
+	}
+	shadowed := inv.path == env.PathLegacy && cfg.Shadow.Rate > 0
+	if inv.path == env.PathMixed {
+		inv.onSockets = map[string]bool{}
+		for _, n := range cfg.SocketsSchemas {
+			inv.onSockets[n] = true
+		}
+	}
+	if inv.path != env.PathSockets {
+		inv.engines[env.PathLegacy] = engines[env.PathLegacy]()
+	}
+	if inv.path != env.PathLegacy || shadowed {
+		inv.engines[env.PathSockets] = engines[env.PathSockets]()
+	}
+	if shadowed {
+		sh := cfg.EffectiveShadow()
+		pub := o.shadowPublisher
+		if pub == nil {
+			pub = shadow.LogPublisher{Logger: inv.log}
+		}
+		inv.shadow = shadow.New(role{inv, false}, role{inv, true}, shadow.Options{
+			Rate:          sh.Rate,
+			MaxConcurrent: sh.MaxConcurrent,
+			MaxBodyBytes:  sh.MaxBodyBytes,
+			Timeout:       sh.Timeout,
+			Rules:         o.shadowRules,
+			Publisher:     pub,
+		})
+	}
+	st, fresh, err := inv.build(&cfg, nil)
+	if err != nil {
+		drainAll(fresh)
+		inv.closeEngines()
+		return nil, err
+	}
+	inv.state.Store(st)
+	for _, p := range slices.Sorted(maps.Keys(inv.engines)) {
+		unobserve, err := o.telemetry.ObserveConnections(string(p), inv.connections(p))
+		if err != nil {
+			inv.Close()
+			return nil, err
+		}
+		inv.unobserve = append(inv.unobserve, unobserve)
+	}
+	inv.logIgnored(&cfg)
+	return inv, nil
+}
+
+// assign returns the engines of source schema name: the one that serves
+// it, and the shadow candidate's ("" if none). The split is the one chosen
+// at startup.
+func (inv *invoker) assign(name string) (serve, candidate env.Path) {
+	switch {
+	case inv.path == env.PathSockets, inv.onSockets[name]:
+		return env.PathSockets, ""
+	case inv.shadow != nil:
+		return env.PathLegacy, env.PathSockets
+	}
+	return env.PathLegacy, ""
+}
+
+// build makes the state for cfg, keeping old's transports whose keys are
+// equal. It returns the transports it opened, for the caller to drain if
+// the state is not used. An error names the source schema and key.
+func (inv *invoker) build(cfg *env.Config, old *state) (*state, []backend.Transport, error) {
+	st := &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
+	var fresh []backend.Transport
+	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
+		var prev *entry
+		if old != nil {
+			prev = old.schemas[name]
+		}
+		serve, candidate := inv.assign(name)
+		e := &entry{}
+		var err error
+		var opened backend.Transport
+		e.serve, opened, err = inv.buildRoute(cfg, name, serve, false, prev.route(false))
+		if opened != nil {
+			fresh = append(fresh, opened)
+		}
+		if err == nil && candidate != "" {
+			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true))
+			if opened != nil {
+				fresh = append(fresh, opened)
+			}
+		}
+		if err != nil {
+			return nil, fresh, err
+		}
+		st.schemas[name] = e
+	}
+	return st, fresh, nil
+}
+
+func (e *entry) route(candidate bool) *route {
+	switch {
+	case e == nil:
+		return nil
+	case candidate:
+		return e.candidate
+	}
+	return e.serve
+}
+
+// buildRoute builds the route of source schema name on engine path,
+// keeping prev's transport if it is on the same engine with an equal key.
+// opened is the transport it opened, if any.
+func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route) (r *route, opened backend.Transport, err error) {
+	be := inv.engines[path]
+	sc := cfg.SourceSchemas[name]
+	settings, _ := cfg.Effective(name)
+	u, err := url.Parse(sc.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source_schemas.%s.url: %w", name, err)
+	}
+	so := inv.o.schemas[name]
+	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: cfg, Options: so, LookupEnv: inv.o.lookupEnv, Log: inv.log}
+	rules, err := headers.New(headers.Spec{
+		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
+		Matching: settings.Headers.ForwardMatching,
+		Rename:   settings.Headers.Rename,
+		Set:      settings.Headers.Set,
+		Values:   so.HeaderValues,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("source_schemas.%s.headers: %w", name, err)
+	}
+	r = &route{
+		inv:            inv,
+		name:           name,
+		path:           path,
+		candidate:      candidate,
+		url:            u,
+		target:         u.Scheme + "://" + backend.HostPort(u),
+		postTemplate:   gqlhttp.Template(u),
+		rules:          rules,
+		headerTimeout:  env.Bound(settings.HeaderTimeout),
+		requestTimeout: env.Bound(settings.RequestTimeout),
+	}
+	r.timeoutErr = &bound.HeaderTimeoutError{Bound: r.headerTimeout}
+	if so.RoundTripper != nil {
+		r.key, r.transport = hookKey{}, hookTransport{so.RoundTripper}
+	} else {
+		if r.key, err = be.Key(s); err != nil {
+			return nil, nil, err
+		}
+		if prev != nil && prev.path == path && prev.key.Equal(r.key) {
+			r.transport = prev.transport
+		} else {
+			if opened, err = be.Open(s, r.key); err != nil {
+				return nil, nil, err
+			}
+			r.transport = opened
+		}
+		if ht, ok := r.transport.(backend.HeaderTimed); ok && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
+			r.timed = ht
+		}
+	}
+	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, builtins(settings, name, inv.log, rules.Added()), be.Middleware(s))
+	pipeline := chain(sender{r}, mws...)
+	r.entry = pipeline
+	if f := be.Front(s, rules, pipeline); f != nil {
+		r.entry, r.front = f, true
+	}
+	oneShot, _ := r.transport.(backend.OneShot)
+	r.replay = r.front || len(mws) > 0 || oneShot == nil || !oneShot.OneShot(s)
+	return r, opened, nil
+}
+
+// hookKey is the key of a SchemaOptions.RoundTripper: it is fixed for the
+// invoker's life, so a reload always keeps it.
+type hookKey struct{}
+
+func (hookKey) Equal(o backend.Key) bool { _, ok := o.(hookKey); return ok }
+
+// hookTransport is a SchemaOptions.RoundTripper as a Transport: the caller
+// owns it, so draining does nothing.
+type hookTransport struct{ http.RoundTripper }
+
+func (hookTransport) Drain() {}
+
+// traced returns the telemetry and request log middleware of a schema, if
+// configured.
+func (inv *invoker) traced(name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
+	var out []func(http.RoundTripper) http.RoundTripper
+	if inv.o.telemetry != nil {
+		out = append(out, inv.o.telemetry.Middleware(name, string(path)))
+	}
+	if inv.o.requestLog != nil {
+		out = append(out, middleware.Logging(inv.o.requestLog, name))
+	}
+	return out
+}
+
+// builtins returns the built-in middleware that settings switch on, in the
+// order they run: Dedupe (identical in-flight queries share one request),
+// then Retry (each attempt goes on through the rest of the pipeline).
+// keyHeaders are the headers the schema's rules add: they join
+// Authorization and Cookie in the dedupe key, so that two users' queries
+// that differ only in a forwarded header (a tenant, say) never share an
+// answer.
+func builtins(settings env.Settings, schema string, log *slog.Logger, keyHeaders []string) []func(http.RoundTripper) http.RoundTripper {
+	var out []func(http.RoundTripper) http.RoundTripper
+	if settings.Dedupe.On() {
+		out = append(out, middleware.Dedupe(keyHeaders...))
+	}
+	if r := settings.Retry; r.MaxAttempts > 1 {
+		out = append(out, middleware.Retry(middleware.RetryConfig{
+			MaxAttempts: r.MaxAttempts,
+			WaitMin:     env.Bound(r.WaitMin),
+			WaitMax:     env.Bound(r.WaitMax),
+			Statuses:    r.Statuses,
+			Logger:      log.With("source_schema", schema),
+		}))
+	}
+	return out
+}
+
+// chain wraps rt in mws, mws[0] outermost; nil entries are skipped.
+func chain(rt http.RoundTripper, mws ...func(http.RoundTripper) http.RoundTripper) http.RoundTripper {
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			rt = mws[i](rt)
+		}
+	}
+	return rt
+}
+
+// rejected wraps the reason a reload was refused.
+func rejected(err error) error {
+	return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+}
+
+// Reload applies cfg as one swap; see Invoker.Reload.
+func (inv *invoker) Reload(cfg env.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return rejected(err)
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	old := inv.state.Load()
+	if old == nil {
+		return ErrClosed
+	}
+	for _, n := range slices.Sorted(maps.Keys(inv.onSockets)) {
+		if _, ok := cfg.SourceSchemas[n]; !ok {
+			return rejected(fmt.Errorf("source schema %q is on the sockets path by %s and cannot be removed while running", n, env.SwitchVar))
+		}
+	}
+	st, fresh, err := inv.build(&cfg, old)
+	if err != nil {
+		drainAll(fresh)
+		return rejected(err)
+	}
+	inv.state.Store(st)
+	kept, replaced, removed := retire(old, st)
+	inv.o.telemetry.RecordReload(kept, replaced, removed)
+	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
+	return nil
+}
+
+// retire drains the transports of old that st does not use, and counts
+// what happened to each source schema's serving transport.
+func retire(old, st *state) (kept, replaced, removed int) {
+	inUse := map[backend.Transport]bool{}
+	for _, e := range st.schemas {
+		inUse[e.serve.transport] = true
+		if e.candidate != nil {
+			inUse[e.candidate.transport] = true
+		}
+	}
+	for name, e := range old.schemas {
+		switch n, ok := st.schemas[name]; {
+		case !ok:
+			removed++
+		case n.serve.transport == e.serve.transport:
+			kept++
+		default:
+			replaced++
+		}
+		for _, r := range []*route{e.serve, e.candidate} {
+			if r != nil && !inUse[r.transport] {
+				r.transport.Drain()
+				inUse[r.transport] = true // drained once
+			}
+		}
+	}
+	return kept, replaced, removed
+}
+
+func drainAll(ts []backend.Transport) {
+	for _, t := range ts {
+		t.Drain()
+	}
+}
+
+// Close waits for the shadow comparisons in flight, then drains every
+// transport: idle connections close at once, the others when their
+// requests end. Requests after Close fail with ErrClosed.
+func (inv *invoker) Close() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.state.Load() == nil {
+		return nil
+	}
+	if inv.shadow != nil {
+		inv.shadow.Close()
+	}
+	st := inv.state.Swap(nil)
+	var errs []error
+	for _, u := range inv.unobserve {
+		errs = append(errs, u())
+	}
+	retire(st, &state{})
+	inv.closeEngines()
+	return errors.Join(errs...)
+}
+
+func (inv *invoker) closeEngines() {
+	for _, be := range inv.engines {
+		be.Close()
+	}
+}
+
+// connections reports the open and idle connections of each source schema
+// served on engine path, for the telemetry gauges.
+func (inv *invoker) connections(path env.Path) func(yield func(schema string, open, idle int)) {
+	return func(yield func(schema string, open, idle int)) {
+		st := inv.state.Load()
+		if st == nil {
+			return
+		}
+		for name, e := range st.schemas {
+			for _, r := range []*route{e.serve, e.candidate} {
+				if r == nil || r.path != path {
+					continue
+				}
+				if c, ok := r.transport.(backend.Conns); ok {
+					open, idle := c.Conns()
+					yield(name, open, idle)
+				}
+			}
+		}
+	}
+}
+
+// logIgnored logs once, at startup, the keys set in cfg that an engine does
+// not read for the source schemas it serves.
+func (inv *invoker) logIgnored(cfg *env.Config) {
+	for _, p := range slices.Sorted(maps.Keys(inv.engines)) {
+		sub := *cfg
+		sub.SourceSchemas = map[string]env.SourceSchema{}
+		for name, sc := range cfg.SourceSchemas {
+			if serve, candidate := inv.assign(name); serve == p || candidate == p {
+				sub.SourceSchemas[name] = sc
+			}
+		}
+		if keys := inv.engines[p].Ignored(&sub); len(keys) > 0 {
+			inv.log.Info("these settings are set but the "+string(p)+" path does not read them", "path", string(p), "keys", keys)
+		}
+	}
+}

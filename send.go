@@ -1,0 +1,214 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+)
+
+// lookup returns the route of source schema name in the state in force:
+// the serving one, or the shadow candidate.
+func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
+	st := inv.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
+	}
+	e, ok := st.schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+	}
+	if candidate {
+		if e.candidate == nil {
+			return nil, fmt.Errorf("source schema %q: not shadowed: %w", name, ErrUnknownSchema)
+		}
+		return e.candidate, nil
+	}
+	return e.serve, nil
+}
+
+// Do sends req for source schema name; see Invoker.Do.
+func (inv *invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	if req == nil || req.URL == nil {
+		gqlhttp.CloseBody(req)
+		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
+	}
+	r, err := inv.lookup(name, false)
+	if err != nil {
+		gqlhttp.CloseBody(req)
+		return nil, err
+	}
+	if inv.shadow != nil {
+		return inv.shadow.Do(ctx, name, req)
+	}
+	return r.do(ctx, req)
+}
+
+// Post sends body to source schema name's URL; see Invoker.Post.
+func (inv *invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	r, err := inv.lookup(name, false)
+	if err != nil {
+		return nil, err
+	}
+	if inv.shadow != nil {
+		return inv.shadow.Post(ctx, name, body)
+	}
+	return r.post(ctx, body)
+}
+
+// role is one side of a shadowed source schema, for package shadow: the
+// serving route or the candidate, looked up in the state in force.
+type role struct {
+	inv       *invoker
+	candidate bool
+}
+
+func (ro role) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	r, err := ro.inv.lookup(name, ro.candidate)
+	if err != nil {
+		gqlhttp.CloseBody(req)
+		return nil, err
+	}
+	return r.do(ctx, req)
+}
+
+func (ro role) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	r, err := ro.inv.lookup(name, ro.candidate)
+	if err != nil {
+		return nil, err
+	}
+	return r.post(ctx, body)
+}
+
+// do sends a request the caller built. On an engine without a front, the
+// header rules apply here, once, and the request must go to the schema's
+// own address. req itself is never modified.
+func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	t := bound.Target{Schema: r.name, Method: req.Method, URL: req.URL}
+	h := req.Header
+	if !r.front {
+		if got := req.URL.Scheme + "://" + backend.HostPort(req.URL); !strings.EqualFold(got, r.target) {
+			gqlhttp.CloseBody(req)
+			return nil, t.Err(fmt.Errorf("%w: request is for %s://%s, source schema %q is at %s", ErrWrongTarget, req.URL.Scheme, req.URL.Host, r.name, r.target))
+		}
+		var err error
+		if h, err = r.rules.Apply(ctx, req.Header, false); err != nil {
+			gqlhttp.CloseBody(req)
+			return nil, t.Err(err)
+		}
+		if h == nil {
+			h = http.Header{}
+		}
+	}
+	ctx, g := bound.Start(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
+	out := req.WithContext(ctx)
+	out.Header = h
+	resp, err := g.Finish(r.entry.RoundTrip(out))
+	if err != nil {
+		gqlhttp.CloseBody(req)
+	}
+	return result(t, resp, err)
+}
+
+// post sends body to the schema's URL as a GraphQL-over-HTTP POST. The
+// body reaches net/http as a *bytes.Reader, so the headers and a small
+// body leave in one write (golang/go#22088; see internal/gqlhttp).
+func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
+	t := bound.Target{Schema: r.name, Method: http.MethodPost, URL: r.url}
+	h := gqlhttp.Header(r.rules.Len())
+	if !r.front {
+		var err error
+		if h, err = r.rules.Apply(ctx, h, true); err != nil {
+			return nil, t.Err(err)
+		}
+	}
+	ctx, g := bound.Start(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
+	req := r.postTemplate.WithContext(ctx)
+	req.Header = h
+	// GetBody costs a closure; it is set only where something may send
+	// the body again (see route.replay), or the caller's Idempotency-Key
+	// lets a stale connection's request go again (backend.Resend).
+	_, idempotent := h["Idempotency-Key"]
+	gqlhttp.SetBody(req, body, r.replay || idempotent)
+	resp, err := g.Finish(r.entry.RoundTrip(req))
+	return result(t, resp, err)
+}
+
+// guardHeaderTimeout is the header bound the request path's bound.Guard
+// enforces: none when the transport's own timer does (see route.attempt).
+func (r *route) guardHeaderTimeout() time.Duration {
+	if r.timed != nil {
+		return 0
+	}
+	return r.headerTimeout
+}
+
+// result names the source schema in an error. An http.Client's errors are
+// *url.Error already; another error is wrapped the same way, so that every
+// error reads alike: source schema "x": Post "url": cause.
+func result(t bound.Target, resp *http.Response, err error) (*http.Response, error) {
+	if err == nil {
+		return resp, nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return nil, fmt.Errorf("source schema %q: %w", t.Schema, err)
+	}
+	return nil, t.Err(err)
+}
+
+// sender is the innermost RoundTripper of a route's pipeline: it sends on
+// the route's transport, again when backend.Resend says the request may go
+// again.
+type sender struct{ r *route }
+
+func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := s.r
+	var tries backend.Tries
+	for {
+		resp, err := r.attempt(req)
+		if err == nil {
+			return resp, nil
+		}
+		switch backend.Resend(req, err, &tries) {
+		case backend.NoResend:
+			return nil, backend.Cause(err) // the transport closed the body
+
+		case backend.Moved:
+			// Nothing was sent: the same request follows its schema to the
+			// transport of the configuration in force.
+			next, lerr := r.inv.lookup(r.name, r.candidate)
+			if lerr != nil {
+				gqlhttp.CloseBody(req)
+				return nil, errors.Unwrap(lerr)
+			}
+			if next.transport == r.transport {
+				gqlhttp.CloseBody(req)
+				return nil, ErrClosed // drained, not replaced
+			}
+			r = next
+			continue
+		}
+		if req, err = backend.Rewind(req); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt sends req once on r's transport, with the transport's own header
+// timer when it has one and req has no deadline.
+func (r *route) attempt(req *http.Request) (*http.Response, error) {
+	if r.timed != nil {
+		if _, ok := req.Context().Deadline(); !ok {
+			return r.timed.RoundTripWithin(req, r.headerTimeout, r.timeoutErr)
+		}
+	}
+	return r.transport.RoundTrip(req)
+}

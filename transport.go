@@ -1,0 +1,80 @@
+// Package transport sends a GraphQL gateway's requests to its source schemas
+// (subgraphs) through one request path and one of two engines behind it:
+//
+//   - legacy: one shared http.Transport with an http.Client per source
+//     schema: header propagation, redirect following, transparent
+//     decompression and the environment's proxy, as most Go gateways run
+//     today;
+//   - sockets: one owned connection pool per source schema with
+//     reverse-proxy defaults (no cookies, no redirects, no decompression, no
+//     environment proxy, pooled connections closed after a lifetime).
+//
+// FUSION_SOCKETS_TRANSPORT=1 selects the sockets path at startup; see
+// package env for the configuration and docs/design.md for the request
+// path, the engines and the reload contract.
+package transport
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/legacy"
+	"github.com/fusiongo/transport/sockets"
+)
+
+// Invoker sends source schema requests. Every path implements it; it is
+// safe for concurrent use.
+type Invoker interface {
+	// Do sends req, which the caller built, for source schema schema. The
+	// request is sent with ctx. The gateway request headers that the
+	// configuration names are added unless req already has them. On the
+	// sockets path req.URL must have the schema's scheme, host and port
+	// (ErrWrongTarget otherwise). The error names the source schema; on
+	// every error req's body is closed, as http.Client.Do does.
+	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
+
+	// Post sends body to schema's configured URL as a GraphQL-over-HTTP
+	// POST, with Content-Type "application/json; charset=utf-8" and Accept
+	// "application/graphql-response+json; charset=utf-8,
+	// application/json; charset=utf-8". The caller must not modify body
+	// until the response has arrived.
+	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
+
+	// Reload applies a new configuration as one swap: every new piece is
+	// built first, and if any fails nothing changes and the old
+	// configuration stays in force. Source schemas whose transport settings
+	// are equal keep their transport and warm connections, changed ones get
+	// new ones, removed ones are dropped once their in-flight requests end.
+	// The path never changes (cfg.Transport, cfg.SocketsSchemas and
+	// cfg.Shadow.Rate are read at startup only).
+	Reload(cfg env.Config) error
+
+	// Close closes every connection once its in-flight requests end. After
+	// Close, Do and Post fail with ErrClosed.
+	Close() error
+}
+
+// engines maps a path to its backend. A new engine is a folder that
+// implements backend.Backend, and one line here.
+var engines = map[env.Path]func() backend.Backend{
+	env.PathLegacy:  legacy.New,
+	env.PathSockets: sockets.New,
+}
+
+// WithGatewayRequest returns a copy of ctx that carries r, the incoming
+// gateway request, so that either path can forward its headers. Middleware
+// does this for every request it serves.
+func WithGatewayRequest(ctx context.Context, r *http.Request) context.Context {
+	return gateway.WithRequest(ctx, r)
+}
+
+// Middleware makes the incoming gateway request's headers available to the
+// Invoker for every source schema request made with the request's context.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(gateway.WithRequest(r.Context(), r)))
+	})
+}
