@@ -250,7 +250,7 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 		}
 	}
 	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, builtins(settings, name, inv.log, rules.Added()), be.Middleware(s))
-	pipeline := chain(sender{r}, mws...)
+	pipeline := middleware.Chain(sender{r}, mws...)
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {
 		r.entry, r.front = f, true
@@ -307,16 +307,6 @@ func builtins(settings env.Settings, schema string, log *slog.Logger, keyHeaders
 		}))
 	}
 	return out
-}
-
-// chain wraps rt in mws, mws[0] outermost; nil entries are skipped.
-func chain(rt http.RoundTripper, mws ...func(http.RoundTripper) http.RoundTripper) http.RoundTripper {
-	for i := len(mws) - 1; i >= 0; i-- {
-		if mws[i] != nil {
-			rt = mws[i](rt)
-		}
-	}
-	return rt
 }
 
 // rejected wraps the reason a reload was refused.

@@ -13,6 +13,8 @@ package env
 import (
 	"reflect"
 	"time"
+
+	"github.com/fusiongo/transport/middleware"
 )
 
 // Path names the HTTP stack that serves source schema requests.
@@ -33,8 +35,8 @@ const (
 )
 
 // Built-in defaults, used where neither a source schema nor Config.Defaults
-// sets a value. They match YARP's forwarder and HttpClient's bounds, which the
-// .NET original of this project kept.
+// sets a value: a reverse proxy's bounds (docs/design.md compares them with
+// the original this project ports).
 const (
 	DefaultConnectTimeout  = 15 * time.Second
 	DefaultConnLifetime    = 2 * time.Minute
@@ -353,7 +355,7 @@ func (c Config) EffectiveShadow() ShadowSettings {
 // LegacySettings are read by the legacy path only.
 type LegacySettings struct {
 	// HandlerLifetime is how often the legacy path replaces its shared
-	// transport, as IHttpClientFactory rotates its handlers; the old one
+	// http.Transport, so that DNS changes are picked up; the old one
 	// closes its idle connections once its in-flight requests end. Off never
 	// rotates. Default: 2m.
 	HandlerLifetime time.Duration
@@ -430,9 +432,9 @@ var builtin = Settings{
 	Decompression: []string{},
 	Retry: RetrySettings{
 		MaxAttempts: 1,
-		WaitMin:     100 * time.Millisecond,
-		WaitMax:     2 * time.Second,
-		Statuses:    []int{429, 502, 503, 504},
+		WaitMin:     middleware.DefaultRetryWaitMin, // the retry middleware's defaults, defined there once
+		WaitMax:     middleware.DefaultRetryWaitMax,
+		Statuses:    middleware.DefaultRetryStatuses(),
 	},
 	Dedupe: Disabled,
 }

@@ -4,7 +4,7 @@
 // decompression) and an http.Client per schema that follows redirects by
 // its default policy, with the gateway's headers propagated to every hop
 // that stays on the first request's host. The shared transport is replaced
-// every legacy.handler_lifetime, as the .NET original rotated its handlers.
+// every legacy.handler_lifetime, so that new connections see DNS changes.
 //
 // Most users reach it through transport.New; it is what runs unless
 // FUSION_SOCKETS_TRANSPORT selects the sockets path.

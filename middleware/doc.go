@@ -1,4 +1,4 @@
-// Package middleware holds the built-in delegating handlers of a source
+// Package middleware holds the built-in RoundTripper middleware of a source
 // schema's pipeline: each is a Middleware, a func(http.RoundTripper)
 // http.RoundTripper, and Chain stacks them over a source schema's transport.
 //

@@ -2,7 +2,7 @@ package middleware
 
 import "net/http"
 
-// Middleware is a delegating handler of a source schema's pipeline: it
+// Middleware wraps a RoundTripper of a source schema's pipeline: it
 // returns a RoundTripper that does its part and calls next.
 type Middleware = func(next http.RoundTripper) http.RoundTripper
 
