@@ -1,7 +1,7 @@
 package sockets
 
 import (
-		"slices"
+	"slices"
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
