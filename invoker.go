@@ -214,6 +214,7 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 		Rename:   settings.Headers.Rename,
 		Set:      settings.Headers.Set,
 		Values:   so.HeaderValues,
+		MaxBytes: env.Limit(settings.Headers.MaxForwardedBytes),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("source_schemas.%s.headers: %w", name, err)

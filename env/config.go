@@ -43,6 +43,22 @@ const (
 	DefaultIdleConnTimeout = 90 * time.Second
 	DefaultHeaderTimeout   = 100 * time.Second
 	DefaultHandlerLifetime = 2 * time.Minute
+
+	// DefaultMaxResponseHeaderBytes is the default of
+	// Settings.MaxResponseHeaderBytes: Envoy's default bound is 60 KiB, a
+	// source schema's answer carries a few hundred bytes of headers, and
+	// net/http's own 10 MiB let eight hostile answers at once hold 535 MB.
+	DefaultMaxResponseHeaderBytes = 64 << 10
+
+	// DefaultMaxForwardedHeaderBytes is the default of
+	// HeaderSettings.MaxForwardedBytes: a source schema behind nginx takes
+	// 8 KiB per header line and 32 KiB in all by default; 64 KiB forwards
+	// any real gateway request and bounds a hostile one.
+	DefaultMaxForwardedHeaderBytes = 64 << 10
+
+	// MaxConfigFileBytes bounds a configuration file that Load reads: a
+	// file of 5,000 source schemas is about 1 MiB.
+	MaxConfigFileBytes = 16 << 20
 )
 
 // Off, as the value of a duration setting, turns that bound off. Files and
@@ -143,6 +159,13 @@ type Settings struct {
 	// beyond it is closed. NoLimit (0 in files) means no limit.
 	// Default: the path's own (sockets: no limit; legacy: Go's 2).
 	MaxIdleConnsPerHost int
+
+	// MaxResponseHeaderBytes bounds the bytes of a response's status line
+	// and headers; a larger answer fails the request, naming the schema.
+	// NoLimit (0 in files) means net/http's own bound of 10 MiB. The legacy
+	// path reads it from Defaults (its transport is shared).
+	// Default: DefaultMaxResponseHeaderBytes (64 KiB).
+	MaxResponseHeaderBytes int
 
 	// KeepAlive is the interval of TCP keep-alive probes on a connection.
 	// Off turns them off. Default: 15s (Go's dialer default).
@@ -266,6 +289,13 @@ type HeaderSettings struct {
 	// Set adds static headers to every request. A header the caller set
 	// wins. Default: none.
 	Set map[string]string
+
+	// MaxForwardedBytes bounds the bytes (names and values) that the rules
+	// above add to one request from the gateway request; a request over it
+	// fails before anything is sent, naming the header where it went over.
+	// NoLimit (0 in files): no bound. Default: DefaultMaxForwardedHeaderBytes
+	// (64 KiB).
+	MaxForwardedBytes int
 }
 
 // RetrySettings configure retries of queries (never mutations or
@@ -412,16 +442,18 @@ func (c Config) Path() Path {
 func (s Settings) Equal(o Settings) bool { return reflect.DeepEqual(s, o) }
 
 var builtin = Settings{
-	ConnectTimeout:      DefaultConnectTimeout,
-	ConnLifetime:        DefaultConnLifetime,
-	IdleConnTimeout:     DefaultIdleConnTimeout,
-	MaxConnsPerHost:     NoLimit, // as Load resolves it, so that resolved settings compare equal
-	KeepAlive:           15 * time.Second,
-	HeaderTimeout:       DefaultHeaderTimeout,
-	RequestTimeout:      Off,
-	TLSHandshakeTimeout: 10 * time.Second,
-	HTTPVersion:         "2",
-	VersionPolicy:       "or_lower",
+	ConnectTimeout:  DefaultConnectTimeout,
+	ConnLifetime:    DefaultConnLifetime,
+	IdleConnTimeout: DefaultIdleConnTimeout,
+	MaxConnsPerHost: NoLimit, // as Load resolves it, so that resolved settings compare equal
+	KeepAlive:       15 * time.Second,
+
+	MaxResponseHeaderBytes: DefaultMaxResponseHeaderBytes,
+	HeaderTimeout:          DefaultHeaderTimeout,
+	RequestTimeout:         Off,
+	TLSHandshakeTimeout:    10 * time.Second,
+	HTTPVersion:            "2",
+	VersionPolicy:          "or_lower",
 	HTTP2: HTTP2Settings{
 		PingInterval:        Off,
 		PingTimeout:         15 * time.Second,
@@ -430,6 +462,7 @@ var builtin = Settings{
 	TLS:           TLSSettings{InsecureSkipVerify: Disabled},
 	Proxy:         "off",
 	Decompression: []string{},
+	Headers:       HeaderSettings{MaxForwardedBytes: DefaultMaxForwardedHeaderBytes},
 	Retry: RetrySettings{
 		MaxAttempts: 1,
 		WaitMin:     middleware.DefaultRetryWaitMin, // the retry middleware's defaults, defined there once

@@ -1,7 +1,9 @@
 package env
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -43,7 +44,7 @@ func (l Loader) Load(files ...string) (Config, error) {
 		return Config{}, fmt.Errorf("loading built-in defaults: %w", err)
 	}
 	for _, f := range files {
-		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
+		if err := k.Load(boundedFile(f), yaml.Parser()); err != nil {
 			return Config{}, fmt.Errorf("config file %s: %w", f, err)
 		}
 	}
@@ -469,4 +470,31 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// boundedFile is koanf's file provider with a size bound: a configuration
+// file over MaxConfigFileBytes (or a device or pipe that never ends) is an
+// error naming the bound, read no further than one byte past it.
+type boundedFile string
+
+// ReadBytes reads the file, up to MaxConfigFileBytes.
+func (f boundedFile) ReadBytes() ([]byte, error) {
+	fh, err := os.Open(string(f))
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, MaxConfigFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("larger than %d bytes (env.MaxConfigFileBytes); is it the right file?", MaxConfigFileBytes)
+	}
+	return b, nil
+}
+
+// Read is not supported: the file needs a parser.
+func (f boundedFile) Read() (map[string]any, error) {
+	return nil, errors.New("boundedFile provider requires a parser")
 }

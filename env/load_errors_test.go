@@ -145,6 +145,36 @@ func TestLoadKeyErrors(t *testing.T) {
 			key:     "source_schemas.products.url", value: "",
 		},
 		{
+			name:    "port 0",
+			yaml:    "source_schemas:\n  products:\n    url: http://products:0/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http://products:0/graphql": port 0 is not between 1 and 65535`,
+			key:     "source_schemas.products.url", value: "http://products:0/graphql",
+		},
+		{
+			name:    "port 99999",
+			yaml:    "source_schemas:\n  products:\n    url: http://products:99999/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http://products:99999/graphql": port 99999 is not between 1 and 65535`,
+			key:     "source_schemas.products.url", value: "http://products:99999/graphql",
+		},
+		{
+			name:    "host not UTF-8",
+			yaml:    "source_schemas:\n  products:\n    url: \"http://prod%ffucts/graphql\"\n",
+			wantErr: `source_schemas.products.url: invalid url "http://prod%ffucts/graphql": host "prod\xffucts" is not valid UTF-8 or holds spaces or control characters`,
+			key:     "source_schemas.products.url", value: "http://prod%ffucts/graphql",
+		},
+		{
+			name:    "unix socket with NUL",
+			yaml:    schema + "    unix_socket: \"/run/a\\0b.sock\"\n",
+			wantErr: `source_schemas.products.unix_socket: invalid unix_socket "/run/a\x00b.sock": holds a NUL byte`,
+			key:     "source_schemas.products.unix_socket", value: "/run/a\x00b.sock",
+		},
+		{
+			name:    "unix socket path too long",
+			yaml:    schema + "    unix_socket: /" + strings.Repeat("s", 120) + "\n",
+			wantErr: `source_schemas.products.unix_socket: invalid unix_socket "/` + strings.Repeat("s", 120) + `": 121 bytes, the most a socket path can have is 107`,
+			key:     "source_schemas.products.unix_socket", value: "/" + strings.Repeat("s", 120),
+		},
+		{
 			name:    "schema without any key",
 			yaml:    "source_schemas:\n  products:\n",
 			wantErr: "source_schemas.products.url: missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql",
@@ -359,6 +389,7 @@ func TestLoadFileErrors(t *testing.T) {
 	malformed := writeConfig(t, "transport: [sockets\n")
 	notMapping := writeConfig(t, "- transport\n- sockets\n")
 	valid := writeConfig(t, issueYAML)
+	huge := writeConfig(t, "# "+strings.Repeat("x", env.MaxConfigFileBytes)+"\n")
 	tests := []struct {
 		name    string
 		files   []string
@@ -381,6 +412,16 @@ func TestLoadFileErrors(t *testing.T) {
 			name:    "directory",
 			files:   []string{dir},
 			wantErr: "config file " + dir + ": read " + dir + ": is a directory",
+		},
+		{
+			name:    "file over the size bound",
+			files:   []string{huge},
+			wantErr: "config file " + huge + ": larger than 16777216 bytes (env.MaxConfigFileBytes); is it the right file?",
+		},
+		{
+			name:    "a device that never ends",
+			files:   []string{"/dev/zero"},
+			wantErr: "config file /dev/zero: larger than 16777216 bytes (env.MaxConfigFileBytes); is it the right file?",
 		},
 		{
 			name:    "malformed YAML",

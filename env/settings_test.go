@@ -18,6 +18,7 @@ func TestLoadEverySetting(t *testing.T) {
 defaults:
   conn_lifetime_jitter: 5s
   max_idle_conns_per_host: 8
+  max_response_header_bytes: 32768
   keep_alive: 30s
   request_timeout: 20s
   tls_handshake_timeout: 5s
@@ -37,6 +38,7 @@ defaults:
     forward_matching: ["^X-Trace-"]
     rename: {X-User: X-Source-User}
     set: {X-Gateway: fusion}
+    max_forwarded_bytes: 16384
   retry:
     max_attempts: 3
     wait_min: 10ms
@@ -59,26 +61,28 @@ source_schemas:
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
 	want := env.Settings{
-		ConnectTimeout:      15 * time.Second,
-		ConnLifetime:        2 * time.Minute,
-		ConnLifetimeJitter:  5 * time.Second,
-		IdleConnTimeout:     90 * time.Second,
-		MaxConnsPerHost:     env.NoLimit,
-		MaxIdleConnsPerHost: 8,
-		KeepAlive:           30 * time.Second,
-		HeaderTimeout:       100 * time.Second,
-		RequestTimeout:      20 * time.Second,
-		TLSHandshakeTimeout: 5 * time.Second,
-		HTTPVersion:         "2",
-		VersionPolicy:       "exact",
-		HTTP2:               env.HTTP2Settings{PingInterval: 10 * time.Second, PingTimeout: 3 * time.Second, MultipleConnections: env.Disabled},
+		ConnectTimeout:         15 * time.Second,
+		ConnLifetime:           2 * time.Minute,
+		ConnLifetimeJitter:     5 * time.Second,
+		IdleConnTimeout:        90 * time.Second,
+		MaxConnsPerHost:        env.NoLimit,
+		MaxIdleConnsPerHost:    8,
+		MaxResponseHeaderBytes: 32768,
+		KeepAlive:              30 * time.Second,
+		HeaderTimeout:          100 * time.Second,
+		RequestTimeout:         20 * time.Second,
+		TLSHandshakeTimeout:    5 * time.Second,
+		HTTPVersion:            "2",
+		VersionPolicy:          "exact",
+		HTTP2:                  env.HTTP2Settings{PingInterval: 10 * time.Second, PingTimeout: 3 * time.Second, MultipleConnections: env.Disabled},
 		TLS: env.TLSSettings{CAFile: "/etc/ca.pem", CertFile: "/etc/client.pem", KeyFile: "/etc/client.key",
 			ServerName: "products.internal", MinVersion: "1.3", InsecureSkipVerify: env.Disabled},
 		Proxy:         "environment",
 		Decompression: []string{},
 		UnixSocket:    "/run/products.sock",
 		Headers: env.HeaderSettings{Forward: []string{"X-Tenant"}, ForwardMatching: []string{"^X-Trace-"},
-			Rename: map[string]string{"X-User": "X-Source-User"}, Set: map[string]string{"X-Gateway": "fusion"}},
+			Rename: map[string]string{"X-User": "X-Source-User"}, Set: map[string]string{"X-Gateway": "fusion"},
+			MaxForwardedBytes: 16384},
 		Retry:  env.RetrySettings{MaxAttempts: 2, WaitMin: 10 * time.Millisecond, WaitMax: time.Second, Statuses: []int{503}},
 		Dedupe: env.Enabled,
 	}
@@ -93,12 +97,14 @@ func TestBuiltInSettings(t *testing.T) {
 	want := env.Settings{
 		ConnectTimeout: 15 * time.Second, ConnLifetime: 2 * time.Minute, ConnLifetimeJitter: 12 * time.Second,
 		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
-		HeaderTimeout: 100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		HeaderTimeout:          100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
 		HTTPVersion: "2", VersionPolicy: "or_lower",
 		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},
 		TLS:           env.TLSSettings{InsecureSkipVerify: env.Disabled},
 		Proxy:         "off",
 		Decompression: []string{},
+		Headers:       env.HeaderSettings{MaxForwardedBytes: 64 << 10},
 		Retry:         env.RetrySettings{MaxAttempts: 1, WaitMin: 100 * time.Millisecond, WaitMax: 2 * time.Second, Statuses: []int{429, 502, 503, 504}},
 		Dedupe:        env.Disabled,
 	}

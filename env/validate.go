@@ -5,7 +5,9 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -74,9 +76,14 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 	for _, l := range []struct {
 		key string
 		n   int
-	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}} {
+	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}, {"max_response_header_bytes", s.MaxResponseHeaderBytes}, {"headers.max_forwarded_bytes", s.Headers.MaxForwardedBytes}} {
 		if l.n < NoLimit {
 			errs.add(prefix+"."+l.key, l.n, nil, "invalid limit %d: must not be negative (0 means no limit)", l.n)
+		}
+	}
+	if s.UnixSocket != "" {
+		if err := checkUnixSocket(s.UnixSocket); err != nil {
+			errs.add(prefix+".unix_socket", s.UnixSocket, err, "%v", err)
 		}
 	}
 	if s.Retry.MaxAttempts < 0 {
@@ -201,8 +208,31 @@ func checkURL(raw string) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("invalid url %q: want scheme http or https", raw)
 	}
-	if u.Host == "" {
+	if u.Host == "" || u.Hostname() == "" {
 		return fmt.Errorf("invalid url %q: no host", raw)
+	}
+	if h := u.Hostname(); !utf8.ValidString(h) || strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("invalid url %q: host %q is not valid UTF-8 or holds spaces or control characters", raw, h)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("invalid url %q: port %s is not between 1 and 65535", raw, p)
+		}
+	}
+	return nil
+}
+
+// maxUnixSocketPath is the longest socket path Linux takes (sun_path holds
+// 108 bytes with the terminating NUL).
+const maxUnixSocketPath = 107
+
+// checkUnixSocket rejects a socket path that no dial could use.
+func checkUnixSocket(p string) error {
+	switch {
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("invalid unix_socket %q: holds a NUL byte", p)
+	case len(p) > maxUnixSocketPath:
+		return fmt.Errorf("invalid unix_socket %q: %d bytes, the most a socket path can have is %d", p, len(p), maxUnixSocketPath)
 	}
 	return nil
 }

@@ -56,6 +56,8 @@ func sharedSettings(s env.Settings) env.Settings {
 		MaxConnsPerHost:     s.MaxConnsPerHost,
 		MaxIdleConnsPerHost: s.MaxIdleConnsPerHost,
 		KeepAlive:           s.KeepAlive,
+
+		MaxResponseHeaderBytes: s.MaxResponseHeaderBytes,
 	}
 }
 
@@ -187,15 +189,18 @@ func sameOrigin(req *http.Request) bool {
 // shared keys it reads from defaults only. Every other key is the sockets
 // path's.
 var (
-	perRequest = []string{"header_timeout", "request_timeout", "headers.forward", "headers.forward_matching", "headers.rename", "headers.set", "retry.max_attempts", "retry.wait_min", "retry.wait_max", "retry.statuses", "dedupe"}
-	shared     = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive"}
+	perRequest = []string{"header_timeout", "request_timeout", "headers.forward", "headers.forward_matching", "headers.rename", "headers.set", "headers.max_forwarded_bytes", "retry.max_attempts", "retry.wait_min", "retry.wait_max", "retry.statuses", "dedupe"}
+	shared     = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive", "max_response_header_bytes"}
 )
 
 // Ignored lists the keys set in cfg that the legacy path does not read, as
 // "defaults.<key>" or "source_schemas.<name>.<key>", in a stable order.
 func (b *Backend) Ignored(cfg *env.Config) []string {
 	var out []string
-	for _, k := range env.DiffSettings(env.Settings{}, cfg.Defaults) {
+	// Load fills some built-in defaults into Config.Defaults: a key counts
+	// as set under defaults when its effective value differs from the
+	// built-in one.
+	for _, k := range env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults()) {
 		if !slices.Contains(perRequest, k) && !slices.Contains(shared, k) {
 			out = append(out, "defaults."+k)
 		}

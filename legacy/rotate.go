@@ -61,6 +61,8 @@ func (r *rotator) newGeneration() *generation {
 			IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: 1 * time.Second,
+			// 0 (NoLimit) leaves net/http's own 10 MiB.
+			MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
 		},
 	}
 }

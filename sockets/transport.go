@@ -73,7 +73,9 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 		DisableCompression:  true, // no Accept-Encoding added, no body decoded by net/http
 		TLSClientConfig:     tlsCfg,
 		TLSHandshakeTimeout: env.Bound(s.TLSHandshakeTimeout),
-		Protocols:           protocols(s),
+		// 0 (NoLimit) leaves net/http's own 10 MiB.
+		MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
+		Protocols:              protocols(s),
 		HTTP2: &http.HTTP2Config{
 			SendPingTimeout:             env.Bound(s.HTTP2.PingInterval),
 			PingTimeout:                 env.Bound(s.HTTP2.PingTimeout),

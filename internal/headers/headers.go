@@ -31,6 +31,46 @@ var hopByHop = []string{
 	"Upgrade",
 }
 
+// exchange lists the headers that change the exchange rather than describe
+// the caller: forwarded from a gateway request they would change how the
+// source schema answers or how the path talks to it, so no rule forwards,
+// renames, sets or computes them, as with hop-by-hop headers.
+//   - Expect: 100-continue makes the client wait for an interim answer (a
+//     second on the legacy path, for every call);
+//   - Accept-Encoding: the path decides about compression; a forwarded one
+//     turns off net/http's transparent gzip on the legacy path;
+//   - Range, If-Range: a partial (206) answer is not a GraphQL answer;
+//   - If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since: a
+//     conditional request can turn an answer into 304 or 412;
+//   - Content-Length, Content-Type, Content-Encoding, Content-Range: they
+//     describe the gateway request's body, not the source schema request's;
+//   - Max-Forwards: for TRACE and OPTIONS through proxies.
+var exchange = []string{
+	"Expect",
+	"Accept-Encoding",
+	"Range",
+	"If-Range",
+	"If-Match",
+	"If-None-Match",
+	"If-Modified-Since",
+	"If-Unmodified-Since",
+	"Content-Length",
+	"Content-Type",
+	"Content-Encoding",
+	"Content-Range",
+	"Max-Forwards",
+}
+
+// IsExchange reports whether name is a header that changes the exchange
+// (see exchange): the rules never add one.
+func IsExchange(name string) bool {
+	return slices.Contains(exchange, textproto.CanonicalMIMEHeaderKey(name))
+}
+
+// Never reports whether the rules never add header name: hop-by-hop, Host,
+// or one that changes the exchange.
+func Never(name string) bool { return IsHopByHop(name) || IsExchange(name) }
+
 // IsHopByHop reports whether name is a hop-by-hop header, or Host, which a
 // source schema request gets from its own URL. Any Proxy-* header counts:
 // those are between a client and its proxy, never for a source schema.
@@ -65,6 +105,10 @@ type Spec struct {
 	Set map[string]string
 	// Values adds headers computed per request.
 	Values map[string]ValueFunc
+	// MaxBytes bounds the bytes (name, ": ", value, CRLF per value) that the
+	// rules add to one request; Apply fails over it. Zero or negative: no
+	// bound.
+	MaxBytes int
 }
 
 // Rules are compiled header rules. The zero value forwards nothing. Rules
@@ -75,6 +119,7 @@ type Rules struct {
 	rename   []pair // gateway name -> source schema name, canonical
 	set      []pair
 	values   []valueRule
+	maxBytes int // 0: no bound
 }
 
 type pair struct{ from, to string }
@@ -102,7 +147,7 @@ func New(spec Spec) (Rules, error) {
 	var r Rules
 	for _, n := range spec.Forward {
 		n = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))
-		if n == "" || IsHopByHop(n) || slices.Contains(r.names, n) {
+		if n == "" || Never(n) || slices.Contains(r.names, n) {
 			continue
 		}
 		r.names = append(r.names, n)
@@ -114,20 +159,21 @@ func New(spec Spec) (Rules, error) {
 		}
 		r.matching = append(r.matching, re)
 	}
+	r.maxBytes = max(spec.MaxBytes, 0)
 	for _, from := range sortedKeys(spec.Rename) {
 		p := pair{textproto.CanonicalMIMEHeaderKey(from), textproto.CanonicalMIMEHeaderKey(spec.Rename[from])}
-		if !IsHopByHop(p.from) && !IsHopByHop(p.to) {
+		if !Never(p.from) && !Never(p.to) {
 			r.rename = append(r.rename, p)
 		}
 	}
 	for _, name := range sortedKeys(spec.Set) {
 		p := pair{textproto.CanonicalMIMEHeaderKey(name), spec.Set[name]}
-		if !IsHopByHop(p.from) {
+		if !Never(p.from) {
 			r.set = append(r.set, p)
 		}
 	}
 	for _, name := range sortedKeys(spec.Values) {
-		if n := textproto.CanonicalMIMEHeaderKey(name); !IsHopByHop(n) && spec.Values[name] != nil {
+		if n := textproto.CanonicalMIMEHeaderKey(name); !Never(n) && spec.Values[name] != nil {
 			r.values = append(r.values, valueRule{n, spec.Values[name]})
 		}
 	}
@@ -177,7 +223,7 @@ func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Hea
 	if gwReq != nil {
 		gw = gwReq.Header
 	}
-	a := applier{dst: dst, owned: owned, size: r.Len()}
+	a := applier{dst: dst, owned: owned, size: r.Len(), left: r.maxBytes, bounded: r.maxBytes > 0}
 	if len(gw) > 0 {
 		connection := gw["Connection"]
 		forwardable := func(name string) bool {
@@ -192,7 +238,7 @@ func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Hea
 		}
 		if len(r.matching) > 0 {
 			for _, name := range sortedHeaderNames(gw) {
-				if IsHopByHop(name) || !forwardable(name) || !matchesAny(r.matching, name) {
+				if Never(name) || !forwardable(name) || !matchesAny(r.matching, name) {
 					continue
 				}
 				if err := a.add(name, gw[name]); err != nil {
@@ -226,11 +272,17 @@ func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Hea
 	return a.dst, nil
 }
 
+// ErrTooLarge is wrapped by Apply's error when the headers the rules add
+// go over Spec.MaxBytes.
+var ErrTooLarge = errors.New("forwarded headers over their size bound (headers.max_forwarded_bytes)")
+
 // applier adds headers to dst, cloning it first unless it is owned.
 type applier struct {
-	dst   http.Header
-	owned bool
-	size  int
+	dst     http.Header
+	owned   bool
+	size    int
+	left    int  // bytes the rules may still add, if bounded
+	bounded bool // maxBytes > 0
 }
 
 func (a *applier) add(name string, values []string) error {
@@ -240,6 +292,11 @@ func (a *applier) add(name string, values []string) error {
 	for _, v := range values {
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return fmt.Errorf("forwarding gateway header %s: %w", name, ErrInvalidValue)
+		}
+		if a.bounded {
+			if a.left -= len(name) + len(v) + 4; a.left < 0 {
+				return fmt.Errorf("forwarding gateway header %s: %w", name, ErrTooLarge)
+			}
 		}
 	}
 	if !a.owned || a.dst == nil {
