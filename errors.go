@@ -1,6 +1,10 @@
 package transport
 
-import "github.com/fusiongo/transport/internal/backend"
+import (
+	"errors"
+
+	"github.com/fusiongo/transport/internal/backend"
+)
 
 // Errors of every path. errors.Is matches them in an error from any
 // Invoker that New returns, whichever path served the request.
@@ -18,4 +22,10 @@ var (
 	// and port (compared as URLs are: host case-insensitive, default ports
 	// filled in). Nothing is sent.
 	ErrWrongTarget = backend.ErrWrongTarget
+
+	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
+	// the connection over to another protocol (101 Switching Protocols) when
+	// the request did not ask for an upgrade. The connection is closed at
+	// once, on every path.
+	ErrUnaskedUpgrade = errors.New("unasked protocol switch")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -175,6 +176,13 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := r.attempt(req)
 		if err == nil {
+			if turnsOver(resp) && !asksUpgrade(req) {
+				// The body is the raw connection: no bound would reach it,
+				// it would leave the pool's count, and it would outlive
+				// Close. Closing it closes the connection.
+				resp.Body.Close()
+				return nil, fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+			}
 			return resp, nil
 		}
 		switch backend.Resend(req, err, &tries) {
@@ -211,4 +219,30 @@ func (r *route) attempt(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return r.transport.RoundTrip(req)
+}
+
+// turnsOver reports a response that hands the connection to the caller: a
+// 101 Switching Protocols, whose body net/http makes writable.
+func turnsOver(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return true
+	}
+	_, writable := resp.Body.(io.Writer)
+	return writable
+}
+
+// asksUpgrade reports whether req asked to switch protocols (an Upgrade
+// header named in Connection), as only a request built by a Do caller can.
+func asksUpgrade(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }

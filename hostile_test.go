@@ -1,0 +1,294 @@
+package transport_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// The hostile-server suite: servers that misbehave on purpose, and crowds of
+// callers, on every path. docs/reliability.md has the table of cases with
+// what each path does, beside net/http and Envoy.
+
+// rawServer is a loopback TCP server whose connections a test handles
+// byte by byte. It records how each connection ended.
+type rawServer struct {
+	ln     net.Listener
+	url    string
+	closed chan string // remote addresses of connections the client closed (EOF or reset seen)
+	wg     sync.WaitGroup
+}
+
+// newRawServer serves every connection with handle, which returns when it
+// is done with the connection; the server then reads until the client
+// closes it, and reports the close on closed.
+func newRawServer(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln, url: "http://" + ln.Addr().String() + "/graphql", closed: make(chan string, 1024)}
+	s.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				handle(c, br)
+				io.Copy(io.Discard, br) // until the client closes
+				s.closed <- c.RemoteAddr().String()
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		s.wg.Wait()
+	})
+	return s
+}
+
+// readRequest reads one request and its body from br.
+func readRequest(br *bufio.Reader) (*http.Request, error) {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(io.Discard, req.Body)
+	return req, err
+}
+
+// TestHostileUnaskedUpgrade: a server that answers a Post with 101
+// Switching Protocols and then keeps the connection open, sending bytes
+// now and then. The caller gets an error that names the schema and wraps
+// transport.ErrUnaskedUpgrade, the connection is closed at once (the
+// server sees the close while the caller's deadline is still far away),
+// and it leaves the pool: with max_conns_per_host 1, the next request gets
+// a new connection.
+func TestHostileUnaskedUpgrade(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			var mu sync.Mutex
+			conns := 0
+			srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+				mu.Lock()
+				conns++
+				first := conns == 1
+				mu.Unlock()
+				if _, err := readRequest(br); err != nil {
+					return
+				}
+				if !first {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"data\":{}}")
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+				// A trickle that would keep a reader busy: it ends when the
+				// client closes the connection (a write fails).
+				for range 600 {
+					if _, err := c.Write([]byte("x")); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			})
+			cfg := config(path, "products", srv.url)
+			cfg.Defaults.MaxConnsPerHost = 1
+			cfg.Defaults.RequestTimeout = time.Minute
+			inv := newInvoker(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("Post got %s, want an error for the unasked 101", resp.Status)
+			}
+			if !errors.Is(err, transport.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), `source schema "products"`) {
+				t.Fatalf("error %q: want it to wrap ErrUnaskedUpgrade and name the schema", err)
+			}
+			select {
+			case <-srv.closed:
+			case <-ctx.Done():
+				t.Fatal("the upgraded connection was not closed before the caller's deadline")
+			}
+			_, body := post(t, inv, ctx, "products")
+			if body != `{"data":{}}` {
+				t.Errorf("next Post got %q", body)
+			}
+		})
+	}
+}
+
+// TestHostileExchangeHeadersNeverForwarded: a gateway request carries
+// headers that change the exchange, and the configuration forwards every
+// header by name and by ^.*$. None reaches the source schema with the
+// gateway's value; the legacy path still decodes the gzip it asked for.
+func TestHostileExchangeHeadersNeverForwarded(t *testing.T) {
+	exchange := []string{"Expect", "Accept-Encoding", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "Content-Length", "Content-Type", "Content-Encoding", "Content-Range", "Max-Forwards"}
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+					w.Header().Set("Content-Encoding", "gzip")
+					zw := gzip.NewWriter(w)
+					io.WriteString(zw, `{"data":{"ok":true}}`)
+					zw.Close()
+					return
+				}
+				io.WriteString(w, `{"data":{"ok":true}}`)
+			}})
+			cfg := config(path, "products", srv.url)
+			cfg.ForwardHeaders = append([]string{"X-Tenant"}, exchange...)
+			cfg.Defaults.Headers.ForwardMatching = []string{"^.*$"}
+			inv := newInvoker(t, cfg)
+			gw := []string{"X-Tenant", "acme"}
+			for _, h := range exchange {
+				gw = append(gw, h, "gateway-"+strings.ToLower(h))
+			}
+			gw = append(gw, "Expect", "100-continue", "Accept-Encoding", "br", "Range", "bytes=0-1")
+			_, body := post(t, inv, gatewayCtx(gw...), "products")
+			if body != `{"data":{"ok":true}}` {
+				t.Errorf("caller got %q, want the decoded answer", body)
+			}
+			got := srv.Last(t).Header
+			if got.Get("X-Tenant") != "acme" {
+				t.Errorf("X-Tenant = %q: the rules forward nothing at all", got.Get("X-Tenant"))
+			}
+			for _, h := range exchange {
+				for _, v := range got.Values(h) {
+					if strings.HasPrefix(v, "gateway-") || v == "100-continue" || v == "br" || v == "bytes=0-1" {
+						t.Errorf("%s: %q from the gateway request reached the source schema", h, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHostileForwardedHeaderBound: a gateway request with 2,000 headers of
+// 100 bytes each, all matched by forward_matching, goes over the default
+// bound (64 KiB): the call fails naming the schema and the key, and the
+// source schema receives nothing. Under the bound, the headers arrive.
+func TestHostileForwardedHeaderBound(t *testing.T) {
+	value := strings.Repeat("v", 90)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			cfg := config(path, "products", srv.url)
+			cfg.Defaults.Headers.ForwardMatching = []string{"^X-Pad-"}
+			inv := newInvoker(t, cfg)
+			var gw []string
+			for i := range 2000 {
+				gw = append(gw, fmt.Sprintf("X-Pad-%04d", i), value)
+			}
+			resp, err := inv.Post(gatewayCtx(gw...), "products", []byte(`{"query":"{ ok }"}`))
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("Post succeeded with 200 KB of forwarded headers")
+			}
+			if !strings.Contains(err.Error(), `source schema "products"`) || !strings.Contains(err.Error(), "headers.max_forwarded_bytes") {
+				t.Errorf("error %q: want the schema and the key named", err)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("the source schema received %d requests, want none", n)
+			}
+			post(t, inv, gatewayCtx(gw[:100]...), "products")
+			if got := srv.Last(t).Header.Get("X-Pad-0049"); got != value {
+				t.Errorf("under the bound X-Pad-0049 = %q, want it forwarded", got)
+			}
+		})
+	}
+}
+
+// TestHostileResponseHeaderBound: a server that answers with 100 KiB of
+// headers is refused under the default bound (64 KiB), with an error that
+// names the schema; max_response_header_bytes raises the bound.
+func TestHostileResponseHeaderBound(t *testing.T) {
+	big := strings.Repeat("h", 100<<10)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Big", big)
+				io.WriteString(w, `{"data":{}}`)
+			})
+			inv := newInvoker(t, config(path, "products", srv.url))
+			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("Post accepted 100 KiB of response headers under the 64 KiB default")
+			}
+			if !strings.Contains(err.Error(), `source schema "products"`) || !strings.Contains(err.Error(), "exceeded") {
+				t.Errorf("error %q: want the schema named and the bound", err)
+			}
+			cfg := config(path, "products", srv.url)
+			cfg.Defaults.MaxResponseHeaderBytes = 256 << 10
+			resp, body := post(t, newInvoker(t, cfg), context.Background(), "products")
+			if len(resp.Header.Get("X-Big")) != len(big) || body != `{"data":{}}` {
+				t.Errorf("with a 256 KiB bound: header %d bytes, body %q", len(resp.Header.Get("X-Big")), body)
+			}
+		})
+	}
+}
+
+// TestLegacyLogsIgnoredKeys: the legacy path says once, at startup, which
+// set keys it does not read; a configuration that sets none logs nothing,
+// and a configuration loaded from a file that sets nothing logs nothing.
+func TestLegacyLogsIgnoredKeys(t *testing.T) {
+	const msg = "these settings are set but the legacy path does not read them"
+	start := func(cfg env.Config) string {
+		var buf logBuffer
+		inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+		if resp, err := inv.Post(context.Background(), "products", []byte(`{}`)); err == nil {
+			resp.Body.Close()
+		}
+		return buf.String()
+	}
+	srv := newSchemaServer(t, nil)
+	cfg := config(env.PathLegacy, "products", srv.url)
+	cfg.Defaults.ConnLifetime = time.Minute
+	cfg.Defaults.ConnectTimeout = time.Second // read by legacy from defaults
+	s := cfg.SourceSchemas["products"]
+	s.HTTPVersion = "1.1"
+	s.ConnectTimeout = time.Second // not read per schema
+	s.HeaderTimeout = time.Second  // read per schema
+	cfg.SourceSchemas["products"] = s
+	log := start(cfg)
+	if strings.Count(log, msg) != 1 || !strings.Contains(log, "defaults.conn_lifetime") || !strings.Contains(log, "source_schemas.products.http_version") || !strings.Contains(log, "source_schemas.products.connect_timeout") {
+		t.Errorf("log does not list the ignored keys once:\n%s", log)
+	}
+	if strings.Contains(log, "defaults.connect_timeout") || strings.Contains(log, "header_timeout") {
+		t.Errorf("log lists keys the legacy path reads:\n%s", log)
+	}
+	if log := start(config(env.PathLegacy, "products", srv.url)); strings.Contains(log, msg) {
+		t.Errorf("nothing set, yet:\n%s", log)
+	}
+	file := t.TempDir() + "/transport.yaml"
+	if err := os.WriteFile(file, []byte("source_schemas:\n  products:\n    url: "+srv.url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := env.Loader{}.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := start(loaded); strings.Contains(log, msg) {
+		t.Errorf("a file that sets nothing, yet:\n%s", log)
+	}
+}
