@@ -91,7 +91,7 @@ var faultCases = []faultCase{
 	// 11 MiB of headers take 0.2 to 1 s to parse under -race, and several
 	// on a loaded machine: the bound leaves room, and one round keeps the
 	// run short.
-	{fault: faults.OversizedHeaders, control: true, headerTimeout: 30 * time.Second, rounds: 1, want: same(faultWant{text: "server response headers exceeded 10485760 bytes; aborted", seen: 1})},
+	{fault: faults.OversizedHeaders, control: true, headerTimeout: 30 * time.Second, rounds: 1, want: same(faultWant{text: "server response headers exceeded 65536 bytes; aborted", seen: 1})},
 	{fault: faults.EndlessBody, control: true, deadline: 10 * time.Second, readCap: endlessCap, want: same(faultWant{status: 200, seen: 1})},
 	{fault: faults.TLSHandshake, want: same(faultWant{text: "x509: certificate signed by unknown authority", seen: 1})},
 }
