@@ -70,7 +70,6 @@ type route struct {
 	front          bool                // the engine has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
 	timeoutErr     *bound.HeaderTimeoutError
-	replay         bool // Post sets GetBody: something may send the body twice
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -256,8 +255,6 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 	if f := be.Front(s, rules, pipeline); f != nil {
 		r.entry, r.front = f, true
 	}
-	oneShot, _ := r.transport.(backend.OneShot)
-	r.replay = r.front || len(mws) > 0 || oneShot == nil || !oneShot.OneShot(s)
 	return r, opened, nil
 }
 

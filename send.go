@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -130,16 +131,35 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 			return nil, t.Err(err)
 		}
 	}
-	ctx, g := bound.Start(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
+	c := new(postCall)
+	ctx = c.guard.Begin(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
 	req := r.postTemplate.WithContext(ctx)
 	req.Header = h
-	// GetBody costs a closure; it is set only where something may send
-	// the body again (see route.replay), or the caller's Idempotency-Key
-	// lets a stale connection's request go again (backend.Resend).
-	_, idempotent := h["Idempotency-Key"]
-	gqlhttp.SetBody(req, body, r.replay || idempotent)
-	resp, err := g.Finish(r.entry.RoundTrip(req))
+	// The body reaches net/http as a NopCloser around a *bytes.Reader,
+	// which it knows to be in memory: the headers and a small body leave
+	// in one write (golang/go#22088). GetBody is always set: a Post can
+	// be sent again whenever backend.Resend allows.
+	c.body.Reset(body)
+	req.Body = io.NopCloser(&c.body)
+	req.ContentLength = int64(len(body))
+	req.GetBody = c.getBody
+	resp, err := c.guard.Finish(r.entry.RoundTrip(req))
 	return result(t, resp, err)
+}
+
+// postCall is what the request path allocates for one Post besides the
+// request itself: the guard of its bounds and its body reader, in one
+// allocation.
+type postCall struct {
+	guard bound.Guard
+	body  bytes.Reader // set once, before the request is sent
+}
+
+// getBody is the request's GetBody: a fresh reader over the same bytes.
+// It reads them with ReadAt, which leaves c.body's position alone, so an
+// earlier attempt may still be reading c.body.
+func (c *postCall) getBody() (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(&c.body, 0, c.body.Size())), nil
 }
 
 // guardHeaderTimeout is the header bound the request path's bound.Guard

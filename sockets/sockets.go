@@ -133,10 +133,6 @@ func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
 	return s.URL.Scheme == "http" && s.Settings.HTTPVersion != "h2c"
 }
 
-// OneShot reports whether the pool never sends a body twice by itself:
-// over http without h2c no stream can be refused.
-func (t *poolTransport) OneShot(s *backend.Schema) bool { return t.TimesHeaders(s) }
-
 func (t *poolTransport) roundTrip(req *http.Request, d time.Duration, timeout error) (*http.Response, error) {
 	c, pending, err := t.pool.get(req.Context())
 	if err != nil {

@@ -172,14 +172,6 @@ type HeaderTimed interface {
 	RoundTripWithin(req *http.Request, d time.Duration, timeout error) (*http.Response, error)
 }
 
-// OneShot is implemented by a Transport that never sends a request's body
-// twice by itself (one request per connection at a time, no streams to be
-// refused): without middleware that may repeat it, the request path then
-// leaves GetBody unset and saves its closure.
-type OneShot interface {
-	OneShot(s *Schema) bool
-}
-
 // Conns is implemented by a Transport that can count its connections, for
 // the open and idle connection gauges.
 type Conns interface {

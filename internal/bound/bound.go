@@ -14,7 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,19 +89,26 @@ type Guard struct {
 	stopRequest context.CancelFunc // nil: no request bound
 	timer       *time.Timer
 	body        io.ReadCloser
-	once        sync.Once
+	released    atomic.Bool // release ran
 }
 
 // Start returns the context to send a request with, and its Guard. The
 // header bound applies if header is positive and ctx has no deadline; the
 // request bound if request is positive and ctx has no earlier deadline.
 func Start(ctx context.Context, t Target, header, request time.Duration) (context.Context, *Guard) {
+	g := new(Guard)
+	return g.Begin(ctx, t, header, request), g
+}
+
+// Begin is Start on a Guard the caller allocated (as part of a larger
+// per-request struct, to save an allocation). g must be a zero Guard.
+func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Duration) context.Context {
 	deadline, hasDeadline := ctx.Deadline()
 	headerBound := header > 0 && !hasDeadline
 	requestBound := request > 0 && (!hasDeadline || time.Until(deadline) > request)
-	g := &Guard{target: t}
+	g.target = t
 	if !headerBound && !requestBound {
-		return ctx, g
+		return ctx
 	}
 	if requestBound {
 		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &RequestTimeoutError{Bound: request})
@@ -111,7 +118,7 @@ func Start(ctx context.Context, t Target, header, request time.Duration) (contex
 		g.headerCause.Bound = header
 		g.timer = time.AfterFunc(header, g.expire)
 	}
-	return ctx, g
+	return ctx
 }
 
 func (g *Guard) expire() { g.cancel(&g.headerCause) }
@@ -167,12 +174,13 @@ func (g *Guard) release() {
 	if g.cancel == nil && g.stopRequest == nil {
 		return
 	}
-	g.once.Do(func() {
-		if g.cancel != nil {
-			g.cancel(nil)
-		}
-		if g.stopRequest != nil {
-			g.stopRequest()
-		}
-	})
+	if !g.released.CompareAndSwap(false, true) {
+		return
+	}
+	if g.cancel != nil {
+		g.cancel(nil)
+	}
+	if g.stopRequest != nil {
+		g.stopRequest()
+	}
 }
