@@ -25,10 +25,25 @@ var errDrained = errors.New("connection pool drained")
 // HTTP/1.1 and HTTP/2, and the pool decides which connection a request uses
 // and when a connection goes. See docs/design.md, "Connection lifetime".
 //
-// Lock order: pool.mu is never held while calling a ClientConn method that
-// may run its state hook (Reserve, Release, Close, RoundTrip), because the
-// hook takes pool.mu.
+// A request holds its connection by a claim (conn.claims), taken under
+// pool.mu by get and ended by done once RoundTrip has returned; the
+// ClientConn itself counts the request from its reservation or stream until
+// its response body is read (InFlight). The pool closes a connection only
+// while conn.idle holds (no claim and nothing in flight), and only after
+// taking it out of pool.conns under the same hold of pool.mu: a connection
+// that get can still hand out is never closed, and one that was handed out
+// is never closed under its request. The one exception is conn.headerTimer,
+// which belongs to the request that arms it.
+//
+// Lock order: pool.mu, then the ClientConn's own locks (Available, InFlight
+// and Err take them and never call back into the pool). pool.mu is never
+// held while calling a ClientConn method that may run the state hook
+// synchronously (Reserve, Release, Close, RoundTrip, SetStateHook), because
+// the hook takes pool.mu. Timer methods may be called with pool.mu held: a
+// timer's function runs in its own goroutine and Stop does not wait for it.
 type pool struct {
+	// Configuration: set by newPool (or a test) before the pool's first
+	// get and never written after, so read without a lock.
 	tr       *http.Transport
 	scheme   string
 	addr     string        // host:port
@@ -39,48 +54,117 @@ type pool struct {
 	maxIdle  int           // 0: no limit on idle connections
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
-	sawH2    atomic.Bool   // the last TLS handshake negotiated h2
 	dialTO   time.Duration // 0: no bound on dialing
 
-	mu      sync.Mutex
-	conns   []*conn
-	dialing int
-	waiting int
-	wake    chan struct{} // closed when a connection or slot frees up
-	drained bool
-	empty   chan struct{} // closed once drained and every connection is closed
+	// sawH2 is written by the Transport's TLS VerifyConnection callback
+	// (set up by newPool) during a dial, and read by dial. Atomic.
+	sawH2 atomic.Bool // the last TLS handshake negotiated h2
+
+	mu      sync.Mutex    // guards the fields below, and conn.claims and conn.settled
+	conns   []*conn       // the open connections, the only ones get hands out: appended by dial, removed by removeAt, scan and drain
+	dialing int           // dials under way: counted by get, uncounted by dial
+	wake    chan struct{} // nil, or made by a waiting get and closed by signal when a connection or slot frees up
+	drained bool          // set once by drain, never cleared: get fails and idle connections close
 }
 
 // conn is one pooled connection.
 type conn struct {
-	p       *pool
-	cc      *http.ClientConn
-	expires time.Time   // zero: never
-	timer   *time.Timer // closes the connection when idle too long or expired
+	p  *pool            // immutable
+	cc *http.ClientConn // immutable after dial; its methods are safe for concurrent use
+	// born and expires are immutable after dial.
+	born    time.Time
+	expires time.Time // zero: never
+	// timer closes the connection when it has been idle too long or its
+	// lifetime ends (idleExpired). The pointer is immutable after dial;
+	// update resets it and get stops it, with p.mu held, and the
+	// connection's removal stops it; idleExpired checks idle itself, so a
+	// stale firing is harmless.
+	timer *time.Timer
+	// watch runs update again while the connection is busy or not yet
+	// settled (watchFired), so that a change its state hook missed is seen
+	// all the same. The pointer is immutable after dial; update resets it
+	// with p.mu held, and the connection's removal stops it.
+	watch      *time.Timer
+	watchDelay time.Duration // guarded by p.mu: the watch's current backoff
 
 	// headerTimer closes an HTTP/1 connection whose response headers are
-	// late; schema.send arms it per request.
+	// late; schema.send arms it per request. The pointer is immutable after
+	// dial; Reset and Stop are called only by the request holding the
+	// connection (its HTTP/1 reservation), so one request's timer never
+	// fires on another's.
 	headerTimer *time.Timer
-	reused      atomic.Bool  // set once a second request was reserved on it
-	h2          atomic.Bool  // HTTP/2: seen multiplexing, or answering with HTTP/2
-	pending     atomic.Int32 // HTTP/2 requests picked but not yet returned from RoundTrip
+	// reused is set by get each time it hands the connection to a request
+	// other than the one that dialled it; read by schema after the request.
+	reused atomic.Bool
+	// h2 is set by dial (the protocol is known from ALPN, h2c, or the
+	// number of streams) and by schema.roundTripOnce when a response came
+	// over HTTP/2; it is never cleared. Read by get and hasH2 with p.mu held.
+	h2 atomic.Bool
+
+	// claims counts the requests holding the connection: taken by get (and
+	// by dial for the request that dialled it) with p.mu held, ended by
+	// done or by get when Reserve fails, with p.mu held. While it is above
+	// zero the connection is not idle, so it is not closed. get also hands
+	// the connection out only while Available exceeds it, so that requests
+	// given an HTTP/2 connection that have not opened their stream yet do
+	// not overfill it (one whose stream is open counts twice until done,
+	// which errs on the side of waiting, as before).
+	claims int // guarded by p.mu
+	// settled: the HTTP/2 server's SETTINGS are known (or taken for
+	// known), so get may hand the connection to more than the request that
+	// dialled it (see update). Always true unless strictH2 and HTTP/2. Set
+	// once, with p.mu held, by dial, update or done.
+	settled bool // guarded by p.mu
 }
+
+// h2InitialStreams is the stream limit net/http's HTTP/2 client assumes for
+// a new connection until the server's SETTINGS arrive
+// (http2initialMaxConcurrentStreams in net/http/h2_bundle.go).
+const h2InitialStreams = 100
+
+// settleMax bounds how long requests wait for a new strict HTTP/2
+// connection's SETTINGS (see update).
+const settleMax = time.Second
+
+// watchMin and watchMax bound the interval of a connection's watch.
+const (
+	watchMin = time.Millisecond
+	watchMax = 100 * time.Millisecond
+)
 
 func (c *conn) expired(now time.Time) bool {
 	return !c.expires.IsZero() && !now.Before(c.expires)
 }
 
-// get returns a connection with a reserved request slot: an open, unexpired
-// connection with room, a new one, or, at the connection limit, the next one
-// that frees up. It returns errDrained once the pool drains.
+// idle reports whether no request holds c or is in flight on it: the one
+// condition under which the pool closes a connection (idle timeout,
+// lifetime, maxIdle, drain). p.mu is held.
+func (c *conn) idle() bool {
+	return c.claims == 0 && c.cc.InFlight() == 0
+}
+
+// limitKnown reports whether c's stream limit is the server's: it differs
+// from what net/http assumes before the server's SETTINGS, or c can take no
+// request anyway.
+func (c *conn) limitKnown() bool {
+	return c.cc.Available()+c.cc.InFlight() != h2InitialStreams
+}
+
+// get returns a connection for one request: an open, unexpired connection
+// with room, a new one, or, at the connection limit, the next one that
+// frees up. It returns errDrained once the pool drains, and the context's
+// cause if ctx ends while the request waits.
 //
-// An HTTP/1 connection is reserved (ClientConn.Reserve), so that it carries
-// one request at a time. An HTTP/2 connection is not: its request is
-// counted as pending and RoundTrip waits for a stream itself. Reserving
-// streams on a new HTTP/2 connection before the server's SETTINGS have
-// lowered its limit can deadlock net/http's client (a reservation holds the
-// stream that a request holding the connection's header lock waits for).
-// pending reports which one happened; the caller passes it to done.
+// The caller must pass c and pending to done once RoundTrip has returned
+// (pending is true whenever err is nil): until then the request's claim
+// keeps the connection from being closed under it.
+//
+// An HTTP/1 connection is also reserved (ClientConn.Reserve), so that it
+// carries one request at a time. An HTTP/2 connection is not: RoundTrip
+// waits for a stream itself. Reserving streams on a new HTTP/2 connection
+// before the server's SETTINGS have lowered its limit can deadlock
+// net/http's client (a reservation holds the stream that a request holding
+// the connection's header lock waits for).
 func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 	for {
 		p.mu.Lock()
@@ -96,93 +180,95 @@ func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 			p.mu.Unlock()
 			closeAll(stale)
 			c, err := p.dial(ctx)
-			return c, false, err
+			return c, err == nil, err
 		}
 		if pick == nil {
 			if p.wake == nil {
 				p.wake = make(chan struct{})
 			}
 			wake := p.wake
-			p.waiting++
 			p.mu.Unlock()
 			closeAll(stale)
 			select {
 			case <-wake:
-				p.mu.Lock()
-				p.waiting--
-				p.mu.Unlock()
 				continue
 			case <-ctx.Done():
-				p.mu.Lock()
-				p.waiting--
-				p.mu.Unlock()
 				return nil, false, context.Cause(ctx)
 			}
 		}
-		if pick.h2.Load() {
-			pick.pending.Add(1) // under p.mu: the idle timer and drain see it
-			p.mu.Unlock()
-			closeAll(stale)
-			pick.reused.Store(true)
-			pick.timer.Stop()
-			return pick, true, nil
-		}
-		// Counted as pending while p.mu is held, so that between here and
-		// Reserve neither the idle timer, a drain nor an expiry takes the
-		// connection for idle and closes it under this request.
-		pick.pending.Add(1)
+		// The claim is taken with p.mu held, as the connection is picked:
+		// from here on no idle timer, expiry, maxIdle trim or drain closes
+		// it, since they all check idle with p.mu held.
+		pick.claims++
+		pick.timer.Stop()
+		h2 := pick.h2.Load()
 		p.mu.Unlock()
 		closeAll(stale)
-		err := pick.cc.Reserve()
-		pick.pending.Add(-1) // the reservation, if any, now counts as in flight
-		if err != nil {
-			continue // another request took the last slot, or it closed
+		if !h2 {
+			if err := pick.cc.Reserve(); err != nil {
+				// It closed since scan looked (the server closed it), or is
+				// no longer HTTP/1's one free slot: look again.
+				p.done(pick, true)
+				continue
+			}
 		}
 		pick.reused.Store(true)
-		pick.timer.Stop()
-		return pick, false, nil
+		return pick, true, nil
 	}
 }
 
-// done ends a pending request's claim on c (see get), once RoundTrip has
-// returned; the connection's state is then looked at again, as its hook
-// would, since it may have turned idle.
+// done ends a request's claim on c (see get), once RoundTrip has returned.
+// The connection's state is then looked at again, as its hook would: the
+// request's end may have left it idle, or with room for a waiting request,
+// without the hook having been told (a stream that opened and closed
+// between two of the ClientConn's looks at its state is not reported).
 func (p *pool) done(c *conn, pending bool) {
-	if pending && c.pending.Add(-1) == 0 {
-		c.stateChanged(c.cc)
+	if !pending {
+		return
+	}
+	p.mu.Lock()
+	c.claims--
+	// A request on c has returned, so the server has spoken (its SETTINGS
+	// come first) or the connection failed.
+	c.settled = true
+	closeNow := p.update(c, false)
+	p.mu.Unlock()
+	if closeNow {
+		c.close()
 	}
 }
 
-// idle reports whether no request is on c or about to be.
-func (c *conn) idle() bool {
-	return c.cc.InFlight() == 0 && c.pending.Load() == 0
-}
-
-// scan finds a connection with room and takes expired idle connections out
-// of the pool for the caller to close. p.mu is held.
+// scan finds a connection with room and takes out of the pool the
+// connections that have closed and the expired idle ones, which the caller
+// closes with closeAll once p.mu is released. p.mu is held.
 func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
+	dropped := false
 	for i := 0; i < len(p.conns); i++ {
 		c := p.conns[i]
 		switch {
 		case c.cc.Err() != nil:
-			// Its state hook removes it.
+			// Closed; its hook may not have run yet.
+			c.stopTimers()
+			p.conns = slices.Delete(p.conns, i, i+1)
+			i--
+			dropped = true
+		case c.expired(now) && c.idle():
+			stale = append(stale, c)
+			p.conns = slices.Delete(p.conns, i, i+1)
+			i--
 		case c.expired(now):
-			if c.idle() {
-				stale = append(stale, c)
-				p.conns = slices.Delete(p.conns, i, i+1)
-				i--
-			}
-		case pick == nil && c.cc.Available() > int(c.pending.Load()):
+			// Busy: closed when its last request ends, and given no other.
+		case pick == nil && c.settled && c.cc.Available() > c.claims:
 			pick = c
 		}
 	}
-	if len(stale) > 0 {
+	if dropped || len(stale) > 0 {
 		p.signal()
 	}
 	return pick, stale
 }
 
-// hasH2 reports whether a usable HTTP/2 connection is open. p.mu is held.
+// hasH2 reports whether an HTTP/2 connection is open. p.mu is held.
 func (p *pool) hasH2() bool {
 	for _, c := range p.conns {
 		if c.h2.Load() && c.cc.Err() == nil {
@@ -192,8 +278,8 @@ func (p *pool) hasH2() bool {
 	return false
 }
 
-// dial opens a new connection with one reserved slot. The caller has
-// counted it in p.dialing.
+// dial opens a new connection with one reserved slot and the claim of the
+// request that dials it. The caller has counted it in p.dialing.
 func (p *pool) dial(ctx context.Context) (*conn, error) {
 	dctx := ctx
 	if p.dialTO > 0 {
@@ -204,81 +290,153 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	cc, err := p.tr.NewClientConn(dctx, p.scheme, p.addr)
 	h2 := false
 	if err == nil {
-		h2 = cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())
+		h2 = p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())
 		err = cc.Reserve()
 		if err != nil {
 			cc.Close()
 		}
 	}
-	p.mu.Lock()
-	p.dialing--
 	if err != nil {
+		p.mu.Lock()
+		p.dialing--
 		p.signal()
 		p.mu.Unlock()
 		return nil, err
 	}
-	if p.drained {
-		p.signal()
-		p.mu.Unlock()
-		cc.Close()
-		return nil, errDrained
-	}
-	c := &conn{p: p, cc: cc}
-	c.h2.Store(h2 || p.onlyH2)
+	now := time.Now()
+	c := &conn{p: p, cc: cc, born: now, claims: 1, settled: !(h2 && p.strictH2)}
+	c.h2.Store(h2)
 	if p.lifetime > 0 {
 		life := p.lifetime
 		if p.jitter > 0 {
 			life -= rand.N(p.jitter)
 		}
-		c.expires = time.Now().Add(life)
+		c.expires = now.Add(life)
 	}
 	c.timer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.timer.Stop()
 	c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
 	c.headerTimer.Stop()
+	c.watch = time.AfterFunc(time.Hour, c.watchFired)
+	c.watch.Stop()
+	// The hook goes in before the connection is in p.conns, where other
+	// requests find it, so that no change of its state goes unseen.
+	// SetStateHook may run the hook at once, in this goroutine: p.mu must
+	// not be held. A hook run before the append finds c outside the pool
+	// and does nothing; what it would have seen is looked at below.
+	cc.SetStateHook(c.stateChanged)
+
+	p.mu.Lock()
+	p.dialing--
+	if p.drained || cc.Err() != nil {
+		err := cc.Err()
+		if err == nil {
+			err = errDrained
+		}
+		p.signal()
+		p.mu.Unlock()
+		c.close()
+		return nil, err
+	}
 	p.conns = append(p.conns, c)
 	// Requests that waited while this dial ran may fit on it (HTTP/2) or
 	// may now dial their own: wake them to look again.
 	p.signal()
+	p.update(c, false) // busy with its dialer's request: arms the watch
 	p.mu.Unlock()
-	cc.SetStateHook(c.stateChanged)
 	return c, nil
 }
 
 // stateChanged is the ClientConn's state hook: it runs when a request ends,
 // when room frees up, and when the connection closes.
-func (c *conn) stateChanged(cc *http.ClientConn) {
+//
+// The hook may miss a change: while it runs, ClientConn does not call it
+// again, and when it returns, ClientConn compares the state with the state
+// the hook was called for, so a request that took the freed room and ended
+// meanwhile leaves no trace (and an HTTP/2 stream that opens and closes
+// between two of ClientConn's looks at the state is not reported at all).
+// done and the watch (see update) make up for it.
+func (c *conn) stateChanged(*http.ClientConn) {
 	p := c.p
 	p.mu.Lock()
+	closeNow := p.update(c, false)
+	p.mu.Unlock()
+	if closeNow {
+		c.close()
+	}
+}
+
+// watchFired is the watch timer's function.
+func (c *conn) watchFired() {
+	p := c.p
+	p.mu.Lock()
+	closeNow := p.update(c, true)
+	p.mu.Unlock()
+	if closeNow {
+		c.close()
+	}
+}
+
+// update looks at c after its state may have changed: a closed connection
+// leaves the pool, an idle one is closed if the pool drains, it expired or
+// too many are idle, or else its idle timer is armed, and requests waiting
+// for room are woken. It reports whether the caller must close c, which
+// has left the pool, once p.mu is released. p.mu is held.
+//
+// A new strictH2 HTTP/2 connection settles here. Until its server's
+// SETTINGS arrive, net/http assumes the connection allows 100 streams.
+// Requests handed to it in that time all open streams; if the server
+// allows fewer, it refuses the extra ones, and once it has had the
+// client's SETTINGS acknowledgement it answers them with PROTOCOL_ERROR,
+// after which net/http marks the connection not reusable and every request
+// waiting on it fails with "http2: client conn not usable". So a new strict
+// connection carries only the request that dialled it until it settles:
+// its limit differs from the assumed one (SETTINGS came), a request on it
+// returns (done), or settleMax has passed (the server may allow exactly 100
+// streams, which looks the same as no SETTINGS yet).
+//
+// While c is busy or not settled, its watch runs update again, at watchMin
+// after the last update from its hook or done and then backing off to
+// watchMax, so that an end of a request that the hook missed is seen within
+// that time: fromWatch reports that the watch called.
+func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	i := slices.Index(p.conns, c)
 	if i < 0 {
-		p.mu.Unlock()
-		return
+		return false
 	}
-	if cc.Err() != nil {
+	if c.cc.Err() != nil {
 		p.removeAt(i)
-		p.mu.Unlock()
-		c.timer.Stop()
-		return
+		c.stopTimers()
+		return false
 	}
-	closeNow := false
-	if c.idle() {
+	if !c.settled && (c.limitKnown() || time.Since(c.born) >= settleMax) {
+		c.settled = true
+	}
+	idle := c.idle()
+	if idle {
 		now := time.Now()
 		if p.drained || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
 			p.removeAt(i)
-			closeNow = true
-		} else if d := c.idleBound(now); d > 0 {
+			return true
+		}
+		if d := c.idleBound(now); d > 0 {
 			c.timer.Reset(d)
 		}
 	}
-	if cc.Available() > 0 {
+	if c.settled && c.cc.Available() > c.claims {
 		p.signal()
 	}
-	p.mu.Unlock()
-	if closeNow {
-		c.timer.Stop()
-		cc.Close()
+	if idle && c.settled {
+		c.watch.Stop()
+	} else {
+		if fromWatch {
+			c.watchDelay = min(2*c.watchDelay, watchMax)
+		} else {
+			c.watchDelay = watchMin
+		}
+		c.watch.Reset(c.watchDelay)
 	}
+	return false
 }
 
 // idleCount counts the connections with no request on them. p.mu is held.
@@ -315,7 +473,7 @@ func (c *conn) idleExpired() {
 	}
 	p.removeAt(i)
 	p.mu.Unlock()
-	c.cc.Close()
+	c.close()
 }
 
 // removeAt takes p.conns[i] out of the pool. p.mu is held.
@@ -330,42 +488,33 @@ func (p *pool) signal() {
 		close(p.wake)
 		p.wake = nil
 	}
-	if p.drained && p.empty != nil && len(p.conns) == 0 && p.dialing == 0 {
-		close(p.empty)
-		p.empty = nil
-	}
 }
 
 // drain stops new requests, closes idle connections at once and every other
-// connection when its last request ends. The returned channel is closed once
-// every connection is closed.
-func (p *pool) drain() <-chan struct{} {
+// connection when its last request ends (update, from its hook or done).
+func (p *pool) drain() {
 	p.mu.Lock()
-	done := make(chan struct{})
 	if p.drained {
-		// Already draining: report when the pool is empty.
-		if len(p.conns) == 0 && p.dialing == 0 {
-			close(done)
-		} else if p.empty != nil {
-			done = p.empty
-		}
 		p.mu.Unlock()
-		return done
+		return
 	}
 	p.drained = true
-	p.empty = done
 	var idle []*conn
 	for i := 0; i < len(p.conns); i++ {
-		if c := p.conns[i]; c.idle() || c.cc.Err() != nil {
+		switch c := p.conns[i]; {
+		case c.cc.Err() != nil:
+			c.stopTimers()
+		case c.idle():
 			idle = append(idle, c)
-			p.conns = slices.Delete(p.conns, i, i+1)
-			i--
+		default:
+			continue
 		}
+		p.conns = slices.Delete(p.conns, i, i+1)
+		i--
 	}
 	p.signal()
 	p.mu.Unlock()
 	closeAll(idle)
-	return done
 }
 
 // stats reports open connections and how many of them are idle.
@@ -380,9 +529,23 @@ func (p *pool) stats() (open, idle int) {
 	return len(p.conns), idle
 }
 
+// stopTimers stops c's pool timers. The header timer belongs to the
+// request holding c.
+func (c *conn) stopTimers() {
+	c.timer.Stop()
+	c.watch.Stop()
+}
+
+// close closes a connection that has left the pool while idle, or that the
+// request dialling it never got. p.mu is not held (Close runs the hook).
+func (c *conn) close() {
+	c.stopTimers()
+	c.cc.Close()
+}
+
+// closeAll closes idle connections that scan or drain took out of the pool.
 func closeAll(conns []*conn) {
 	for _, c := range conns {
-		c.timer.Stop()
-		c.cc.Close()
+		c.close()
 	}
 }
