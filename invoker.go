@@ -15,7 +15,6 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/middleware"
@@ -69,7 +68,6 @@ type route struct {
 	entry          http.RoundTripper   // what Do and Post call: the engine's front, or the pipeline
 	front          bool                // the engine has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
-	timeoutErr     *bound.HeaderTimeoutError
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -230,7 +228,6 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 		headerTimeout:  env.Bound(settings.HeaderTimeout),
 		requestTimeout: env.Bound(settings.RequestTimeout),
 	}
-	r.timeoutErr = &bound.HeaderTimeoutError{Bound: r.headerTimeout}
 	if so.RoundTripper != nil {
 		r.key, r.transport = hookKey{}, hookTransport{so.RoundTripper}
 	} else {

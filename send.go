@@ -235,7 +235,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 func (r *route) attempt(req *http.Request) (*http.Response, error) {
 	if r.timed != nil {
 		if _, ok := req.Context().Deadline(); !ok {
-			return r.timed.RoundTripWithin(req, r.headerTimeout, r.timeoutErr)
+			return r.timed.RoundTripWithin(req, r.headerTimeout)
 		}
 	}
 	return r.transport.RoundTrip(req)

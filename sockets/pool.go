@@ -60,17 +60,36 @@ type pool struct {
 	// (set up by newPool) during a dial, and read by dial. Atomic.
 	sawH2 atomic.Bool // the last TLS handshake negotiated h2
 
-	mu      sync.Mutex    // guards the fields below, and conn.claims and conn.settled
-	conns   []*conn       // the open connections, the only ones get hands out: appended by dial, removed by removeAt, scan and drain
-	dialing int           // dials under way: counted by get, uncounted by dial
-	wake    chan struct{} // nil, or made by a waiting get and closed by signal when a connection or slot frees up
-	drained bool          // set once by drain, never cleared: get fails and idle connections close
+	mu      sync.Mutex // guards the fields below, and conn.claims and conn.settled
+	conns   []*conn    // the open connections, the only ones get hands out: appended by dial, removed by removeAt, scan and drain
+	dialing int        // dials under way: counted by get, uncounted by dial
+	drained bool       // set once by drain, never cleared: get fails and idle connections close
+
+	// waiters are the requests waiting for a connection, oldest first (by
+	// ticket): get appends a newcomer and puts a woken waiter that found
+	// nothing back in its place; signal takes the oldest, for each slot
+	// that frees up, as net/http's wantConnQueue does. woken counts the
+	// waiters signal took that have not looked again yet: while there are
+	// any, a newcomer queues instead of taking what they were woken for.
+	waiters []*waiter
+	woken   int
+	tickets uint64 // the last ticket given
+}
+
+// waiter is one request waiting in pool.waiters.
+type waiter struct {
+	wake   chan struct{} // buffered 1: signal sends once when it takes the waiter out of the queue
+	ticket uint64        // its place in the queue: the order it came in
 }
 
 // conn is one pooled connection.
 type conn struct {
 	p  *pool            // immutable
 	cc *http.ClientConn // immutable after dial; its methods are safe for concurrent use
+	// wc is the connection under the ClientConn, as dialled (nil when a
+	// test or a Dial hook gave no watchedConn): whether net/http's reader is
+	// parked, and the bytes written. Immutable after dial.
+	wc *watchedConn
 	// born and expires are immutable after dial.
 	born    time.Time
 	expires time.Time // zero: never
@@ -143,6 +162,42 @@ func (c *conn) idle() bool {
 	return c.claims == 0 && c.cc.InFlight() == 0
 }
 
+// ready reports whether c may be handed to a request as far as its bytes
+// go: an HTTP/2 connection always (frames name their stream); an HTTP/1
+// one only while net/http's reader is parked in Read with nothing waiting
+// in the socket (see watchedConn). Otherwise it asks to be told when the
+// reader parks. p.mu is held.
+func (c *conn) ready() bool {
+	if c.wc == nil || c.h2.Load() {
+		return true
+	}
+	reads := c.wc.reads.Load()
+	if !c.wc.parked.Load() {
+		c.wc.want.Store(true)
+		if !c.wc.parked.Load() {
+			return false
+		}
+		// It parked meanwhile: no need to be told.
+	}
+	// The socket is empty, and the Read that was parked before the look is
+	// still the one parked after it: it cannot have taken bytes that came
+	// before the look.
+	return !c.wc.pending() && c.wc.parked.Load() && c.wc.reads.Load() == reads
+}
+
+// parkedNow is the watchedConn's onPark: net/http's reader is waiting for
+// the next response, so a connection that ready turned down may now be
+// handed out. It wakes one waiter to look; it does not call into the
+// ClientConn, since it runs on net/http's reader goroutine.
+func (c *conn) parkedNow() {
+	p := c.p
+	p.mu.Lock()
+	if slices.Contains(p.conns, c) {
+		p.signal()
+	}
+	p.mu.Unlock()
+}
+
 // limitKnown reports whether c's stream limit is the server's: it differs
 // from what net/http assumes before the server's SETTINGS, or c can take no
 // request anyway.
@@ -152,8 +207,10 @@ func (c *conn) limitKnown() bool {
 
 // get returns a connection for one request: an open, unexpired connection
 // with room, a new one, or, at the connection limit, the next one that
-// frees up. It returns errDrained once the pool drains, and the context's
-// cause if ctx ends while the request waits.
+// frees up, in the order the requests came (see pool.waiters). It returns
+// errDrained once the pool drains, the context's cause if ctx ends while
+// the request waits, and errQueueTimeout if deadline (when not zero)
+// passes while it waits.
 //
 // The caller must pass c and pending to done once RoundTrip has returned
 // (pending is true whenever err is nil): until then the request's claim
@@ -165,35 +222,68 @@ func (c *conn) limitKnown() bool {
 // before the server's SETTINGS have lowered its limit can deadlock
 // net/http's client (a reservation holds the stream that a request holding
 // the connection's header lock waits for).
-func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
+func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bool, err error) {
+	var (
+		w       *waiter // this request's place in the queue, once it has waited
+		woke    bool    // signal took w: it was counted in p.woken
+		expired <-chan time.Time
+	)
 	for {
 		p.mu.Lock()
+		if woke {
+			p.woken--
+			woke = false
+		}
 		if p.drained {
 			p.mu.Unlock()
 			return nil, false, errDrained
 		}
-		pick, stale := p.scan(time.Now())
-		// With strictH2, one HTTP/2 connection takes every request: while one
-		// is open or being dialled, requests wait for a stream instead.
-		if pick == nil && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0)) {
+		var pick *conn
+		var stale []*conn
+		dial := false
+		// A newcomer queues behind the requests already waiting, and
+		// behind those woken to take what freed up.
+		if w != nil || (len(p.waiters) == 0 && p.woken == 0) {
+			var soon bool
+			pick, soon, stale = p.scan(time.Now())
+			// With strictH2, one HTTP/2 connection takes every request:
+			// while one is open or being dialled, requests wait for a
+			// stream instead. A connection that is free but not ready
+			// yet will be in a moment (or will close): wait for it
+			// rather than dial another.
+			dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+		}
+		if dial {
 			p.dialing++
+			p.passOn()
 			p.mu.Unlock()
 			closeAll(stale)
 			c, err := p.dial(ctx)
 			return c, err == nil, err
 		}
 		if pick == nil {
-			if p.wake == nil {
-				p.wake = make(chan struct{})
+			if w == nil {
+				p.tickets++
+				w = &waiter{wake: make(chan struct{}, 1), ticket: p.tickets}
 			}
-			wake := p.wake
+			p.enqueue(w)
 			p.mu.Unlock()
 			closeAll(stale)
+			if !deadline.IsZero() && expired == nil {
+				t := time.NewTimer(time.Until(deadline))
+				defer t.Stop()
+				expired = t.C
+			}
 			select {
-			case <-wake:
+			case <-w.wake:
+				woke = true
 				continue
 			case <-ctx.Done():
+				p.leave(w)
 				return nil, false, context.Cause(ctx)
+			case <-expired:
+				p.leave(w)
+				return nil, false, errQueueTimeout
 			}
 		}
 		// The claim is taken with p.mu held, as the connection is picked:
@@ -202,6 +292,7 @@ func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 		pick.claims++
 		pick.timer.Stop()
 		h2 := pick.h2.Load()
+		p.passOn()
 		p.mu.Unlock()
 		closeAll(stale)
 		if !h2 {
@@ -214,6 +305,48 @@ func (p *pool) get(ctx context.Context) (c *conn, pending bool, err error) {
 		}
 		pick.reused.Store(true)
 		return pick, true, nil
+	}
+}
+
+// passOn wakes the next waiter once a request has taken what it was woken
+// for (or found it could dial): whatever else there is, room for another
+// stream, another connection or another dial, is the next waiter's to look
+// for. A waiter that finds nothing goes back to its place. p.mu is held.
+func (p *pool) passOn() {
+	if len(p.waiters) > 0 {
+		p.signal()
+	}
+}
+
+// errQueueTimeout is get's error when its deadline passed while the
+// request waited for a connection.
+var errQueueTimeout = errors.New("no connection free before the deadline")
+
+// enqueue puts w in p.waiters by its ticket: at the end for a newcomer, in
+// its old place for a waiter that was woken and found nothing. p.mu is
+// held.
+func (p *pool) enqueue(w *waiter) {
+	i := len(p.waiters)
+	for i > 0 && p.waiters[i-1].ticket > w.ticket {
+		i--
+	}
+	p.waiters = slices.Insert(p.waiters, i, w)
+}
+
+// leave takes w out of the queue when its request gives up. If signal had
+// already taken it, the wake it was given goes to the next waiter.
+func (p *pool) leave(w *waiter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.waiters, w); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+		return
+	}
+	select {
+	case <-w.wake:
+		p.woken--
+		p.signal()
+	default:
 	}
 }
 
@@ -240,8 +373,10 @@ func (p *pool) done(c *conn, pending bool) {
 
 // scan finds a connection with room and takes out of the pool the
 // connections that have closed and the expired idle ones, which the caller
-// closes with closeAll once p.mu is released. p.mu is held.
-func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
+// closes with closeAll once p.mu is released. soon reports a connection
+// with room that is not ready yet (see conn.ready): its reader parks in a
+// moment, and its parkedNow wakes a waiter, or it closes. p.mu is held.
+func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 	dropped := false
 	for i := 0; i < len(p.conns); i++ {
 		c := p.conns[i]
@@ -259,13 +394,17 @@ func (p *pool) scan(now time.Time) (pick *conn, stale []*conn) {
 		case c.expired(now):
 			// Busy: closed when its last request ends, and given no other.
 		case pick == nil && c.settled && c.cc.Available() > c.claims:
-			pick = c
+			if c.ready() {
+				pick = c
+			} else {
+				soon = true
+			}
 		}
 	}
 	if dropped || len(stale) > 0 {
 		p.signal()
 	}
-	return pick, stale
+	return pick, soon, stale
 }
 
 // hasH2 reports whether an HTTP/2 connection is open. p.mu is held.
@@ -287,7 +426,8 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		dctx, cancel = context.WithTimeout(ctx, p.dialTO)
 		defer cancel()
 	}
-	cc, err := p.tr.NewClientConn(dctx, p.scheme, p.addr)
+	slot := new(dialSlot)
+	cc, err := p.tr.NewClientConn(context.WithValue(dctx, dialSlotKey{}, slot), p.scheme, p.addr)
 	h2 := false
 	if err == nil {
 		h2 = p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())
@@ -304,7 +444,10 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	now := time.Now()
-	c := &conn{p: p, cc: cc, born: now, claims: 1, settled: !(h2 && p.strictH2)}
+	c := &conn{p: p, cc: cc, wc: slot.conn, born: now, claims: 1, settled: !(h2 && p.strictH2)}
+	if c.wc != nil {
+		c.wc.onPark = c.parkedNow
+	}
 	c.h2.Store(h2)
 	if p.lifetime > 0 {
 		life := p.lifetime
@@ -423,7 +566,7 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 			c.timer.Reset(d)
 		}
 	}
-	if c.settled && c.cc.Available() > c.claims {
+	if c.settled && c.cc.Available() > c.claims && c.ready() {
 		p.signal()
 	}
 	if idle && c.settled {
@@ -482,11 +625,22 @@ func (p *pool) removeAt(i int) {
 	p.signal()
 }
 
-// signal wakes the requests waiting for a connection. p.mu is held.
+// signal wakes the oldest waiting request to look again: one wake for each
+// connection or slot that frees up. p.mu is held.
 func (p *pool) signal() {
-	if p.wake != nil {
-		close(p.wake)
-		p.wake = nil
+	if len(p.waiters) == 0 {
+		return
+	}
+	w := p.waiters[0]
+	p.waiters = slices.Delete(p.waiters, 0, 1)
+	p.woken++
+	w.wake <- struct{}{}
+}
+
+// signalAll wakes every waiting request: the pool drains. p.mu is held.
+func (p *pool) signalAll() {
+	for len(p.waiters) > 0 {
+		p.signal()
 	}
 }
 
@@ -499,6 +653,7 @@ func (p *pool) drain() {
 		return
 	}
 	p.drained = true
+	p.signalAll()
 	var idle []*conn
 	for i := 0; i < len(p.conns); i++ {
 		switch c := p.conns[i]; {

@@ -132,7 +132,7 @@ type result struct {
 // send runs one request through p as schema.roundTripOnce does, reads its
 // body and reports the connection that carried it.
 func send(ctx context.Context, p *pool, method string) result {
-	c, pending, err := p.get(ctx)
+	c, pending, err := p.get(ctx, time.Time{})
 	if err != nil {
 		return result{err: err}
 	}
@@ -186,7 +186,7 @@ func waitForWaiter(t *testing.T, p *pool) {
 	deadline := time.Now().Add(testTimeout)
 	for {
 		p.mu.Lock()
-		waiting := p.wake != nil
+		waiting := len(p.waiters) > 0
 		p.mu.Unlock()
 		if waiting {
 			return
@@ -349,7 +349,7 @@ func TestPoolDrain(t *testing.T) {
 
 	held := make(chan result, 1)
 	go func() {
-		c, pending, err := p.get(context.Background())
+		c, pending, err := p.get(context.Background(), time.Time{})
 		if err != nil {
 			held <- result{err: err}
 			return
@@ -379,7 +379,7 @@ func TestPoolDrain(t *testing.T) {
 	if srv.isClosed(busy) {
 		t.Fatal("drain closed the connection of a request in flight")
 	}
-	if _, _, err := p.get(context.Background()); !errors.Is(err, errDrained) {
+	if _, _, err := p.get(context.Background(), time.Time{}); !errors.Is(err, errDrained) {
 		t.Fatalf("get after drain: %v, want errDrained", err)
 	}
 	p.drain() // a second drain is harmless
@@ -412,7 +412,7 @@ func TestPoolLifetime(t *testing.T) {
 	got := make(chan *conn, 1)
 	held := make(chan result, 1)
 	go func() {
-		c, pending, err := p.get(context.Background())
+		c, pending, err := p.get(context.Background(), time.Time{})
 		got <- c
 		if err != nil {
 			held <- result{err: err}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 )
 
@@ -110,21 +112,23 @@ type poolTransport struct {
 }
 
 // RoundTrip sends req on a pooled connection, once. A failure on a
-// connection that had carried an earlier request comes back as a
-// *backend.AttemptError, for backend.Resend to judge.
+// connection that had carried an earlier request, or before any byte of
+// req was written, comes back as a *backend.AttemptError, for
+// backend.Resend to judge.
 func (t *poolTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.roundTrip(req, 0, nil)
+	return t.roundTrip(req, 0)
 }
 
 // RoundTripWithin sends req, which has no deadline, on a pooled connection
-// and fails with timeout if the headers take longer than d. On a
-// connection that only ever carries one request at a time (HTTP/1.1 over
-// http), the bound is the connection's own timer, armed for this request:
-// when it fires it closes the connection, which ends this request and no
-// other. That saves the per-request context, timer and closure of the
-// request path's bound (9 allocations a call).
-func (t *poolTransport) RoundTripWithin(req *http.Request, d time.Duration, timeout error) (*http.Response, error) {
-	return t.roundTrip(req, d, timeout)
+// and fails with a *bound.HeaderTimeoutError if the headers take longer
+// than d, counting the time req waits for a connection (the error says how
+// much of it). On a connection that only ever carries one request at a
+// time (HTTP/1.1 over http), the bound is the connection's own timer,
+// armed for this request: when it fires it closes the connection, which
+// ends this request and no other. That saves the per-request context,
+// timer and closure of the request path's bound (9 allocations a call).
+func (t *poolTransport) RoundTripWithin(req *http.Request, d time.Duration) (*http.Response, error) {
+	return t.roundTrip(req, d)
 }
 
 // TimesHeaders reports whether RoundTripWithin can bound every request of
@@ -133,18 +137,41 @@ func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
 	return s.URL.Scheme == "http" && s.Settings.HTTPVersion != "h2c"
 }
 
-func (t *poolTransport) roundTrip(req *http.Request, d time.Duration, timeout error) (*http.Response, error) {
-	c, pending, err := t.pool.get(req.Context())
+func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Response, error) {
+	var start, deadline time.Time
+	if d > 0 {
+		start = time.Now()
+		deadline = start.Add(d)
+	}
+	c, pending, err := t.pool.get(req.Context(), deadline)
 	if err != nil {
-		if errors.Is(err, errDrained) {
+		gqlhttp.CloseBody(req) // a RoundTripper closes the body, even on errors
+		switch {
+		case errors.Is(err, errDrained):
 			return nil, backend.ErrDrained
+		case errors.Is(err, errQueueTimeout):
+			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: time.Since(start)}
 		}
 		return nil, err
 	}
 	reused := c.reused.Load()
+	var written int64
+	watched := c.wc != nil && !c.h2.Load()
+	if watched {
+		written = c.wc.written.Load()
+	}
 	var resp *http.Response
 	if d > 0 {
-		c.headerTimer.Reset(d)
+		queued := time.Since(start)
+		if queued >= d {
+			if !c.h2.Load() {
+				c.cc.Release()
+			}
+			t.pool.done(c, pending)
+			gqlhttp.CloseBody(req)
+			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+		}
+		c.headerTimer.Reset(d - queued)
 		resp, err = c.cc.RoundTrip(req)
 		if !c.headerTimer.Stop() {
 			// The timer fired: the connection is closed, and with it this
@@ -152,7 +179,7 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration, timeout er
 			if err == nil {
 				resp.Body.Close()
 			}
-			resp, err = nil, timeout
+			resp, err = nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
 	} else {
 		resp, err = c.cc.RoundTrip(req)
@@ -161,8 +188,15 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration, timeout er
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
 		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
 	}
-	if err != nil && reused && err != timeout {
-		return nil, &backend.AttemptError{Err: err, Reused: true}
+	if err != nil {
+		var hte *bound.HeaderTimeoutError
+		if errors.As(err, &hte) {
+			return nil, err
+		}
+		unsent := watched && c.wc.written.Load() == written
+		if reused || unsent {
+			return nil, &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
+		}
 	}
 	return resp, err
 }

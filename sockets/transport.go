@@ -69,7 +69,7 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 	}
 	tr := &http.Transport{
 		Proxy:               proxy, // nil unless configured: never the environment's by default
-		DialContext:         dial,
+		DialContext:         watchDial(dial),
 		DisableCompression:  true, // no Accept-Encoding added, no body decoded by net/http
 		TLSClientConfig:     tlsCfg,
 		TLSHandshakeTimeout: env.Bound(s.TLSHandshakeTimeout),

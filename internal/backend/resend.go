@@ -14,8 +14,12 @@ import (
 // closed it just as this request left. Resend reads it; the request path
 // unwraps it before a caller sees the error.
 type AttemptError struct {
-	Err    error
+	Err error
+	// Reused: the connection had carried an earlier request.
 	Reused bool
+	// Unsent: no byte of the request was written (the Transport counted
+	// the bytes on its connection).
+	Unsent bool
 }
 
 func (e *AttemptError) Error() string { return e.Err.Error() }
@@ -24,7 +28,7 @@ func (e *AttemptError) Unwrap() error { return e.Err }
 // Tries counts one request's attempts by the reason each was sent again.
 // Its zero value is a request that was sent once.
 type Tries struct {
-	moved, refused, stale int
+	moved, unsent, refused, stale int
 }
 
 // Reason says why a request is sent again.
@@ -36,6 +40,9 @@ const (
 	// Moved: the Transport was drained before anything was sent (a reload
 	// replaced it); the request goes to the schema's current Transport.
 	Moved
+	// Unsent: the attempt failed before any byte of the request was
+	// written; any method may go again.
+	Unsent
 	// Refused: the server refused the HTTP/2 stream before processing it
 	// (RFC 9113, section 8.7); any method may go again.
 	Refused
@@ -52,6 +59,8 @@ const (
 	MaxMoves = 1000
 	// MaxRefused bounds the retries of a refused HTTP/2 stream.
 	MaxRefused = 3
+	// MaxUnsent bounds the retries of a request that was never written.
+	MaxUnsent = 3
 	// MaxStale: a request is sent again once after a stale connection.
 	MaxStale = 1
 )
@@ -69,6 +78,9 @@ const (
 //   - the Transport was drained before sending (ErrDrained): any request,
 //     up to MaxMoves times, since nothing was written;
 //   - the header timeout passed: never, the server may be working on it;
+//   - no byte of the request was written (AttemptError.Unsent): any
+//     request, up to MaxUnsent times, as net/http does for its
+//     nothingWrittenError;
 //   - the server refused the HTTP/2 stream: any request, up to MaxRefused;
 //   - a reused connection failed (AttemptError.Reused): a request with an
 //     idempotent method (RFC 9110, section 9.2.2) or an Idempotency-Key,
@@ -92,6 +104,15 @@ func Resend(req *http.Request, err error, t *Tries) Reason {
 	if errors.As(err, &hte) || !replayableBody(req) {
 		return NoResend
 	}
+	var ae *AttemptError
+	isAttempt := errors.As(err, &ae)
+	if isAttempt && ae.Unsent {
+		if t.unsent >= MaxUnsent {
+			return NoResend
+		}
+		t.unsent++
+		return Unsent
+	}
 	if refusedStream(err) {
 		if t.refused >= MaxRefused {
 			return NoResend
@@ -99,8 +120,7 @@ func Resend(req *http.Request, err error, t *Tries) Reason {
 		t.refused++
 		return Refused
 	}
-	var ae *AttemptError
-	if errors.As(err, &ae) && ae.Reused && idempotent(req) && t.stale < MaxStale {
+	if isAttempt && ae.Reused && idempotent(req) && t.stale < MaxStale {
 		t.stale++
 		return Stale
 	}
@@ -167,9 +187,10 @@ type HeaderTimed interface {
 	// for every request of s (for the sockets path: HTTP/1.1 over http).
 	TimesHeaders(s *Schema) bool
 
-	// RoundTripWithin sends req, which has no deadline, and fails with
-	// timeout if its response headers have not arrived within d.
-	RoundTripWithin(req *http.Request, d time.Duration, timeout error) (*http.Response, error)
+	// RoundTripWithin sends req, which has no deadline, and fails with a
+	// *bound.HeaderTimeoutError if its response headers have not arrived
+	// within d, counting the time it waits for a connection.
+	RoundTripWithin(req *http.Request, d time.Duration) (*http.Response, error)
 }
 
 // Conns is implemented by a Transport that can count its connections, for

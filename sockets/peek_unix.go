@@ -1,0 +1,23 @@
+//go:build unix
+
+package sockets
+
+import (
+	"errors"
+	"syscall"
+)
+
+// peekFD looks at the socket without taking bytes from it and without
+// waiting: MSG_PEEK|MSG_DONTWAIT.
+func (w *watchedConn) peekFD(fd uintptr) {
+	w.peekN, _, w.peekErr = syscall.Recvfrom(int(fd), w.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+}
+
+// peekSaw reports whether a peek found bytes, an end of stream or an
+// error: anything but "nothing yet".
+func peekSaw(n int, err error) bool {
+	if err != nil {
+		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	return true // n > 0: bytes; n == 0: the server closed its end
+}

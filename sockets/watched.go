@@ -1,0 +1,109 @@
+package sockets
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"syscall"
+)
+
+// watchedConn is a pooled connection as the pool dials it, under TLS if
+// any: it tells the pool two things net/http's ClientConn does not.
+//
+//   - Whether net/http's reader is parked in Read, waiting for the next
+//     response. After a response ends, net/http hands an HTTP/1 connection
+//     back (its state hook runs) before its reader goes back to look for
+//     bytes nobody asked for (golang/go#31259). A request written in that
+//     window gets those bytes as its answer: one caller's connection bytes
+//     in another caller's answer. The pool hands an idle HTTP/1 connection
+//     to a request only once the reader is parked, with nothing buffered
+//     (a reader that found bytes buffered never parks, and net/http closes
+//     the connection as "unsolicited response") and nothing waiting in the
+//     socket (pending).
+//   - How many bytes were written, so that a request that failed before
+//     any byte of it left can be sent again whatever its method.
+type watchedConn struct {
+	net.Conn
+	parked  atomic.Bool   // a Read is in progress
+	reads   atomic.Uint64 // Reads that have returned
+	written atomic.Int64  // bytes written so far
+	// onPark, if set, runs when a Read begins: the pool's wake for a
+	// connection it could not hand out because the reader was not parked.
+	// Set once by dial before the connection is used.
+	onPark func()
+	// want is set by the pool when it needs onPark to run; the next Read
+	// clears it and calls onPark.
+	want atomic.Bool
+
+	raw  syscall.RawConn  // nil: pending cannot look at the socket
+	peek func(fd uintptr) // made once, so that pending allocates nothing
+	// peekN and peekErr are the last peek's result. Written and read only
+	// by pending, which the pool calls with pool.mu held.
+	peekN   int
+	peekErr error
+	buf     [1]byte
+}
+
+func newWatchedConn(c net.Conn) *watchedConn {
+	w := &watchedConn{Conn: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+			w.peek = w.peekFD
+		}
+	}
+	return w
+}
+
+func (w *watchedConn) Read(p []byte) (int, error) {
+	w.parked.Store(true)
+	if w.want.Load() && w.want.CompareAndSwap(true, false) && w.onPark != nil {
+		w.onPark()
+	}
+	n, err := w.Conn.Read(p)
+	w.parked.Store(false)
+	w.reads.Add(1)
+	return n, err
+}
+
+func (w *watchedConn) Write(p []byte) (int, error) {
+	n, err := w.Conn.Write(p)
+	w.written.Add(int64(n))
+	return n, err
+}
+
+// pending reports whether the socket holds bytes (or an end) that nobody
+// has read. The pool calls it with pool.mu held, for a connection it is
+// about to hand out; false where it cannot tell.
+func (w *watchedConn) pending() bool {
+	if w.raw == nil {
+		return false
+	}
+	w.peekN, w.peekErr = 0, nil
+	if err := w.raw.Control(w.peek); err != nil {
+		return true // closed
+	}
+	return peekSaw(w.peekN, w.peekErr)
+}
+
+// dialSlot carries the watchedConn from the Transport's dial function back
+// to the pool's dial, through the dial's context.
+type dialSlot struct{ conn *watchedConn }
+
+type dialSlotKey struct{}
+
+// watchDial wraps dial so that each connection it opens is a watchedConn,
+// put in the context's dialSlot for the pool.
+func watchDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		w := newWatchedConn(c)
+		if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
+			slot.conn = w
+		}
+		return w, nil
+	}
+}
