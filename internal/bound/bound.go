@@ -124,7 +124,7 @@ func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Durati
 	if headerBound {
 		ctx, g.cancel = context.WithCancelCause(ctx)
 		g.headerCause.Bound = header
-		g.timer = time.AfterFunc(header+time.Hour, g.expire)
+		g.timer = time.AfterFunc(header, g.expire)
 	}
 	return ctx
 }
