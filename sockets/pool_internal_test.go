@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -642,5 +643,92 @@ func TestPoolHTTP2ColdStart(t *testing.T) {
 				srv.waitUntil(t, "the connection closes after drain", func(opened, closed []string) bool { return len(closed) == len(opened) })
 			}
 		})
+	}
+}
+
+// TestPoolWaitersFIFO: at the connection limit, waiting requests get the
+// connection in the order they came, one wake per freed slot; a waiter
+// that gives up leaves the queue without taking a turn.
+func TestPoolWaitersFIFO(t *testing.T) {
+	const n = 12
+	next := make(chan struct{})
+	order := make(chan string, n+1)
+	srv := newPoolServer(t, func(w http.ResponseWriter, r *http.Request) {
+		order <- r.Header.Get("X-N")
+		<-next
+		io.WriteString(w, "ok")
+	}, nil)
+	p := newTestPool(t, srv, func(p *pool) { p.max = 1 })
+	sendN := func(ctx context.Context, i int) <-chan error {
+		ch := make(chan error, 1)
+		go func() {
+			c, pending, err := p.get(ctx, time.Time{})
+			if err != nil {
+				ch <- err
+				return
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+p.addr+"/", nil)
+			req.Header.Set("X-N", strconv.Itoa(i))
+			resp, err := c.cc.RoundTrip(req)
+			p.done(c, pending)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			ch <- err
+		}()
+		return ch
+	}
+	done := []<-chan error{sendN(context.Background(), 0)}
+	if got := <-order; got != "0" {
+		t.Fatalf("first request %s", got)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	for i := 1; i <= n; i++ {
+		ctx := context.Background()
+		if i == 5 {
+			ctx = cancelled
+		}
+		done = append(done, sendN(ctx, i))
+		waitForWaiters(t, p, i)
+	}
+	cancel()
+	if err := <-done[5]; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	var got []string
+	for range n - 1 {
+		next <- struct{}{}
+		got = append(got, <-order)
+	}
+	next <- struct{}{}
+	want := []string{"1", "2", "3", "4", "6", "7", "8", "9", "10", "11", "12"}
+	if !slices.Equal(got, want) {
+		t.Errorf("served %v, want %v (arrival order, the cancelled 5 left out)", got, want)
+	}
+	for i, ch := range done {
+		if i != 5 {
+			if err := <-ch; err != nil {
+				t.Errorf("request %d: %v", i, err)
+			}
+		}
+	}
+}
+
+// waitForWaiters waits until n requests wait in p.get.
+func waitForWaiters(t *testing.T, p *pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		p.mu.Lock()
+		waiting := len(p.waiters)
+		p.mu.Unlock()
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests waited for a connection within %v, want %d", waiting, testTimeout, n)
+		}
+		runtime.Gosched()
 	}
 }
