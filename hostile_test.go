@@ -592,3 +592,40 @@ func TestHostileCrowd(t *testing.T) {
 // own work for 2,000 requests on 4 connections (500ms); three times that
 // under the race detector, which slows the client about as much.
 var crowdDeadline = map[bool]time.Duration{false: 2 * time.Second, true: 6 * time.Second}[raceEnabled]
+
+// TestDoTargetComparedAsURLs: on the sockets path Do sends only to the
+// schema's scheme, host and port, compared as URLs are: the host without
+// case, the default port filled in. Another host is refused, nothing sent.
+func TestDoTargetComparedAsURLs(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	port := srv.url[strings.LastIndex(srv.url, ":")+1 : strings.LastIndex(srv.url, "/")]
+	inv := newInvoker(t, config(env.PathSockets, "products", "http://localhost:"+port+"/graphql", "web", "http://127.0.0.1:80/graphql"))
+	do := func(schema, u string) error {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := inv.Do(ctx, schema, req)
+		if err == nil {
+			readAll(t, resp)
+		}
+		return err
+	}
+	if err := do("products", "http://LOCALHOST:"+port+"/graphql?q=1"); err != nil {
+		t.Errorf("upper-case host: %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("the server saw %d requests, want 1", n)
+	}
+	if err := do("web", "http://127.0.0.1/x"); errors.Is(err, transport.ErrWrongTarget) {
+		t.Errorf("default port 80 against :80: %v", err)
+	}
+	if err := do("products", "http://127.0.0.2:"+port+"/graphql"); !errors.Is(err, transport.ErrWrongTarget) {
+		t.Errorf("another host: %v, want ErrWrongTarget", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("the server saw %d requests, want still 1", n)
+	}
+}
