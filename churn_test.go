@@ -20,6 +20,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // soakVar, set to 0, skips the long versions of the load tests (and the
@@ -37,7 +38,6 @@ const (
 	churnCallBudget  = 10 * time.Second // one call that hangs fails instead of hanging the test
 	churnSettle      = 5 * time.Second  // connections that close asynchronously are waited for this long
 	churnPoll        = 10 * time.Millisecond
-	churnErrorsKept  = 5
 )
 
 // churnServer is a source schema that counts its connections as the server
@@ -121,31 +121,9 @@ func (s *churnServer) waitOpen(want int) int {
 	}
 }
 
-// churnFailures counts failed calls and keeps the first few errors.
-type churnFailures struct {
-	n    atomic.Int64
-	mu   sync.Mutex
-	errs []string
-}
-
-func (f *churnFailures) add(format string, args ...any) {
-	f.n.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.errs) < churnErrorsKept {
-		f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	}
-}
-
-func (f *churnFailures) String() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return strings.Join(f.errs, "\n\t")
-}
-
 // churnCall sends one Post to schema, reads the answer, and records a
 // failure; it reports whether the call succeeded.
-func churnCall(inv transport.Invoker, schema string, fails *churnFailures) bool {
+func churnCall(inv transport.Invoker, schema string, fails *failures) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), churnCallBudget)
 	defer cancel()
 	resp, err := inv.Post(ctx, schema, []byte(`{"query":"{ ok }"}`))
@@ -164,7 +142,7 @@ func churnCall(inv transport.Invoker, schema string, fails *churnFailures) bool 
 
 // churnClosedLoop runs callers goroutines that each send to schemaOf(i), one
 // request after the other, until stop; it returns the requests sent.
-func churnClosedLoop(inv transport.Invoker, callers int, schemaOf func(int) string, stop <-chan struct{}, fails *churnFailures) int64 {
+func churnClosedLoop(inv transport.Invoker, callers int, schemaOf func(int) string, stop <-chan struct{}, fails *failures) int64 {
 	var sent atomic.Int64
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -275,7 +253,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	inv := newInvoker(t, configFor(0), transport.WithLogger(slog.New(slog.NewTextHandler(&reloadLog, nil))))
 
 	// Warm up: every caller sends once, all at the same time.
-	var fails churnFailures
+	var fails failures
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() { churnCall(inv, schemaOf(i), &fails) })
@@ -312,7 +290,8 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	defer timer.Stop()
 	row.sent += churnClosedLoop(inv, callers, schemaOf, stop, &fails)
 	<-reloaderDone
-	row.failed = fails.n.Load()
+	failed, firstFails := fails.report()
+	row.failed = failed
 	for _, s := range schemas {
 		c := s.srv.counts()
 		s.openedDuring, s.closedDuring = c.openedSinceMark, c.closedSinceMark
@@ -322,7 +301,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 		t.Errorf("reload rejected: %v", err)
 	}
 	if row.failed > 0 {
-		t.Errorf("%d of %d requests failed during %d reloads; first errors:\n\t%s", row.failed, row.sent, row.reloads, fails.String())
+		t.Errorf("%d of %d requests failed during %d reloads; first errors:\n\t%s", row.failed, row.sent, row.reloads, firstFails)
 	}
 	if row.reloads < int(duration/churnReloadEvery)/2 {
 		t.Errorf("only %d reloads in %v, want about %d", row.reloads, duration, duration/churnReloadEvery)
@@ -423,6 +402,20 @@ func logChurnRows(t *testing.T, rows []churnRow) {
 	t.Log(b.String())
 }
 
+// churnShutdown closes inv, waits until srv has seen every connection
+// close, closes srv and fails the test if a goroutine is left behind; it
+// returns the goroutines and descriptors open after, for the log.
+func churnShutdown(t *testing.T, inv transport.Invoker, srv *churnServer, fdBefore int) (goAfter, fdAfter int) {
+	t.Helper()
+	inv.Close()
+	if n := srv.waitOpen(0); n != 0 {
+		t.Errorf("%d connections still open %v after Close", n, churnSettle)
+	}
+	srv.Close()
+	goleak.VerifyNone(t)
+	return runtime.NumGoroutine(), waitFDs(fdBefore)
+}
+
 // TestConnLifetimeUnderLoad: with a short conn_lifetime and callers in a
 // closed loop on the sockets path, connections rotate (the server sees
 // several open and close), no request fails, and no more connections are
@@ -452,7 +445,7 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 		n := clientOpen.Add(1)
 		for m := clientMax.Load(); n > m && !clientMax.CompareAndSwap(m, n); m = clientMax.Load() {
 		}
-		return &churnCountedConn{Conn: c, open: &clientOpen}, nil
+		return wiretest.OnClose(c, func() { clientOpen.Add(-1) }), nil
 	}
 	cfg := config(env.PathSockets, "products", srv.URL+"/graphql")
 	s := cfg.SourceSchemas["products"]
@@ -460,27 +453,21 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 	cfg.SourceSchemas["products"] = s
 	inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
 
-	var fails churnFailures
+	var fails failures
 	stop := make(chan struct{})
 	timer := time.AfterFunc(duration, func() { close(stop) })
 	defer timer.Stop()
 	sent := churnClosedLoop(inv, callers, func(int) string { return "products" }, stop, &fails)
 	during := srv.counts()
 
-	inv.Close()
-	if n := srv.waitOpen(0); n != 0 {
-		t.Errorf("%d connections still open %v after Close", n, churnSettle)
-	}
-	srv.Close()
-	goleak.VerifyNone(t)
-	goAfter := runtime.NumGoroutine()
-	fdAfter := waitFDs(fdBefore)
+	goAfter, fdAfter := churnShutdown(t, inv, srv, fdBefore)
 
+	failed, firstFails := fails.report()
 	t.Logf("\n| lifetime × time | callers | sent | failed | conns opened / closed during the run | most open at once (server / client) | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|\n| %v × %v | %d | %d | %d | %d / %d | %d / %d | %d / %d | %d / %d |",
-		lifetime, duration, callers, sent, fails.n.Load(), during.opened, during.closed, during.maxOpen, clientMax.Load(), fdBefore, fdAfter, goBefore, goAfter)
+		lifetime, duration, callers, sent, failed, during.opened, during.closed, during.maxOpen, clientMax.Load(), fdBefore, fdAfter, goBefore, goAfter)
 
-	if n := fails.n.Load(); n > 0 {
-		t.Errorf("%d of %d requests failed while connections rotated; first errors:\n\t%s", n, sent, fails.String())
+	if failed > 0 {
+		t.Errorf("%d of %d requests failed while connections rotated; first errors:\n\t%s", failed, sent, firstFails)
 	}
 	// Every caller's connection must have been replaced at least once.
 	if rotations := int(duration / lifetime); during.opened < 2*callers || during.closed < callers {
@@ -499,18 +486,6 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 	if fdAfter != fdBefore {
 		t.Errorf("%d descriptors open after the run, %d before", fdAfter, fdBefore)
 	}
-}
-
-// churnCountedConn counts itself out of open when it is first closed.
-type churnCountedConn struct {
-	net.Conn
-	open *atomic.Int64
-	once sync.Once
-}
-
-func (c *churnCountedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
-	return c.Conn.Close()
 }
 
 // reloadRecords counts the "transport reloaded" records of log and
@@ -551,7 +526,7 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 	cfg.SourceSchemas["products"] = s
 	inv := newInvoker(t, cfg)
 
-	var fails churnFailures
+	var fails failures
 	var sent atomic.Int64
 	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
@@ -568,21 +543,15 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	during := srv.counts()
-	inv.Close()
-	if n := srv.waitOpen(0); n != 0 {
-		t.Errorf("%d connections still open %v after Close", n, churnSettle)
-	}
-	srv.Close()
-	goleak.VerifyNone(t)
-	goAfter := runtime.NumGoroutine()
-	fdAfter := waitFDs(fdBefore)
+	goAfter, fdAfter := churnShutdown(t, inv, srv, fdBefore)
 
+	failed, firstFails := fails.report()
 	t.Logf("\n| idle timeout × time | callers | sent | failed | schema saw | conns opened / closed | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|\n| 1ms × %v | %d | %d | %d | %d | %d / %d | %d / %d | %d / %d |",
-		duration, callers, sent.Load(), fails.n.Load(), srv.requests.Load(), during.opened, during.closed, fdBefore, fdAfter, goBefore, goAfter)
-	if n := fails.n.Load(); n > 0 {
+		duration, callers, sent.Load(), failed, srv.requests.Load(), during.opened, during.closed, fdBefore, fdAfter, goBefore, goAfter)
+	if failed > 0 {
 		t.Errorf("BUG: %d of %d requests failed because the pool closed the connection they had just taken "+
 			"(sockets/pool.go: get reserves a picked HTTP/1 connection after releasing p.mu, so idleExpired, drain or an expiry can close it in between); first errors:\n\t%s",
-			n, sent.Load(), fails.String())
+			failed, sent.Load(), firstFails)
 	}
 	if fdAfter != fdBefore {
 		t.Errorf("%d descriptors open after the run, %d before", fdAfter, fdBefore)

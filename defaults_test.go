@@ -17,6 +17,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // TestNoCookies: a Set-Cookie reaches the caller untouched and is never
@@ -111,26 +112,17 @@ func TestDecompression(t *testing.T) {
 	}
 }
 
-// countingProxy is a forward proxy that answers every request itself and
-// counts them.
-func countingProxy(t *testing.T) (*schemaServer, string) {
-	p := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"data":{"via":"proxy"}}`)
-	})
-	return p, p.Server.URL
-}
-
 // TestEnvironmentProxy: legacy sends through HTTP_PROXY; sockets never
 // does, even when the process environment sets it.
 func TestEnvironmentProxy(t *testing.T) {
-	proxy, proxyURL := countingProxy(t)
+	proxy := wiretest.NewProxy(t)
 	// A name that is not loopback: Go never proxies loopback addresses.
 	const schemaURL = "http://products.fusion.invalid/graphql"
-	t.Setenv("HTTP_PROXY", proxyURL)
-	t.Setenv("http_proxy", proxyURL)
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
 	lookup := func(k string) (string, bool) {
 		if strings.EqualFold(k, "HTTP_PROXY") {
-			return proxyURL, true
+			return proxy.URL, true
 		}
 		return "", false
 	}
@@ -210,12 +202,7 @@ func TestHeaderTimeout(t *testing.T) {
 	for _, path := range paths {
 		t.Run(string(path)+"/no headers", func(t *testing.T) {
 			release := make(chan struct{})
-			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-			})
+			srv := newSchemaServer(t, wiretest.HoldHandler(release))
 			defer close(release)
 			cfg := config(path, "products", srv.URL())
 			cfg.Defaults.HeaderTimeout = bound

@@ -8,6 +8,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // ExampleWithSchemaOptions routes a source schema to an in-process handler
@@ -23,7 +24,7 @@ func ExampleWithSchemaOptions() {
 		}},
 	}}
 	inv, err := transport.New(cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
-		RoundTripper: &handlerTransport{h: products},
+		RoundTripper: &wiretest.HandlerTransport{Handler: products},
 	}))
 	if err != nil {
 		fmt.Println(err)

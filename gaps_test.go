@@ -22,6 +22,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // gapGuard bounds how long a gap test waits for something that the code
@@ -261,9 +262,9 @@ func TestGapStaleConnectionResend(t *testing.T) {
 // takes that name to the schema's server and dials any other address as
 // asked.
 func TestGapSocketsIgnoresProcessProxy(t *testing.T) {
-	proxy, proxyURL := countingProxy(t)
+	proxy := wiretest.NewProxy(t)
 	for _, k := range []string{"HTTP_PROXY", "http_proxy"} {
-		t.Setenv(k, proxyURL)
+		t.Setenv(k, proxy.URL)
 	}
 	for _, k := range []string{"NO_PROXY", "no_proxy"} {
 		t.Setenv(k, "")
@@ -317,7 +318,7 @@ func TestGapReloadRemovedSchemaClosesConnections(t *testing.T) {
 	if err := inv.Reload(config(env.PathSockets, "a", a.URL())); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	closed := b.waitClosedN(t, 1, gapGuard, "a reload that removes source schema b drains its pool, whose idle connection closes at once")
+	closed := b.WaitClosedN(t, 1, gapGuard, "a reload that removes source schema b drains its pool, whose idle connection closes at once")
 	if closed[0] != warm {
 		t.Errorf("connection %s closed, want b's warm connection %s", closed[0], warm)
 	}
@@ -434,21 +435,7 @@ func TestGapShadowCallerNeverWaits(t *testing.T) {
 	cfg.Shadow = env.ShadowSettings{Rate: 1, Timeout: time.Minute}
 	inv := newInvoker(t, cfg)
 
-	type result struct {
-		body string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		done <- result{string(b), err}
-	}()
+	done := postAsync(inv, context.Background(), "products", `{"query":"{ ok }"}`)
 	select {
 	case <-arrived:
 	case <-time.After(gapGuard):
@@ -456,7 +443,7 @@ func TestGapShadowCallerNeverWaits(t *testing.T) {
 		<-done
 		t.Fatal("the candidate's request never reached the server")
 	}
-	var res result
+	var res postResult
 	select {
 	case res = <-done:
 	case <-time.After(gapGuard):
@@ -496,7 +483,7 @@ func TestGapLegacyReloadKeepsTransportOnHeaderTimeout(t *testing.T) {
 		t.Errorf("the server saw %d connections, want 1", n)
 	}
 	select {
-	case addr := <-srv.closed:
+	case addr := <-srv.Closed():
 		t.Errorf("connection %s closed after a reload that changed only defaults.header_timeout", addr)
 	default:
 	}
@@ -509,7 +496,7 @@ func TestGapLegacyReloadKeepsTransportOnHeaderTimeout(t *testing.T) {
 // saw it. The control, without REQUEST_METHOD, goes through the proxy.
 func TestGapLegacyCGIIgnoresHTTPProxy(t *testing.T) {
 	const schemaURL = "http://products.fusion.invalid/graphql"
-	proxy, proxyURL := countingProxy(t)
+	proxy := wiretest.NewProxy(t)
 	cases := []struct {
 		name      string
 		cgi       bool
@@ -523,7 +510,7 @@ func TestGapLegacyCGIIgnoresHTTPProxy(t *testing.T) {
 			lookup := func(k string) (string, bool) {
 				switch {
 				case k == "HTTP_PROXY":
-					return proxyURL, true
+					return proxy.URL, true
 				case k == "REQUEST_METHOD" && c.cgi:
 					return "GET", true
 				}
@@ -606,19 +593,7 @@ func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 	cfg.ForwardHeaders = []string{"X-Step"}
 	inv := newInvoker(t, cfg)
 	for k := 1; k <= conns; k++ {
-		var wg sync.WaitGroup
-		for range k {
-			wg.Go(func() {
-				resp, err := inv.Post(gatewayCtx("X-Step", strconv.Itoa(k)), "products", []byte(`{}`))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			})
-		}
-		wg.Wait()
+		postAtOnce(t, inv, gatewayCtx("X-Step", strconv.Itoa(k)), "products", k)
 		for range 32 { // spaces the dials apart, so that without jitter the expiries are too
 			post(t, inv, context.Background(), "products")
 		}
@@ -627,7 +602,7 @@ func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 		}
 	}
 	opened := srv.Opened()
-	closed := srv.waitClosedN(t, conns, gapGuard, "every connection closes at the end of its lifetime")
+	closed := srv.WaitClosedN(t, conns, gapGuard, "every connection closes at the end of its lifetime")
 	if got, want := slices.Sorted(slices.Values(closed)), slices.Sorted(slices.Values(opened)); !slices.Equal(got, want) {
 		t.Fatalf("closed %v, want the %d connections opened %v", closed, conns, opened)
 	}
@@ -641,7 +616,7 @@ func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 // tls_handshake_timeout and header_timeout off and a caller context
 // without deadline, only connect_timeout can end the call.
 func TestGapConnectTimeoutCoversTLS(t *testing.T) {
-	addr := silentListener(t)
+	addr := wiretest.SilentListener(t)
 	inv := newInvoker(t, socketsConfig("https://"+addr+"/graphql", func(s *env.SourceSchema) {
 		s.ConnectTimeout = 300 * time.Millisecond
 		s.TLSHandshakeTimeout = env.Off

@@ -3,26 +3,22 @@ package transport_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // paths lists both paths, for tests whose behaviour is common.
 var paths = []env.Path{env.PathLegacy, env.PathSockets}
-
-// seen is what a source schema received.
-type seen = wireRequest
 
 // schemaServer is a loopback source schema that records what reaches it
 // and which connections open and close: a cleartext wireServer.
@@ -35,32 +31,22 @@ func newSchemaServer(t *testing.T, h http.HandlerFunc) *schemaServer {
 	return newWireServer(t, wireOptions{handler: h})
 }
 
-// wireServer is a source schema that records what only a server sees: the
-// protocol, TLS state, Host, request target and connection of each request,
-// and which connections open and close.
+// wireServer is a wiretest.Server under the names the root tests use: URL()
+// and url are its source schema URL (wiretest.Server.SchemaURL), and
+// Server.URL is the server's own base URL.
 type wireServer struct {
-	*httptest.Server
-	url    string
-	mu     sync.Mutex
-	reqs   []wireRequest
-	opened []string
-	closed chan string // remote addresses, as the server sees them close
+	*wiretest.Server
+	url string
 }
+
+// URL returns the source schema URL.
+func (s *wireServer) URL() string { return s.url }
 
 // wireRequest is one request as a wireServer saw it.
-type wireRequest struct {
-	Method     string
-	Path       string
-	Body       string
-	ProtoMajor int
-	TLS        *tls.ConnectionState
-	Header     http.Header
-	Host       string
-	RequestURI string
-	Remote     string
-}
+type wireRequest = wiretest.Request
 
-// wireOptions say what kind of server newWireServer starts.
+// wireOptions say what kind of server newWireServer starts: the fields of
+// wiretest.Options, under the root tests' names.
 type wireOptions struct {
 	handler    http.HandlerFunc // nil: 200 with {"data":{"ok":true}}
 	tls        *tls.Config      // nil: cleartext
@@ -71,108 +57,14 @@ type wireOptions struct {
 	url        string           // the source schema URL; "": the server's own + /graphql
 }
 
+// newWireServer starts a recording server (wiretest.NewServer).
 func newWireServer(t *testing.T, o wireOptions) *wireServer {
 	t.Helper()
-	h := o.handler
-	if h == nil {
-		h = func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"data":{"ok":true}}`)
-		}
-	}
-	s := &wireServer{closed: make(chan string, 64)}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.reqs = append(s.reqs, wireRequest{Method: r.Method, Path: r.URL.Path, Body: string(body), ProtoMajor: r.ProtoMajor, TLS: r.TLS, Header: r.Header.Clone(), Host: r.Host, RequestURI: r.RequestURI, Remote: r.RemoteAddr})
-		s.mu.Unlock()
-		h(w, r)
-	}))
-	if o.listener != nil {
-		s.Listener.Close()
-		s.Listener = o.listener
-	}
-	s.Config.ErrorLog = log.New(io.Discard, "", 0) // failed handshakes are what several tests expect
-	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.mu.Lock()
-			s.opened = append(s.opened, c.RemoteAddr().String())
-			s.mu.Unlock()
-		case http.StateClosed, http.StateHijacked:
-			select {
-			case s.closed <- c.RemoteAddr().String():
-			default:
-			}
-		}
-	}
-	if o.maxStreams > 0 {
-		s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams}
-	}
-	if o.h2cOnly {
-		p := new(http.Protocols)
-		p.SetUnencryptedHTTP2(true)
-		s.Config.Protocols = p
-	}
-	if o.tls != nil {
-		s.TLS = o.tls.Clone()
-		s.TLS.NextProtos = o.alpn
-		if s.TLS.NextProtos == nil {
-			s.TLS.NextProtos = []string{"http/1.1"}
-		}
-		s.StartTLS()
-	} else {
-		s.Start()
-	}
-	t.Cleanup(s.Close)
-	s.url = o.url
-	if s.url == "" {
-		s.url = s.Server.URL + "/graphql"
-	}
-	return s
-}
-
-func (s *wireServer) URL() string { return s.url }
-
-// Requests returns a copy of what the server received so far.
-func (s *wireServer) Requests() []wireRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs)
-}
-
-// Last returns the last request received; it fails the test if none was.
-func (s *wireServer) Last(t *testing.T) wireRequest {
-	t.Helper()
-	r := s.Requests()
-	if len(r) == 0 {
-		t.Fatal("the source schema received no request")
-	}
-	return r[len(r)-1]
-}
-
-// Opened returns the client addresses of the connections opened so far.
-func (s *wireServer) Opened() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.opened)
-}
-
-// waitClosedN waits until n connections have closed and returns their
-// client addresses. why explains the expectation in the failure message.
-// waitClosed waits until the connection from remote is closed.
-func (s *schemaServer) waitClosed(t *testing.T, ctx context.Context, remote string) {
-	t.Helper()
-	for {
-		select {
-		case addr := <-s.closed:
-			if addr == remote {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("connection %s was not closed: %v", remote, ctx.Err())
-		}
-	}
+	s := wiretest.NewServer(t, wiretest.Options{
+		Handler: o.handler, TLS: o.tls, ALPN: o.alpn, H2COnly: o.h2cOnly,
+		MaxStreams: o.maxStreams, Listener: o.listener, URL: o.url,
+	})
+	return &wireServer{Server: s, url: s.SchemaURL()}
 }
 
 // config is a Config for path with the named source schemas at urls
@@ -181,6 +73,18 @@ func config(path env.Path, nameURL ...string) env.Config {
 	cfg := env.Config{Transport: path, SourceSchemas: map[string]env.SourceSchema{}}
 	for i := 0; i+1 < len(nameURL); i += 2 {
 		cfg.SourceSchemas[nameURL[i]] = env.SourceSchema{URL: nameURL[i+1]}
+	}
+	return cfg
+}
+
+// withSchema returns a Config for path with one source schema, products,
+// at url, whose settings edit sets (nil: none).
+func withSchema(path env.Path, url string, edit func(*env.SourceSchema)) env.Config {
+	cfg := config(path, "products", url)
+	if edit != nil {
+		s := cfg.SourceSchemas["products"]
+		edit(&s)
+		cfg.SourceSchemas["products"] = s
 	}
 	return cfg
 }
@@ -230,6 +134,84 @@ func post(t *testing.T, inv transport.Invoker, ctx context.Context, schema strin
 		t.Fatalf("Post %s: %v", schema, err)
 	}
 	return resp, readAll(t, resp)
+}
+
+// postAtOnce sends n Posts to schema at once, each with ctx, reads each
+// answer to its end and returns their status codes; a call that fails
+// fails the test.
+func postAtOnce(t *testing.T, inv transport.Invoker, ctx context.Context, schema string, n int) (statuses []int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			resp, err := inv.Post(ctx, schema, []byte(`{}`))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			statuses = append(statuses, resp.StatusCode)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return statuses
+}
+
+// postResult is what a Post sent by postAsync got: the body read to its
+// end, or the error of the call or of the read.
+type postResult struct {
+	body string
+	err  error
+}
+
+// postAsync sends body to schema with Post from a goroutine and delivers
+// what it got on the returned channel. The channel has room for the
+// result, so the goroutine ends when the call does even if no one reads it.
+func postAsync(inv transport.Invoker, ctx context.Context, schema, body string) <-chan postResult {
+	done := make(chan postResult, 1)
+	go func() {
+		resp, err := inv.Post(ctx, schema, []byte(body))
+		if err != nil {
+			done <- postResult{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- postResult{string(b), err}
+	}()
+	return done
+}
+
+// failures counts what goroutines report as failed and keeps the first
+// few messages, for the test's report.
+type failures struct {
+	mu   sync.Mutex
+	n    int64
+	errs []string
+}
+
+// failuresKept is how many messages a failures keeps.
+const failuresKept = 8
+
+func (f *failures) add(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if len(f.errs) < failuresKept {
+		f.errs = append(f.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+// report returns how many failures were added and the messages kept, one
+// a line, joined by a newline and a tab.
+func (f *failures) report() (n int64, first string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n, strings.Join(f.errs, "\n\t")
 }
 
 // logBuffer is a log destination that a test reads while the invoker

@@ -457,9 +457,12 @@ func TestHostileHeaderTimeoutCountsQueueing(t *testing.T) {
 // after 20ms, and Posts spaced around that: a Post that was never written
 // when the server closed its connection is sent again on a new one, and a
 // connection the server has closed is not handed out. The failures are
-// logged per path; on sockets at most 3 in 100 may fail (before: 56 in
-// 300): a Post written just as the server closed cannot go again, since
-// nothing tells it from one the server ran (RFC 9112, section 9.3.1).
+// logged per path (on this machine: sockets 2 to 5 in 300, legacy 5 to 6;
+// before, sockets 56 in 300); on sockets at most 1 in 10 may fail: a Post
+// written just as the server closed cannot go again, since nothing tells it
+// from one the server ran (RFC 9112, section 9.3.1), and how often that
+// happens depends on the machine's timing. TestHostileUnsentPostSentAgain
+// checks the re-send itself, deterministically.
 func TestHostileStaleIdleConnections(t *testing.T) {
 	calls := 300
 	if testing.Short() {
@@ -493,7 +496,7 @@ func TestHostileStaleIdleConnections(t *testing.T) {
 				time.Sleep(time.Duration(15+i%11) * time.Millisecond)
 			}
 			t.Logf("%s: %d of %d spaced Posts failed (first: %v)", path, failed, calls, first)
-			if path == env.PathSockets && failed > calls*3/100 {
+			if path == env.PathSockets && failed > calls/10 {
 				t.Errorf("%d of %d Posts failed on connections the server closed when idle; first: %v", failed, calls, first)
 			}
 		})
@@ -627,5 +630,69 @@ func TestDoTargetComparedAsURLs(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("the server saw %d requests, want still 1", n)
+	}
+}
+
+// failingWrites is a connection whose writes fail from the nth on, before
+// any byte leaves, as a write to a connection the server reset does.
+type failingWrites struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+	from   int
+}
+
+func (c *failingWrites) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	fail := c.writes >= c.from
+	c.mu.Unlock()
+	if fail {
+		c.Conn.Close()
+		return 0, errors.New("write: connection reset by peer (test)")
+	}
+	return c.Conn.Write(p)
+}
+
+// TestHostileUnsentPostSentAgain: on the sockets path, a Post (a mutation)
+// whose write failed before any byte of it left is sent again on a new
+// connection: the server sees it exactly once, and the caller gets its
+// answer. The first connection's second write fails.
+func TestHostileUnsentPostSentAgain(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	var mu sync.Mutex
+	dials := 0
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		dials++
+		first := dials == 1
+		mu.Unlock()
+		if first {
+			return &failingWrites{Conn: c, from: 2}, nil
+		}
+		return c, nil
+	}
+	inv := newInvoker(t, config(env.PathSockets, "products", srv.url), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
+	post(t, inv, context.Background(), "products") // warms the first connection
+	mutation := `{"query":"mutation { buy }"}`
+	resp, err := inv.Post(context.Background(), "products", []byte(mutation))
+	if err != nil {
+		t.Fatalf("the unsent mutation was not sent again: %v", err)
+	}
+	readAll(t, resp)
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Body == mutation {
+			n++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 1 || dials != 2 {
+		t.Errorf("the server saw the mutation %d times over %d dials, want once on a second connection", n, dials)
 	}
 }

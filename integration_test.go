@@ -18,6 +18,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // servicesEnv returns the values of the named variables, or skips the test
@@ -122,7 +123,7 @@ func TestIntegrationTinyproxy(t *testing.T) {
 
 	t.Run("http source schema", func(t *testing.T) {
 		srv := newSchemaServer(t, nil)
-		dr := &dialRecorder{}
+		dr := &wiretest.DialRecorder{}
 		inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) { s.Proxy = proxyURL }),
 			transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
 		resp, body := post(t, inv, context.Background(), "products")
@@ -142,7 +143,7 @@ func TestIntegrationTinyproxy(t *testing.T) {
 
 	t.Run("https source schema through CONNECT", func(t *testing.T) {
 		ne := servicesEnv(t, "nginx", nginxEnv...)
-		dr := &dialRecorder{}
+		dr := &wiretest.DialRecorder{}
 		inv := newInvoker(t, socketsConfig(ne["FUSION_TEST_NGINX_URL"], func(s *env.SourceSchema) {
 			s.Proxy = proxyURL
 			s.TLS = env.TLSSettings{CAFile: ne["FUSION_TEST_NGINX_CA"], CertFile: ne["FUSION_TEST_NGINX_CLIENT_CERT"], KeyFile: ne["FUSION_TEST_NGINX_CLIENT_KEY"]}

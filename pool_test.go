@@ -24,7 +24,7 @@ func TestConnLifetime(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.waitClosed(t, ctx, first) // closed by its lifetime, with no request on it
+	srv.WaitClosed(t, ctx, first) // closed by its lifetime, with no request on it
 
 	post(t, inv, context.Background(), "products")
 	if second := srv.Last(t).Remote; second == first {
@@ -52,7 +52,7 @@ func TestConnLifetimeNeverCutsARequest(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.waitClosed(t, ctx, srv.Last(t).Remote)
+	srv.WaitClosed(t, ctx, srv.Last(t).Remote)
 }
 
 // TestWarmConnectionReused: without a lifetime passing, consecutive
@@ -83,7 +83,7 @@ func TestIdleConnTimeout(t *testing.T) {
 			post(t, inv, context.Background(), "products")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			srv.waitClosed(t, ctx, srv.Last(t).Remote)
+			srv.WaitClosed(t, ctx, srv.Last(t).Remote)
 		})
 	}
 }

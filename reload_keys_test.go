@@ -33,6 +33,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testpki"
+	"github.com/fusiongo/transport/internal/wiretest"
 	"github.com/fusiongo/transport/shadow"
 )
 
@@ -326,18 +327,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.c.add(1, 0)
-	return &countedServerConn{Conn: conn, c: l.c}, nil
-}
-
-type countedServerConn struct {
-	net.Conn
-	c    *connCounter
-	once sync.Once
-}
-
-func (c *countedServerConn) Close() error {
-	c.once.Do(func() { c.c.add(0, 1) })
-	return c.Conn.Close()
+	return wiretest.OnClose(conn, func() { l.c.add(0, 1) }), nil
 }
 
 func newReloadSchema(t *testing.T, name string, tlsOpts *wireOptions) *reloadSchema {
@@ -357,34 +347,12 @@ func newReloadSchema(t *testing.T, name string, tlsOpts *wireOptions) *reloadSch
 	return s
 }
 
-// reloadFailures counts failures and keeps the first few.
-type reloadFailures struct {
-	mu   sync.Mutex
-	n    int
-	errs []string
-}
-
-func (f *reloadFailures) add(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if len(f.errs) < 8 {
-		f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	}
-}
-
-func (f *reloadFailures) report() (int, string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n, strings.Join(f.errs, "\n\t")
-}
-
 // reloadShadowPublisher counts shadow comparisons and keeps the
 // mismatches whose sockets answer was not a 200: a candidate request that
 // failed under reload.
 type reloadShadowPublisher struct {
 	compared atomic.Int64
-	failed   reloadFailures
+	failed   failures
 }
 
 func (p *reloadShadowPublisher) Publish(m shadow.Mismatch) {
@@ -491,7 +459,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 			var (
 				ids, gets  atomic.Int64
 				generation atomic.Int64
-				fails      reloadFailures
+				fails      failures
 				progress   = []chan int64{make(chan int64, 1), make(chan int64, 1)}
 				stop       = make(chan struct{})
 				callers    sync.WaitGroup
@@ -529,7 +497,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 			}
 
 			// The reloader.
-			var rejected reloadFailures
+			var rejected failures
 			allAtOnce, next := 0, 0
 			func() {
 				defer close(stop)

@@ -43,7 +43,7 @@ func TestSocketsReloadKeepsUnchangedSchemas(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	products.waitClosed(t, ctx, productsConn) // drained and idle: closed at once
+	products.WaitClosed(t, ctx, productsConn) // drained and idle: closed at once
 
 	post(t, inv, context.Background(), "products")
 	post(t, inv, context.Background(), "reviews")
@@ -89,21 +89,7 @@ func TestReloadDrainsInFlight(t *testing.T) {
 	cfg := config(env.PathSockets, "products", srv.URL())
 	cfg.ForwardHeaders = []string{"X-Slow"}
 	inv := newInvoker(t, cfg)
-	type result struct {
-		body string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := inv.Post(gatewayCtx("X-Slow", "1"), "products", []byte(`{}`))
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		done <- result{string(b), err}
-	}()
+	done := postAsync(inv, gatewayCtx("X-Slow", "1"), "products", `{}`)
 	<-arrived
 	slowConn := srv.Last(t).Remote
 	if err := inv.Reload(withLifetime(cfg, "products", time.Minute)); err != nil {
@@ -115,7 +101,7 @@ func TestReloadDrainsInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.waitClosed(t, ctx, slowConn)
+	srv.WaitClosed(t, ctx, slowConn)
 }
 
 // TestReloadRemovesSchema and rejects invalid configurations on both
@@ -184,7 +170,7 @@ func TestLegacyHandlerRotation(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.waitClosed(t, ctx, first)
+	srv.WaitClosed(t, ctx, first)
 }
 
 // TestLegacyReloadRotatesOnlyOnTransportChange.
@@ -212,7 +198,7 @@ func TestLegacyReloadRotatesOnlyOnTransportChange(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv.waitClosed(t, ctx, first)
+	srv.WaitClosed(t, ctx, first)
 	post(t, inv, context.Background(), "products")
 	if got := srv.Last(t).Remote; got == first {
 		t.Error("a transport settings reload kept the old connection")

@@ -29,6 +29,7 @@ import (
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/wiretest"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -37,18 +38,6 @@ import (
 // values, TLS verification, redaction) both are tested; the legacy path's
 // known differences (it follows redirects and uses the environment's
 // proxy) are in docs/design.md.
-
-// secConfig is a configuration for path with source schema products at u,
-// changed by edit.
-func secConfig(path env.Path, u string, edit func(*env.SourceSchema)) env.Config {
-	cfg := config(path, "products", u)
-	if edit != nil {
-		s := cfg.SourceSchemas["products"]
-		edit(&s)
-		cfg.SourceSchemas["products"] = s
-	}
-	return cfg
-}
 
 // secCall is one way of sending a source schema request: Post, or Do with
 // a request the caller built.
@@ -167,18 +156,16 @@ func TestSecurityNoRedirects(t *testing.T) {
 // The control, proxy: environment, shows that the proxy would see it.
 func TestSecurityNoEnvironmentProxy(t *testing.T) {
 	st := startSecStats(t)
-	proxy := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"data":{"via":"proxy"}}`)
-	})
+	proxy := wiretest.NewProxy(t)
 	vars := []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}
 	for _, k := range vars {
-		t.Setenv(k, proxy.Server.URL)
+		t.Setenv(k, proxy.URL)
 	}
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
 	lookup := func(k string) (string, bool) {
 		if slices.Contains(vars, k) {
-			return proxy.Server.URL, true
+			return proxy.URL, true
 		}
 		return "", false
 	}
@@ -197,7 +184,7 @@ func TestSecurityNoEnvironmentProxy(t *testing.T) {
 				t.Run(lk.name+"/"+scheme+"/"+call.name, func(t *testing.T) {
 					u := scheme + "://products.fusion.invalid/graphql"
 					before := len(proxy.Opened())
-					cfg := secConfig(env.PathSockets, u, func(s *env.SourceSchema) { s.ConnectTimeout = 2 * time.Second })
+					cfg := withSchema(env.PathSockets, u, func(s *env.SourceSchema) { s.ConnectTimeout = 2 * time.Second })
 					inv := newInvoker(t, cfg, lk.opts...)
 					resp, err := st.send(context.Background(), call, inv, u)
 					if err == nil {
@@ -213,7 +200,7 @@ func TestSecurityNoEnvironmentProxy(t *testing.T) {
 		t.Run(lk.name+"/control: proxy environment", func(t *testing.T) {
 			u := "http://products.fusion.invalid/graphql"
 			before := len(proxy.Requests())
-			inv := newInvoker(t, secConfig(env.PathSockets, u, func(s *env.SourceSchema) { s.Proxy = "environment" }), lk.opts...)
+			inv := newInvoker(t, withSchema(env.PathSockets, u, func(s *env.SourceSchema) { s.Proxy = "environment" }), lk.opts...)
 			resp, body := st.post(t, inv, context.Background(), "products")
 			if resp.StatusCode != http.StatusOK || body != `{"data":{"via":"proxy"}}` || len(proxy.Requests())-before != 1 {
 				t.Errorf("with proxy: environment got %d %q and the proxy saw %d requests, want its answer and 1", resp.StatusCode, body, len(proxy.Requests())-before)
@@ -259,7 +246,7 @@ func TestSecurityHeaderForwarding(t *testing.T) {
 		for _, call := range secCalls {
 			t.Run(string(path)+"/"+call.name, func(t *testing.T) {
 				srv := newSchemaServer(t, nil)
-				cfg := secConfig(path, srv.URL(), nil)
+				cfg := withSchema(path, srv.URL(), nil)
 				cfg.ForwardHeaders = slices.Concat(secHopByHop, listed, []string{namedByConnection})
 				inv := newInvoker(t, cfg)
 				resp, err := st.send(gatewayCtx(gw...), call, inv, srv.URL())
@@ -317,7 +304,7 @@ func TestSecurityCookies(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					srv := newSchemaServer(t, handler)
-					cfg := secConfig(path, srv.URL(), nil)
+					cfg := withSchema(path, srv.URL(), nil)
 					cfg.ForwardHeaders = []string{"X-User"}
 					if forwardCookie {
 						cfg.ForwardHeaders = append(cfg.ForwardHeaders, "Cookie")
@@ -414,7 +401,7 @@ func TestSecurityHeaderValueInjection(t *testing.T) {
 				for _, call := range secCalls {
 					t.Run(fmt.Sprintf("%s/%s/%s/%s", path, rule.name, kind, call.name), func(t *testing.T) {
 						srv := newSchemaServer(t, nil)
-						inv := newInvoker(t, secConfig(path, srv.URL(), rule.edit))
+						inv := newInvoker(t, withSchema(path, srv.URL(), rule.edit))
 						resp, err := st.send(gatewayCtx("X-Tenant", values[kind]), call, inv, srv.URL())
 						if err == nil {
 							readAll(t, resp)
@@ -457,7 +444,7 @@ func TestSecurityTLSVerifiedByDefault(t *testing.T) {
 		for _, call := range secCalls {
 			t.Run(string(path)+"/"+call.name, func(t *testing.T) {
 				before := len(srv.Requests())
-				inv := newInvoker(t, secConfig(path, srv.URL(), nil))
+				inv := newInvoker(t, withSchema(path, srv.URL(), nil))
 				resp, err := st.send(context.Background(), call, inv, srv.URL())
 				if err == nil {
 					readAll(t, resp)
@@ -484,7 +471,7 @@ func TestSecurityTLSVerifiedByDefault(t *testing.T) {
 	}
 	for name, edit := range controls {
 		t.Run("sockets/"+name, func(t *testing.T) {
-			inv := newInvoker(t, secConfig(env.PathSockets, srv.URL(), edit))
+			inv := newInvoker(t, withSchema(env.PathSockets, srv.URL(), edit))
 			if resp, body := st.post(t, inv, context.Background(), "products"); resp.StatusCode != http.StatusOK {
 				t.Errorf("got %d %q", resp.StatusCode, body)
 			}

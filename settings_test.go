@@ -8,7 +8,6 @@ package transport_test
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,9 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,24 +30,8 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testpki"
-	"github.com/klauspost/compress/zstd"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
-
-func (s *wireServer) waitClosedN(t *testing.T, n int, within time.Duration, why string) []string {
-	t.Helper()
-	timeout := time.NewTimer(within)
-	defer timeout.Stop()
-	var got []string
-	for len(got) < n {
-		select {
-		case addr := <-s.closed:
-			got = append(got, addr)
-		case <-timeout.C:
-			t.Fatalf("%d of %d connections closed within %s (closed: %v). %s", len(got), n, within, got, why)
-		}
-	}
-	return got
-}
 
 // socketsConfig returns a sockets Config with one source schema, products,
 // at url, whose settings edit sets.
@@ -287,98 +268,6 @@ func TestSettingHTTPVersion(t *testing.T) {
 	}
 }
 
-// pingListener wraps the connections a server accepts so that what the
-// client sends is parsed as HTTP/2 frames: the client connection preface,
-// then frames of a 9-byte header (length, type, flags, stream) and a
-// payload. Each PING that is not an ACK is reported on pings; with drop,
-// it is also kept from the server, which then never answers it.
-type pingListener struct {
-	net.Listener
-	pings chan struct{}
-	drop  bool
-}
-
-func (l *pingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &frameReader{Conn: c, l: l}, nil
-}
-
-// frameReader hands the server whole frames only, so that it can leave
-// some out.
-type frameReader struct {
-	net.Conn
-	l       *pingListener
-	scratch [4096]byte
-	in, out []byte
-	preface bool
-	err     error
-}
-
-const (
-	h2Preface   = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-	h2FramePing = 0x6
-	h2FlagAck   = 0x1
-)
-
-func (c *frameReader) Read(p []byte) (int, error) {
-	for len(c.out) == 0 {
-		if c.err != nil {
-			return 0, c.err
-		}
-		n, err := c.Conn.Read(c.scratch[:])
-		c.in = append(c.in, c.scratch[:n]...)
-		c.parse()
-		c.err = err
-	}
-	n := copy(p, c.out)
-	c.out = c.out[n:]
-	return n, nil
-}
-
-func (c *frameReader) parse() {
-	for {
-		if !c.preface {
-			if len(c.in) < len(h2Preface) {
-				return
-			}
-			c.out = append(c.out, c.in[:len(h2Preface)]...)
-			c.in, c.preface = c.in[len(h2Preface):], true
-		}
-		if len(c.in) < 9 {
-			return
-		}
-		size := 9 + (int(c.in[0])<<16 | int(c.in[1])<<8 | int(c.in[2]))
-		if len(c.in) < size {
-			return
-		}
-		ping := c.in[3] == h2FramePing && c.in[4]&h2FlagAck == 0
-		if ping {
-			select {
-			case c.l.pings <- struct{}{}:
-			default:
-			}
-		}
-		if !ping || !c.l.drop {
-			c.out = append(c.out, c.in[:size]...)
-		}
-		c.in = c.in[size:]
-	}
-}
-
-// newPingServer starts an h2c-only server behind a pingListener.
-func newPingServer(t *testing.T, drop bool) (*wireServer, *pingListener) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl := &pingListener{Listener: ln, pings: make(chan struct{}, 1), drop: drop}
-	return newWireServer(t, wireOptions{h2cOnly: true, listener: pl, url: "http://" + ln.Addr().String() + "/graphql"}), pl
-}
-
 // TestSettingHTTP2PingInterval: with http2.ping_interval, an idle HTTP/2
 // connection carries PING frames; without it, none.
 func TestSettingHTTP2PingInterval(t *testing.T) {
@@ -392,22 +281,22 @@ func TestSettingHTTP2PingInterval(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv, pl := newPingServer(t, false)
-			inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+			srv, pl := wiretest.NewPingServer(t, false)
+			inv := newInvoker(t, socketsConfig(srv.SchemaURL(), func(s *env.SourceSchema) {
 				s.HTTPVersion = "h2c"
 				s.HTTP2.PingInterval = c.interval
 			}))
 			post(t, inv, context.Background(), "products") // the connection is warm and idle now
 			if c.wantPings {
 				select {
-				case <-pl.pings:
+				case <-pl.Pings:
 				case <-time.After(10 * time.Second):
 					t.Fatal("no PING reached the server from the idle connection")
 				}
 				return
 			}
 			select {
-			case <-pl.pings:
+			case <-pl.Pings:
 				t.Fatal("the client sent a PING although ping_interval is off")
 			case <-time.After(300 * time.Millisecond): // six of the other case's intervals
 			}
@@ -429,8 +318,8 @@ func TestSettingHTTP2PingTimeout(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv, pl := newPingServer(t, true)
-			inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
+			srv, pl := wiretest.NewPingServer(t, true)
+			inv := newInvoker(t, socketsConfig(srv.SchemaURL(), func(s *env.SourceSchema) {
 				s.HTTPVersion = "h2c"
 				s.HTTP2.PingInterval = 50 * time.Millisecond
 				s.HTTP2.PingTimeout = c.timeout
@@ -438,19 +327,19 @@ func TestSettingHTTP2PingTimeout(t *testing.T) {
 			post(t, inv, context.Background(), "products")
 			first := srv.Last(t).Remote
 			select {
-			case <-pl.pings:
+			case <-pl.Pings:
 			case <-time.After(10 * time.Second):
 				t.Fatal("no PING was sent")
 			}
 			if !c.wantClosed {
 				select {
-				case addr := <-srv.closed:
+				case addr := <-srv.Closed():
 					t.Fatalf("connection %s closed although ping_timeout is 15s", addr)
 				case <-time.After(400 * time.Millisecond): // four of the other case's timeouts
 				}
 				return
 			}
-			if got := srv.waitClosedN(t, 1, 10*time.Second, "a connection whose PINGs go unanswered closes after http2.ping_timeout"); got[0] != first {
+			if got := srv.WaitClosedN(t, 1, 10*time.Second, "a connection whose PINGs go unanswered closes after http2.ping_timeout"); got[0] != first {
 				t.Fatalf("connection %s closed, want %s", got[0], first)
 			}
 			post(t, inv, context.Background(), "products")
@@ -579,25 +468,14 @@ func TestSettingHTTP2MultipleConnectionsShareStreams(t *testing.T) {
 		want.Store(int32(n))
 		together = make(chan struct{})
 		mu.Unlock()
-		var wg sync.WaitGroup
-		var late atomic.Int32
-		for range n {
-			wg.Go(func() {
-				resp, err := inv.Post(context.Background(), "products", []byte(`{}`))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					late.Add(1)
-				}
-			})
+		late := 0
+		for _, code := range postAtOnce(t, inv, context.Background(), "products", n) {
+			if code != http.StatusOK {
+				late++
+			}
 		}
-		wg.Wait()
-		if late.Load() > 0 {
-			t.Errorf("round of %d: %d requests were not in flight with the others within 2s: requests that waited for the first connection's dial were not woken when it came up (sockets/pool.go dial: no p.signal() after adding the new connection; the ClientConn's state hook fires only if Available increases)", n, late.Load())
+		if late > 0 {
+			t.Errorf("round of %d: %d requests were not in flight with the others within 2s: requests that waited for the first connection's dial were not woken when it came up (sockets/pool.go dial: no p.signal() after adding the new connection; the ClientConn's state hook fires only if Available increases)", n, late)
 		}
 	}
 	if got := srv.Opened(); len(got) != 1 {
@@ -623,36 +501,11 @@ func wantConnsMoreThan(n int) func(*testing.T, int) {
 	}
 }
 
-// compressingHandler answers with the coding the last element of the
-// request path names (gzip, zstd) if the request accepts it, else plainly.
-func compressingHandler(payload string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		coding := path.Base(r.URL.Path)
-		if !slices.Contains(strings.Split(strings.ReplaceAll(r.Header.Get("Accept-Encoding"), " ", ""), ","), coding) {
-			io.WriteString(w, payload)
-			return
-		}
-		w.Header().Set("Content-Encoding", coding)
-		var enc io.WriteCloser
-		switch coding {
-		case "gzip":
-			enc = gzip.NewWriter(w)
-		case "zstd":
-			enc, _ = zstd.NewWriter(w)
-		default:
-			http.Error(w, "unknown coding "+coding, http.StatusBadRequest)
-			return
-		}
-		io.WriteString(enc, payload)
-		enc.Close()
-	}
-}
-
 // TestSettingDecompression: decompression asks for the listed codings and
 // hands the caller the decoded body; by default nothing is asked for.
 func TestSettingDecompression(t *testing.T) {
 	const payload = `{"data":{"products":["table","chair","lamp"]}}`
-	srv := newWireServer(t, wireOptions{handler: compressingHandler(payload)})
+	srv := newWireServer(t, wireOptions{handler: wiretest.CompressingHandler(payload)})
 	cases := []struct {
 		name          string
 		codings       []string
@@ -701,34 +554,6 @@ func TestSettingDecompression(t *testing.T) {
 	}
 }
 
-// dialRecorder is a Dial hook that records each address it is asked for.
-// It dials to (a loopback address) instead of addr when to is set, and
-// refuses names ending in .invalid.
-type dialRecorder struct {
-	to    string
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (d *dialRecorder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.addrs = append(d.addrs, network+" "+addr)
-	d.mu.Unlock()
-	if d.to != "" {
-		addr = d.to
-	} else if host, _, _ := net.SplitHostPort(addr); strings.HasSuffix(host, ".invalid") {
-		return nil, fmt.Errorf("dial %s: refused by the test's dialer", addr)
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, addr)
-}
-
-func (d *dialRecorder) Addrs() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.addrs)
-}
-
 // TestSettingUnixSocket: unix_socket dials a Unix socket; the URL still
 // gives the Host. The Dial hook replaces the dialer and is called once per
 // connection.
@@ -752,7 +577,7 @@ func TestSettingUnixSocket(t *testing.T) {
 	})
 	t.Run("Dial hook", func(t *testing.T) {
 		srv := newWireServer(t, wireOptions{url: schemaURL})
-		dr := &dialRecorder{to: srv.Listener.Addr().String()}
+		dr := &wiretest.DialRecorder{To: srv.Listener.Addr().String()}
 		inv := newInvoker(t, socketsConfig(schemaURL, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
 		post(t, inv, context.Background(), "products")
 		post(t, inv, context.Background(), "products")
@@ -771,9 +596,7 @@ func TestSettingUnixSocket(t *testing.T) {
 // source schema has a name that is not.
 func TestSettingProxy(t *testing.T) {
 	const schemaURL = "http://products.fusion.invalid/graphql"
-	proxy := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"data":{"via":"proxy"}}`)
-	}})
+	proxy := wiretest.NewProxy(t)
 	proxyAddr := proxy.Listener.Addr().String()
 	lookup := func(kv ...string) func(string) (string, bool) {
 		return func(k string) (string, bool) {
@@ -785,7 +608,7 @@ func TestSettingProxy(t *testing.T) {
 			return "", false
 		}
 	}
-	withProxy := lookup("HTTP_PROXY", proxy.Server.URL)
+	withProxy := lookup("HTTP_PROXY", proxy.URL)
 	cases := []struct {
 		name      string
 		proxy     string
@@ -795,14 +618,14 @@ func TestSettingProxy(t *testing.T) {
 		{"default, HTTP_PROXY set", "", withProxy, false},
 		{"off, HTTP_PROXY set", "off", withProxy, false},
 		{"environment", "environment", withProxy, true},
-		{"environment, lower case http_proxy", "environment", lookup("http_proxy", proxy.Server.URL), true},
-		{"environment, host in NO_PROXY", "environment", lookup("HTTP_PROXY", proxy.Server.URL, "NO_PROXY", ".fusion.invalid"), false},
-		{"proxy URL", proxy.Server.URL, noEnv, true},
+		{"environment, lower case http_proxy", "environment", lookup("http_proxy", proxy.URL), true},
+		{"environment, host in NO_PROXY", "environment", lookup("HTTP_PROXY", proxy.URL, "NO_PROXY", ".fusion.invalid"), false},
+		{"proxy URL", proxy.URL, noEnv, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(proxy.Requests())
-			dr := &dialRecorder{}
+			dr := &wiretest.DialRecorder{}
 			inv := newInvoker(t, socketsConfig(schemaURL, func(s *env.SourceSchema) { s.Proxy = c.proxy }),
 				transport.WithLookupEnv(c.lookup),
 				transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
@@ -839,10 +662,8 @@ func TestSettingProxy(t *testing.T) {
 // schema itself sees nothing.
 func TestSettingProxyLoopback(t *testing.T) {
 	target := newWireServer(t, wireOptions{})
-	proxy := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"data":{"via":"proxy"}}`)
-	}})
-	inv := newInvoker(t, socketsConfig(target.URL(), func(s *env.SourceSchema) { s.Proxy = proxy.Server.URL }))
+	proxy := wiretest.NewProxy(t)
+	inv := newInvoker(t, socketsConfig(target.URL(), func(s *env.SourceSchema) { s.Proxy = proxy.URL }))
 	if _, body := post(t, inv, context.Background(), "products"); body != `{"data":{"via":"proxy"}}` {
 		t.Errorf("body %q, want the proxy's answer", body)
 	}
@@ -854,28 +675,6 @@ func TestSettingProxyLoopback(t *testing.T) {
 	}
 }
 
-// barrierHandler holds every request until n have arrived (or 5s passed),
-// so that n concurrent requests are on n connections at once.
-func barrierHandler(n int) http.HandlerFunc {
-	var mu sync.Mutex
-	arrived, all := 0, make(chan struct{})
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Barrier") != "" {
-			mu.Lock()
-			if arrived++; arrived == n {
-				close(all)
-			}
-			mu.Unlock()
-			select {
-			case <-all:
-			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
-			}
-		}
-		io.WriteString(w, `{"data":{}}`)
-	}
-}
-
 // TestSettingMaxIdleConnsPerHost: three requests at once open three
 // connections; with max_idle_conns_per_host 1, two of them close as they
 // turn idle and the third serves the next request. The legacy path's
@@ -883,7 +682,7 @@ func barrierHandler(n int) http.HandlerFunc {
 func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			srv := newWireServer(t, wireOptions{handler: barrierHandler(3)})
+			srv := newWireServer(t, wireOptions{handler: wiretest.BarrierHandler(3)})
 			cfg := config(p, "products", srv.URL())
 			cfg.ForwardHeaders = []string{"X-Barrier"}
 			if p == env.PathLegacy {
@@ -894,23 +693,11 @@ func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 				cfg.SourceSchemas["products"] = s
 			}
 			inv := newInvoker(t, cfg)
-			var wg sync.WaitGroup
-			for range 3 {
-				wg.Go(func() {
-					resp, err := inv.Post(gatewayCtx("X-Barrier", "1"), "products", []byte(`{}`))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				})
-			}
-			wg.Wait()
+			postAtOnce(t, inv, gatewayCtx("X-Barrier", "1"), "products", 3)
 			if n := len(srv.Opened()); n != 3 {
 				t.Fatalf("the server saw %d connections, want 3", n)
 			}
-			closed := srv.waitClosedN(t, 2, 3*time.Second, "max_idle_conns_per_host 1 keeps one idle connection and closes the others as they turn idle (env.Settings.MaxIdleConnsPerHost: per source schema on sockets, per host on legacy, whose shared transport reads defaults)")
+			closed := srv.WaitClosedN(t, 2, 3*time.Second, "max_idle_conns_per_host 1 keeps one idle connection and closes the others as they turn idle (env.Settings.MaxIdleConnsPerHost: per source schema on sockets, per host on legacy, whose shared transport reads defaults)")
 			post(t, inv, context.Background(), "products")
 			last := srv.Last(t).Remote
 			if slices.Contains(closed, last) || !slices.Contains(srv.Opened(), last) || len(srv.Opened()) != 3 {
@@ -918,35 +705,6 @@ func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 			}
 		})
 	}
-}
-
-// closeTimer is a Dial hook that notes when each connection was dialled and
-// when the pool closed it.
-type closeTimer struct {
-	mu     sync.Mutex
-	dialed map[string]time.Time
-	closed chan time.Duration // age at close
-}
-
-func (c *closeTimer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return &timedConn{Conn: conn, born: time.Now(), ct: c}, nil
-}
-
-type timedConn struct {
-	net.Conn
-	born time.Time
-	ct   *closeTimer
-	once sync.Once
-}
-
-func (c *timedConn) Close() error {
-	c.once.Do(func() { c.ct.closed <- time.Since(c.born) })
-	return c.Conn.Close()
 }
 
 // TestSettingConnLifetimeJitterOff: with conn_lifetime_jitter off, no
@@ -957,14 +715,14 @@ func (c *timedConn) Close() error {
 func TestSettingConnLifetimeJitterOff(t *testing.T) {
 	const lifetime = 200 * time.Millisecond
 	srv := newWireServer(t, wireOptions{})
-	ct := &closeTimer{closed: make(chan time.Duration, 4)}
+	ct := &wiretest.CloseTimer{Ages: make(chan time.Duration, 4)}
 	inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
 		s.ConnLifetime = lifetime
 		s.ConnLifetimeJitter = env.Off
 	}), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: ct.Dial}))
 	post(t, inv, context.Background(), "products")
 	select {
-	case age := <-ct.closed:
+	case age := <-ct.Ages:
 		if age < lifetime {
 			t.Errorf("the connection was closed at age %s, before its conn_lifetime %s", age, lifetime)
 		}
@@ -1049,21 +807,6 @@ func TestSettingKeepAlive(t *testing.T) {
 	}
 }
 
-// streamingHandler writes a chunk every 100ms for a second, unless the
-// client goes away.
-func streamingHandler(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(http.StatusOK)
-	for i := range 10 {
-		fmt.Fprintf(w, "chunk %d\n", i)
-		w.(http.Flusher).Flush()
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		}
-	}
-}
-
 // TestSettingTimeouts: request_timeout cuts a body that streams too long,
 // unless the caller's deadline is earlier; header_timeout set on the
 // schema bounds the wait for headers; tls_handshake_timeout bounds a
@@ -1071,7 +814,7 @@ func streamingHandler(w http.ResponseWriter, r *http.Request) {
 func TestSettingTimeouts(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p)+"/request_timeout cuts the body", func(t *testing.T) {
-			srv := newSchemaServer(t, streamingHandler)
+			srv := newSchemaServer(t, wiretest.StreamingHandler)
 			cfg := config(p, "products", srv.URL())
 			s := cfg.SourceSchemas["products"]
 			s.RequestTimeout = 100 * time.Millisecond
@@ -1083,7 +826,7 @@ func TestSettingTimeouts(t *testing.T) {
 			}
 		})
 		t.Run(string(p)+"/an earlier caller deadline wins", func(t *testing.T) {
-			srv := newSchemaServer(t, streamingHandler)
+			srv := newSchemaServer(t, wiretest.StreamingHandler)
 			cfg := config(p, "products", srv.URL())
 			s := cfg.SourceSchemas["products"]
 			s.RequestTimeout = 5 * time.Second
@@ -1098,12 +841,7 @@ func TestSettingTimeouts(t *testing.T) {
 		})
 		t.Run(string(p)+"/header_timeout of the schema", func(t *testing.T) {
 			release := make(chan struct{})
-			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-			})
+			srv := newSchemaServer(t, wiretest.HoldHandler(release))
 			defer close(release)
 			cfg := config(p, "products", srv.URL())
 			s := cfg.SourceSchemas["products"]
@@ -1118,7 +856,7 @@ func TestSettingTimeouts(t *testing.T) {
 		})
 	}
 	t.Run("sockets/tls_handshake_timeout", func(t *testing.T) {
-		addr := silentListener(t)
+		addr := wiretest.SilentListener(t)
 		inv := newInvoker(t, socketsConfig("https://"+addr+"/graphql", func(s *env.SourceSchema) {
 			s.TLSHandshakeTimeout = 100 * time.Millisecond
 		}))
@@ -1141,49 +879,6 @@ func readBodyErr(resp *http.Response, err error) error {
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
-}
-
-// silentListener accepts TCP connections and never says a word on them.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
-// withSchema returns a Config for path with one source schema, products,
-// at url, whose settings edit sets (nil: none).
-func withSchema(path env.Path, url string, edit func(*env.SourceSchema)) env.Config {
-	cfg := config(path, "products", url)
-	if edit != nil {
-		s := cfg.SourceSchemas["products"]
-		edit(&s)
-		cfg.SourceSchemas["products"] = s
-	}
-	return cfg
 }
 
 // TestSettingRetry: retry.* sends a query again on a listed status, never
@@ -1368,30 +1063,11 @@ func withPairs(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// handlerTransport is a RoundTripper that serves requests with an
-// in-process handler, through httptest.NewRecorder.
-type handlerTransport struct {
-	h     http.Handler
-	calls atomic.Int32
-}
-
-func (ht *handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ht.calls.Add(1)
-	rec := httptest.NewRecorder()
-	ht.h.ServeHTTP(rec, req)
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
-
 // orderMiddleware appends name to the request's X-Order header on the way
 // in and to the response's X-Order-Back on the way out.
 func orderMiddleware(name string) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return settingRoundTripper(func(req *http.Request) (*http.Response, error) {
+		return wiretest.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			r2 := req.Clone(req.Context())
 			r2.Header.Add("X-Order", name)
 			resp, err := next.RoundTrip(r2)
@@ -1403,10 +1079,6 @@ func orderMiddleware(name string) func(http.RoundTripper) http.RoundTripper {
 	}
 }
 
-type settingRoundTripper func(*http.Request) (*http.Response, error)
-
-func (f settingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestSettingRoundTripperHook: the RoundTripper hook serves a source schema
 // that has no server at all, with the header rules and middleware still
 // applied, on both paths and both calls.
@@ -1416,7 +1088,7 @@ func TestSettingRoundTripperHook(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			var mu sync.Mutex
 			var seenHeaders []http.Header
-			ht := &handlerTransport{h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ht := &wiretest.HandlerTransport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				seenHeaders = append(seenHeaders, r.Header.Clone())
 				mu.Unlock()
@@ -1442,7 +1114,7 @@ func TestSettingRoundTripperHook(t *testing.T) {
 			if body := readAll(t, resp); body != `{"data":{"in":"process"}}` {
 				t.Errorf("Do body %q", body)
 			}
-			if n := ht.calls.Load(); n != 2 {
+			if n := ht.Calls(); n != 2 {
 				t.Errorf("the hook served %d calls, want 2", n)
 			}
 			mu.Lock()

@@ -38,18 +38,7 @@ func TestLegacyAgainstSockets(t *testing.T) {
 	for name, u := range urls {
 		cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
 	}
-	noProxy := func(string) (string, bool) { return "", false }
-	legacy, err := transport.New(cfg, transport.WithLookupEnv(noProxy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { legacy.Close() })
-	cfg.Transport = env.PathSockets
-	sockets, err := transport.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sockets.Close() })
+	legacy, sockets := bothPaths(t, cfg)
 
 	corpus := []compare.Request{
 		{Name: "accounts/users", Schema: "accounts", Body: []byte(usersQuery), Headers: map[string]string{"Authorization": "Bearer 1"}},
@@ -72,4 +61,24 @@ func TestLegacyAgainstSockets(t *testing.T) {
 	if diff := cmp.Diff(want, report.Results[1].Differences, diffOpts...); diff != "" {
 		t.Errorf("reviews/top differences mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// bothPaths builds an invoker for cfg on each of the project's paths,
+// legacy (taking no proxy from the environment) and sockets, and closes
+// them when the test ends.
+func bothPaths(t *testing.T, cfg env.Config) (legacy, sockets transport.Invoker) {
+	t.Helper()
+	cfg.Transport = env.PathLegacy
+	legacy, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { legacy.Close() })
+	cfg.Transport = env.PathSockets
+	sockets, err = transport.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sockets.Close() })
+	return legacy, sockets
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // sequence returns a Rand that yields values in turn, then 0.
@@ -38,26 +39,14 @@ func sequence(values ...float64) func() float64 {
 	}
 }
 
-// echoServer answers every request with its method, path and body, and
-// remembers the bodies it received.
-type echoServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies []string
-}
-
-func newEchoServer(t *testing.T) *echoServer {
-	e := &echoServer{}
-	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// newEchoServer starts a server that answers every request with its
+// method, request URI and body size; Requests has what it received.
+func newEchoServer(t *testing.T) *wiretest.Server {
+	return wiretest.NewServer(t, wiretest.Options{Handler: func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		e.mu.Lock()
-		e.bodies = append(e.bodies, string(body))
-		e.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"data":{"method":%q,"uri":%q,"size":%d}}`, r.Method, r.URL.RequestURI(), len(body))
-	}))
-	t.Cleanup(e.Close)
-	return e
+	}})
 }
 
 // recordingClient is a client whose requests go through rec's middleware
@@ -152,8 +141,8 @@ func TestRecorderSamples(t *testing.T) {
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("recorded bodies mismatch (-want +got):\n%s", diff)
 	}
-	if len(srv.bodies) != 6 {
-		t.Errorf("the server got %d requests, want all 6", len(srv.bodies))
+	if len(srv.Requests()) != 6 {
+		t.Errorf("the server got %d requests, want all 6", len(srv.Requests()))
 	}
 }
 
@@ -259,7 +248,7 @@ func TestRecorderBodies(t *testing.T) {
 			resp.Body.Close()
 			rec.Close()
 
-			if got := srv.bodies[len(srv.bodies)-1]; got != sent {
+			if got := srv.Last(t).Body; got != sent {
 				t.Errorf("the server got %q, want the whole body %q", got, sent)
 			}
 			_, corpus, _ := readDir(t, dir)
@@ -397,8 +386,8 @@ func TestRecorderAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	post(t, recordingClient(t, rec, "accounts"), context.Background(), srv.URL, `{"query":"{ a }"}`)
-	if rec.Recorded() != 0 || rec.Skipped() != 0 || len(srv.bodies) != 1 {
-		t.Errorf("after Close: Recorded %d, Skipped %d, sent %d; want the request sent, not recorded", rec.Recorded(), rec.Skipped(), len(srv.bodies))
+	if rec.Recorded() != 0 || rec.Skipped() != 0 || len(srv.Requests()) != 1 {
+		t.Errorf("after Close: Recorded %d, Skipped %d, sent %d; want the request sent, not recorded", rec.Recorded(), rec.Skipped(), len(srv.Requests()))
 	}
 	if err := rec.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -508,17 +497,7 @@ func TestRecorderReplay(t *testing.T) {
 			accounts = append(accounts, r)
 		}
 	}
-	legacy, err := transport.New(cfg, transport.WithLookupEnv(noProxy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { legacy.Close() })
-	cfg.Transport = env.PathSockets
-	sockets, err := transport.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sockets.Close() })
+	legacy, sockets := bothPaths(t, cfg)
 	report, err := compare.Run(context.Background(), accounts,
 		compare.Side{Name: "legacy", Invoker: legacy}, compare.Side{Name: "sockets", Invoker: sockets},
 		compare.Options{URLs: map[string]string{"accounts": srv.URL + "/graphql"}})
@@ -555,7 +534,7 @@ func TestRecorderWriteError(t *testing.T) {
 	if err := rec.Close(); err == nil || !strings.Contains(err.Error(), "compare: recorder:") {
 		t.Errorf("Close = %v, want the write error", err)
 	}
-	if rec.Skipped() != 1 || len(srv.bodies) != 2 {
-		t.Errorf("Skipped() = %d, requests sent %d; want 1 skipped after the error, both sent", rec.Skipped(), len(srv.bodies))
+	if rec.Skipped() != 1 || len(srv.Requests()) != 2 {
+		t.Errorf("Skipped() = %d, requests sent %d; want 1 skipped after the error, both sent", rec.Skipped(), len(srv.Requests()))
 	}
 }

@@ -197,11 +197,13 @@ var (
 // "defaults.<key>" or "source_schemas.<name>.<key>", in a stable order.
 func (b *Backend) Ignored(cfg *env.Config) []string {
 	var out []string
-	// Load fills some built-in defaults into Config.Defaults: a key counts
-	// as set under defaults when its effective value differs from the
-	// built-in one.
-	for _, k := range env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults()) {
-		if !slices.Contains(perRequest, k) && !slices.Contains(shared, k) {
+	// A key counts as set under defaults when it has a value there that
+	// differs from the built-in one: Load writes some built-in values into
+	// Config.Defaults, and a key derived from another (the jitter from the
+	// lifetime) is not set by setting the other.
+	differs := env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
+	for _, k := range env.DiffSettings(env.Settings{}, cfg.Defaults) {
+		if slices.Contains(differs, k) && !slices.Contains(perRequest, k) && !slices.Contains(shared, k) {
 			out = append(out, "defaults."+k)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/fusiongo/transport/internal/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -79,7 +80,7 @@ func TestOptionsErrorType(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	cause := errors.New("dial failed")
-	rt := tel.Middleware("products", "sockets")(roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, cause }))
+	rt := tel.Middleware("products", "sockets")(wiretest.RoundTripFunc(func(*http.Request) (*http.Response, error) { return nil, cause }))
 	req, _ := http.NewRequest(http.MethodPost, "http://products.invalid/graphql", nil)
 	if _, err := rt.RoundTrip(req); !errors.Is(err, cause) {
 		t.Fatalf("RoundTrip error = %v, want %v itself", err, cause)

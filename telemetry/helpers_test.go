@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/fusiongo/transport/internal/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -122,40 +121,29 @@ func attrs(kvs []attribute.KeyValue) map[string]string {
 
 func setAttrs(s attribute.Set) map[string]string { return attrs(s.ToSlice()) }
 
-// server is a source schema that records the trace headers of each
-// request and answers with the status in the query's status parameter.
-type server struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []http.Header
-}
+// server is a source schema that records each request (wiretest.Server)
+// and answers with the status in the query's status parameter.
+type server struct{ *wiretest.Server }
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.seen = append(s.seen, http.Header{
-			"Traceparent": r.Header.Values("Traceparent"),
-			"Tracestate":  r.Header.Values("Tracestate"),
-		})
-		s.mu.Unlock()
+	return &server{wiretest.NewServer(t, wiretest.Options{Handler: func(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK
 		if v := r.URL.Query().Get("status"); v != "" {
 			code, _ = strconv.Atoi(v)
 		}
 		w.WriteHeader(code)
 		fmt.Fprint(w, `{"data":{"ok":true}}`)
-	}))
-	t.Cleanup(s.Close)
-	return s
+	}})}
 }
 
 // headers are the trace headers of the requests the server has seen.
 func (s *server) headers() []http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.seen)
+	var hs []http.Header
+	for _, r := range s.Requests() {
+		hs = append(hs, http.Header{"Traceparent": r.Header.Values("Traceparent"), "Tracestate": r.Header.Values("Tracestate")})
+	}
+	return hs
 }
 
 // transport is a fresh http.Transport whose connections close with the

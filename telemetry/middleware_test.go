@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/fusiongo/transport/internal/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -397,7 +398,7 @@ func TestMiddlewareConcurrent(t *testing.T) {
 func TestMiddlewareCloseDuringRead(t *testing.T) {
 	r := newRig(t)
 	b := &abortedBody{closed: make(chan struct{}), readReturned: make(chan struct{})}
-	rt := r.tel.Middleware("products", "sockets")(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	rt := r.tel.Middleware("products", "sockets")(wiretest.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Body: b, Request: req}, nil
 	}))
 	req, err := http.NewRequest(http.MethodPost, "http://products.invalid/graphql", strings.NewReader("{}"))
@@ -445,16 +446,12 @@ func (b *abortedBody) Close() error {
 	return nil
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
 // TestMiddlewareSwitchingProtocols: a 101 body is the connection, an
 // io.ReadWriteCloser, and must reach the caller as it is.
 func TestMiddlewareSwitchingProtocols(t *testing.T) {
 	r := newRig(t)
 	conn := &upgradedConn{}
-	rt := r.tel.Middleware("products", "sockets")(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	rt := r.tel.Middleware("products", "sockets")(wiretest.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Body: conn, Request: req}, nil
 	}))
 	req, err := http.NewRequest(http.MethodGet, "http://products.invalid/graphql", nil)

@@ -13,9 +13,10 @@ import (
 // lower-case forms) once, now, as http.ProxyFromEnvironment does, through
 // lookup so that tests need not change the process environment. Like Go's,
 // it never proxies requests to localhost or loopback addresses, and under
-// CGI (REQUEST_METHOD set) it ignores HTTP_PROXY, which a client of the
-// CGI program can set with a Proxy header (httpoxy, CVE-2016-5385). Both
-// paths read the environment's proxy only through here.
+// CGI (REQUEST_METHOD set) it refuses HTTP_PROXY, which a client of the
+// CGI program can set with a Proxy header (httpoxy, CVE-2016-5385): an
+// http request then fails with an error that says so, as with Go's own.
+// Both paths read the environment's proxy only through here.
 func ProxyFromEnvironment(lookup func(string) (string, bool)) func(*http.Request) (*url.URL, error) {
 	get := func(keys ...string) string {
 		for _, k := range keys {
