@@ -5,11 +5,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/wiretest"
 )
+
+// inProcess serves requests with an http.Handler, in process.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
 
 // ExampleWithSchemaOptions routes a source schema to an in-process handler
 // with a RoundTripper hook, as tests do; header rules and timeouts still
@@ -24,7 +33,7 @@ func ExampleWithSchemaOptions() {
 		}},
 	}}
 	inv, err := transport.New(cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
-		RoundTripper: &wiretest.HandlerTransport{Handler: products},
+		RoundTripper: inProcess{products},
 	}))
 	if err != nil {
 		fmt.Println(err)
