@@ -696,3 +696,49 @@ func TestHostileUnsentPostSentAgain(t *testing.T) {
 		t.Errorf("the server saw the mutation %d times over %d dials, want once on a second connection", n, dials)
 	}
 }
+
+// funcTransport is a RoundTripper of a type that cannot be a map key.
+type funcTransport struct{ f func(*http.Request) (*http.Response, error) }
+
+func (t funcTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.f(r) }
+
+// TestSchemaOptionsUncomparableRoundTripper: a SchemaOptions.RoundTripper of
+// any type, even one that cannot be compared, serves, survives reloads
+// (kept, not replaced) and Close on every path, without a panic.
+func TestSchemaOptionsUncomparableRoundTripper(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			var mu sync.Mutex
+			calls := 0
+			rt := funcTransport{f: func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"data":{}}`)), Request: r}, nil
+			}}
+			var logs logBuffer
+			cfg := config(path, "products", "http://products.internal/graphql")
+			inv, err := transport.New(cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{RoundTripper: rt}), transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			post(t, inv, context.Background(), "products")
+			cfg.Defaults.ConnLifetime = time.Minute
+			if err := inv.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			post(t, inv, context.Background(), "products")
+			if err := inv.Close(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if calls != 2 {
+				t.Errorf("the hook served %d calls, want 2", calls)
+			}
+			if !strings.Contains(logs.String(), "kept=1 replaced=0") {
+				t.Errorf("reload log does not keep the hook:\n%s", logs.String())
+			}
+		})
+	}
+}

@@ -229,7 +229,12 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 		requestTimeout: env.Bound(settings.RequestTimeout),
 	}
 	if so.RoundTripper != nil {
-		r.key, r.transport = hookKey{}, hookTransport{so.RoundTripper}
+		// A pointer: the request path keys maps by Transport, and the
+		// caller's RoundTripper may be of a type that cannot be a key.
+		r.key, r.transport = hookKey{}, &hookTransport{so.RoundTripper}
+		if prev != nil && prev.key.Equal(hookKey{}) {
+			r.transport = prev.transport
+		}
 	} else {
 		if r.key, err = be.Key(s); err != nil {
 			return nil, nil, err
@@ -265,7 +270,7 @@ func (hookKey) Equal(o backend.Key) bool { _, ok := o.(hookKey); return ok }
 // owns it, so draining does nothing.
 type hookTransport struct{ http.RoundTripper }
 
-func (hookTransport) Drain() {}
+func (*hookTransport) Drain() {}
 
 // traced returns the telemetry and request log middleware of a schema, if
 // configured.
