@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,4 +140,33 @@ func post(tr http.RoundTripper, u string) (*http.Response, error) {
 		return nil, err
 	}
 	return tr.RoundTrip(req)
+}
+
+// TestIgnored: the sockets path names legacy.handler_lifetime as ignored
+// only when a configuration sets it to other than the built-in value,
+// which env.Load writes into every configuration it loads.
+func TestIgnored(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte("source_schemas:\n  p:\n    url: http://p/graphql\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := env.Loader{}.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := loaded
+	set.Legacy.HandlerLifetime = time.Minute
+	for _, tt := range []struct {
+		name string
+		cfg  env.Config
+		want []string
+	}{
+		{"nothing set", env.Config{}, nil},
+		{"loaded from a file that sets nothing", loaded, nil},
+		{"handler_lifetime set", set, []string{"legacy.handler_lifetime"}},
+	} {
+		if got := (Backend{}).Ignored(&tt.cfg); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Ignored = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }

@@ -92,10 +92,11 @@ func (Backend) Middleware(s *backend.Schema) []func(http.RoundTripper) http.Roun
 	return nil
 }
 
-// Ignored lists legacy.handler_lifetime when set: the sockets path has no
-// shared transport to rotate.
+// Ignored lists legacy.handler_lifetime when set to other than its
+// built-in value (which Load writes in): the sockets path has no shared
+// transport to rotate.
 func (Backend) Ignored(cfg *env.Config) []string {
-	if cfg.Legacy.HandlerLifetime != 0 {
+	if l := cfg.Legacy.HandlerLifetime; l != 0 && l != env.DefaultHandlerLifetime {
 		return []string{"legacy.handler_lifetime"}
 	}
 	return nil
