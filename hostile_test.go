@@ -698,7 +698,9 @@ func TestHostileUnsentPostSentAgain(t *testing.T) {
 }
 
 // funcTransport is a RoundTripper of a type that cannot be a map key.
-type funcTransport struct{ f func(*http.Request) (*http.Response, error) }
+type funcTransport struct {
+	f func(*http.Request) (*http.Response, error)
+}
 
 func (t funcTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.f(r) }
 
