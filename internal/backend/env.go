@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/fusiongo/transport/env"
 	"golang.org/x/net/http/httpproxy"
@@ -72,4 +73,21 @@ func lower(s string) string {
 		}
 	}
 	return s
+}
+
+// SameTarget reports whether a and b go to the same scheme, host and port,
+// compared as URLs are: scheme and host without case, the scheme's default
+// port filled in. It allocates nothing.
+func SameTarget(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }

@@ -157,3 +157,28 @@ func TestDialer(t *testing.T) {
 		})
 	}
 }
+
+func TestSameTarget(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"http://localhost:4001/graphql", "http://LOCALHOST:4001/x?q=1", true},
+		{"http://h/graphql", "http://h:80/", true},
+		{"https://h/graphql", "https://h:443/", true},
+		{"HTTP://h:1/", "http://h:1/", true},
+		{"http://h/", "https://h:80/", false},
+		{"http://h:1/", "http://h:2/", false},
+		{"http://[::1]:1/", "http://[::1]:1/a", true},
+		{"http://a:1/", "http://b:1/", false},
+	} {
+		a, _ := url.Parse(tt.a)
+		b, _ := url.Parse(tt.b)
+		if got := backend.SameTarget(a, b); got != tt.want {
+			t.Errorf("SameTarget(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+		if n := testing.AllocsPerRun(10, func() { backend.SameTarget(a, b) }); n != 0 {
+			t.Errorf("SameTarget allocates %v times", n)
+		}
+	}
+}
