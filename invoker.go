@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
@@ -22,9 +23,10 @@ import (
 )
 
 // invoker is the one request path behind every Invoker that New returns:
-// legacy, sockets, mixed (a per-schema choice of engine) and shadow (each
-// schema served by legacy and compared with sockets) differ only in which
-// engine each schema's route uses.
+// legacy, sockets, mixed (a per-schema choice of engine), shadow (each
+// schema served by legacy and compared with sockets) and canary (a share of
+// each schema's gateway requests served by sockets, judged against legacy)
+// differ only in which engine each schema's route uses.
 type invoker struct {
 	o         options                      // immutable after New
 	log       *slog.Logger                 // immutable
@@ -32,6 +34,7 @@ type invoker struct {
 	onSockets map[string]bool              // immutable: PathMixed's schemas on sockets
 	engines   map[env.Path]backend.Backend // immutable set; their methods run under mu
 	shadow    *shadow.Shadow               // immutable; nil unless shadowing
+	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
 	unobserve []func() error               // set in New; called in Close under mu
 
 	mu    sync.Mutex            // serialises Reload and Close
@@ -47,7 +50,9 @@ type state struct {
 // entry is one source schema in one state.
 type entry struct {
 	serve     *route // answers the caller
-	candidate *route // shadow mode: the sockets route compared with serve; nil otherwise
+	candidate *route // shadow and canary: the sockets route; nil otherwise
+
+	judge *canary.Schema // canary: the schema's canary state; nil otherwise
 }
 
 // route is one source schema on one engine in one configuration: every
@@ -99,7 +104,11 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	if inv.path != env.PathSockets {
 		inv.engines[env.PathLegacy] = engines[env.PathLegacy]()
 	}
-	if inv.path != env.PathLegacy || shadowed {
+	// Canary (canary.go): a share of each canaried schema on sockets.
+	if inv.path == env.PathLegacy && cfg.Canary.Rate > 0 {
+		inv.canary = newCanaryRouter(inv, &cfg)
+	}
+	if inv.path != env.PathLegacy || shadowed || inv.canary != nil {
 		inv.engines[env.PathSockets] = engines[env.PathSockets]()
 	}
 	if shadowed {
@@ -123,6 +132,7 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 		inv.closeEngines()
 		return nil, err
 	}
+	inv.canary.attach(st)
 	inv.state.Store(st)
 	for _, p := range slices.Sorted(maps.Keys(inv.engines)) {
 		unobserve, err := o.telemetry.ObserveConnections(string(p), inv.connections(p))
@@ -143,7 +153,7 @@ func (inv *invoker) assign(name string) (serve, candidate env.Path) {
 	switch {
 	case inv.path == env.PathSockets, inv.onSockets[name]:
 		return env.PathSockets, ""
-	case inv.shadow != nil:
+	case inv.shadow != nil, inv.canary.on(name):
 		return env.PathLegacy, env.PathSockets
 	}
 	return env.PathLegacy, ""
@@ -335,6 +345,7 @@ func (inv *invoker) Reload(cfg env.Config) error {
 		drainAll(fresh)
 		return rejected(err)
 	}
+	inv.canary.attach(st)
 	inv.state.Store(st)
 	kept, replaced, removed := retire(old, st)
 	inv.o.telemetry.RecordReload(kept, replaced, removed)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/shadow"
@@ -24,6 +25,8 @@ type options struct {
 	shadowRules     compare.Rules
 	telemetry       *telemetry.Telemetry
 	requestLog      *slog.Logger
+
+	canaryHook func(canary.Event) // see WithCanaryHook (canary.go)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

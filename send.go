@@ -42,6 +42,9 @@ func (inv *invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
 	}
+	if inv.canary != nil {
+		return inv.canaryDo(ctx, name, req) // canary.go
+	}
 	r, err := inv.lookup(name, false)
 	if err != nil {
 		gqlhttp.CloseBody(req)
@@ -55,6 +58,9 @@ func (inv *invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 
 // Post sends body to source schema name's URL; see Invoker.Post.
 func (inv *invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	if inv.canary != nil {
+		return inv.canaryPost(ctx, name, body) // canary.go
+	}
 	r, err := inv.lookup(name, false)
 	if err != nil {
 		return nil, err
@@ -96,7 +102,7 @@ func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, erro
 	t := bound.Target{Schema: r.name, Method: req.Method, URL: req.URL}
 	h := req.Header
 	if !r.front {
-		if got := req.URL.Scheme + "://" + backend.HostPort(req.URL); !strings.EqualFold(got, r.target) {
+		if !backend.SameTarget(req.URL, r.url) {
 			gqlhttp.CloseBody(req)
 			return nil, t.Err(fmt.Errorf("%w: request is for %s://%s, source schema %q is at %s", ErrWrongTarget, req.URL.Scheme, req.URL.Host, r.name, r.target))
 		}

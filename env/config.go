@@ -88,6 +88,12 @@ type Config struct {
 	// compared. Default: off.
 	Shadow ShadowSettings
 
+	// Canary configures a canary rollout: with a positive Canary.Rate
+	// (and Transport PathLegacy), a share of each canaried source schema's
+	// gateway requests is served by the sockets path, judged against
+	// legacy, and falls back by itself. Default: off. See CanarySettings.
+	Canary CanarySettings
+
 	// ForwardHeaders names the gateway request headers forwarded to every
 	// source schema, on both paths. Nil forwards none. Hop-by-hop headers and
 	// Host are never forwarded, even when listed. FUSION_FORWARD_HEADERS

@@ -116,6 +116,18 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 			out["shadow.rate"] = sw.ShadowRate
 			origin["transport"] = SwitchVar
 			origin["shadow.rate"] = SwitchVar
+			// And the canary rate; the file's canary list stays unless
+			// the variable names schemas (canary:RATE:a,b).
+			out["canary.rate"] = sw.CanaryRate
+			origin["canary.rate"] = SwitchVar
+			if sw.CanarySchemas != nil {
+				items := make([]any, len(sw.CanarySchemas))
+				for i, n := range sw.CanarySchemas {
+					items[i] = n
+				}
+				out["canary.schemas"] = items
+				origin["canary.schemas"] = SwitchVar
+			}
 		}
 	}
 	if v, ok := l.LookupEnv(ForwardHeadersVar); ok {
@@ -134,7 +146,7 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 
 // The keys a file may hold, per level. Anything else is an unknown key.
 var (
-	topKeys    = []string{"transport", "shadow", "forward_headers", "defaults", "source_schemas", "legacy"}
+	topKeys    = []string{"transport", "shadow", "forward_headers", "defaults", "source_schemas", "legacy", "canary"}
 	shadowKeys = []string{"rate", "max_concurrent", "max_body_bytes", "timeout"}
 	schemaOnly = []string{"url", "forward_headers"}
 	legacyKeys = []string{"handler_lifetime"}
@@ -181,11 +193,15 @@ func decode(raw map[string]any) (Config, error) {
 			} else {
 				cfg.Transport, cfg.SocketsSchemas = sw.Path, sw.Schemas
 				cfg.Shadow.Rate = sw.ShadowRate
+				cfg.Canary.Rate, cfg.Canary.Schemas = sw.CanaryRate, sw.CanarySchemas
 			}
 		}
 	}
 	if v, ok := raw["shadow"]; ok {
 		decodeShadow(&errs, v, &cfg.Shadow)
+	}
+	if v, ok := raw["canary"]; ok {
+		decodeCanary(&errs, v, &cfg.Canary)
 	}
 	cfg.ForwardHeaders = stringList(&errs, "forward_headers", raw["forward_headers"])
 	if m, ok := section(&errs, "defaults", raw["defaults"]); ok {

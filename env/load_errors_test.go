@@ -27,7 +27,7 @@ func TestLoadKeyErrors(t *testing.T) {
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
-			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy)",
+			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
 			key:     "transprot", value: "sockets",
 		},
 		{
@@ -225,13 +225,13 @@ func TestLoadKeyErrors(t *testing.T) {
 		{
 			name:    "transport word",
 			yaml:    "transport: fast!\n",
-			wantErr: `transport: invalid value "fast!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			wantErr: `transport: invalid value "fast!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)`,
 			key:     "transport", value: "fast!",
 		},
 		{
 			name:    "transport number",
 			yaml:    "transport: 2.5\n",
-			wantErr: `transport: invalid value "2.5": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			wantErr: `transport: invalid value "2.5": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)`,
 			key:     "transport", value: 2.5,
 		},
 		{
@@ -243,7 +243,7 @@ func TestLoadKeyErrors(t *testing.T) {
 		{
 			name:    "switch variable",
 			vars:    map[string]string{env.SwitchVar: "yes!"},
-			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)`,
+			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)`,
 			key:     env.SwitchVar, value: "yes!",
 		},
 	}
@@ -313,10 +313,10 @@ source_schemas:
 	if err == nil {
 		t.Fatalf("Load() = %+v, want errors", cfg)
 	}
-	const accepted = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
+	const accepted = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)"
 	wantErr := strings.Join([]string{
 		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe!": ` + accepted,
-		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy)",
+		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
 		`transport: invalid value "fast!": ` + accepted,
 		`defaults.connect_timeout: invalid duration "2x"`,
 		"defaults.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",

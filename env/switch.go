@@ -26,13 +26,19 @@ type Switch struct {
 	// path also sends, to compare, while the legacy path serves every
 	// request. Path is PathLegacy then.
 	ShadowRate float64
+	// CanaryRate, when positive, is the starting share of gateway
+	// requests served by the sockets path instead of the legacy path, per
+	// canaried source schema. Path is PathLegacy then.
+	CanaryRate float64
+	// CanarySchemas limits the canary to these source schemas; nil: all.
+	CanarySchemas []string
 }
 
 // DefaultShadowRate is the sample rate of a bare "shadow": every query.
 const DefaultShadowRate = 1.0
 
 // switchGrammar lists the accepted values, for error messages.
-const switchGrammar = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
+const switchGrammar = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)"
 
 // ParseSwitch parses a value of FUSION_SOCKETS_TRANSPORT or of the file's
 // transport key, the one place that knows the grammar:
@@ -42,6 +48,9 @@ const switchGrammar = "want 1, true, on or sockets (sockets path); 0, false, off
 //	products,reviews              those source schemas on sockets, the rest on legacy
 //	shadow, shadow:0.05           legacy serves; a sample of queries (all, 5%) also
 //	                              goes through sockets and is compared
+//	canary:0.05, canary:5%        legacy serves; 5% of gateway requests are served by
+//	canary:0.05:products,reviews  sockets instead (every schema, or those listed),
+//	                              judged against legacy, falling back by themselves
 //
 // Case and surrounding space are ignored. Whether the named source schemas
 // exist is checked by Config.Validate. Any other value is an error that
@@ -63,6 +72,12 @@ func ParseSwitch(value string) (Switch, error) {
 		}
 		return Switch{Path: PathLegacy, ShadowRate: r}, nil
 	}
+	if v == "canary" {
+		return Switch{}, fmt.Errorf("invalid value %q: a canary needs its starting rate, e.g. canary:0.05 or canary:5%%", value)
+	}
+	if _, rest, ok := strings.Cut(strings.TrimSpace(value), ":"); ok && strings.HasPrefix(v, "canary:") {
+		return parseCanary(value, rest)
+	}
 	names := splitList(strings.TrimSpace(value))
 	for _, n := range names {
 		if !schemaName(n) {
@@ -83,7 +98,7 @@ func ParseSwitch(value string) (Switch, error) {
 var switchWords = map[string]struct{}{
 	"1": {}, "true": {}, "on": {}, "sockets": {},
 	"0": {}, "false": {}, "off": {}, "legacy": {},
-	"shadow": {},
+	"shadow": {}, "canary": {},
 }
 
 // schemaName reports whether n can name a source schema in the switch: a
@@ -107,6 +122,10 @@ func (s Switch) String() string {
 		return strings.Join(s.Schemas, ",")
 	case s.ShadowRate > 0:
 		return "shadow:" + strconv.FormatFloat(s.ShadowRate, 'g', -1, 64)
+	case s.CanaryRate > 0 && s.CanarySchemas != nil:
+		return "canary:" + strconv.FormatFloat(s.CanaryRate, 'g', -1, 64) + ":" + strings.Join(s.CanarySchemas, ",")
+	case s.CanaryRate > 0:
+		return "canary:" + strconv.FormatFloat(s.CanaryRate, 'g', -1, 64)
 	case s.Path == "":
 		return string(PathLegacy)
 	}

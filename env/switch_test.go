@@ -47,7 +47,7 @@ var rejectedSwitch = []string{
 	"1.0", "tru e", "o n", "sockets!", "\x00", "on\x00", "１", ",", " , ", "products;reviews",
 }
 
-const acceptedValues = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); or shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared)"
+const acceptedValues = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)"
 
 func TestParseSwitch(t *testing.T) {
 	for _, tt := range acceptedSwitch {
@@ -171,6 +171,8 @@ func FuzzParseSwitch(f *testing.F) {
 		f.Add(v)
 	}
 	f.Add("shadow:0.05")
+	f.Add("canary:5%:products,reviews")
+	f.Add("canary:0.05")
 	f.Add("products,reviews")
 	f.Fuzz(func(t *testing.T, value string) {
 		sw, err := env.ParseSwitch(value)

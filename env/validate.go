@@ -45,6 +45,7 @@ func (c Config) Validate() error {
 	case c.Shadow.Rate > 0 && c.Path() != PathLegacy:
 		errs.add("shadow.rate", c.Shadow.Rate, nil, "shadow comparison needs the legacy path serving; transport is %q", c.Path())
 	}
+	validateCanary(&errs, c)
 	headerNames(&errs, "forward_headers", c.ForwardHeaders)
 	validateSettings(&errs, "defaults", c.Defaults)
 	names := make([]string, 0, len(c.SourceSchemas))

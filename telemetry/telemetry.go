@@ -106,6 +106,8 @@ type Telemetry struct {
 	kept     metric.Int64Counter
 	replaced metric.Int64Counter
 	removed  metric.Int64Counter
+
+	canary canaryInstruments
 }
 
 // New creates the tracer, the meter and every instrument once, from opts.
@@ -183,6 +185,7 @@ func New(opts Options) (*Telemetry, error) {
 		metric.WithUnit("{transport}"),
 		metric.WithDescription("Source schema transports that a reload dropped because their schema was removed."))
 	check(err)
+	t.canary = newCanaryInstruments(m, check)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}

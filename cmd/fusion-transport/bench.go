@@ -23,6 +23,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jsonFile := fs.String("json", "", "also write the report, with every round's values, as JSON to `file`")
 	profileDir := fs.String("profile", "", "write CPU and allocation profiles of the gateway, per mode and path, from the last round to `dir`")
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
+	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the After side instead of 1 (sockets), e.g. canary:0.5; the report still calls it sockets")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport bench [flags]
@@ -71,6 +72,7 @@ Flags:
 		Modes:         modeList,
 		ProfileDir:    *profileDir,
 		GatewayConfig: *gatewayConfig,
+		AfterSwitch:   *afterSwitch,
 		Progress:      stderr,
 		Command:       strings.TrimSpace("fusion-transport bench " + strings.Join(args, " ")),
 	}

@@ -98,6 +98,20 @@ type Options struct {
 
 	// Command is recorded in the report as the command that made it.
 	Command string
+
+	// AfterSwitch, if set, is the FUSION_SOCKETS_TRANSPORT value of the
+	// After side instead of "1", e.g. "canary:0.5" to measure a canary
+	// against legacy. The report still names the side "sockets".
+	AfterSwitch string
+}
+
+// paths returns the sides in the order each round runs them, with
+// AfterSwitch applied.
+func (o Options) paths() []path {
+	if o.AfterSwitch == "" {
+		return paths
+	}
+	return []path{paths[0], {paths[1].name, o.AfterSwitch}}
 }
 
 func (o Options) rounds() int {

@@ -70,7 +70,7 @@ func runMode(ctx context.Context, o Options, mode Mode, prog *progress) (ModeRep
 	}
 	defer stop()
 	for round := 1; round <= o.rounds(); round++ {
-		for _, p := range paths {
+		for _, p := range o.paths() {
 			prog.start(round, o.rounds(), mode.Name, p.name)
 			profile := o.ProfileDir != "" && round == o.rounds()
 			s, err := runOne(ctx, o, urls, mode, p, profile)

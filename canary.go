@@ -1,0 +1,247 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/textproto"
+	"time"
+
+	"github.com/fusiongo/transport/canary"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/operation"
+)
+
+// WithCanaryHook calls hook on every change of a canaried source schema's
+// share (FUSION_SOCKETS_TRANSPORT=canary:RATE): its start, a fallback, the
+// restart after a cooldown, a growth. hook runs on the goroutine of the
+// request whose outcome caused the change, after the change took effect; it
+// must not block. The log line and the telemetry are published either way.
+func WithCanaryHook(hook func(canary.Event)) Option {
+	return func(o *options) { o.canaryHook = hook }
+}
+
+// CanaryHandler serves the canary state of inv as JSON: per source schema
+// the share in force, the windows of both paths (requests, failures, error
+// ratio, latency quantiles), the end of a cooldown, the last change and the
+// fallbacks so far. It answers 404 if inv runs no canary. A gateway mounts
+// it on its admin listener, for example at /debug/canary.
+func CanaryHandler(inv Invoker) http.Handler {
+	if i, ok := inv.(*invoker); ok && i.canary != nil {
+		return i.canary.judge
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no canary: start the gateway with "+env.SwitchVar+"=canary:RATE", http.StatusNotFound)
+	})
+}
+
+// canaryRouter is the canary of an invoker: which schemas take part, how a
+// gateway request is keyed, and the judge. Immutable after New but for the
+// judge, which is safe for concurrent use.
+type canaryRouter struct {
+	inv       *invoker
+	judge     *canary.Judge
+	schemas   map[string]bool // nil: every schema
+	keyHeader string          // canonical form
+	seed      maphash.Seed    // per process: keys are not comparable across gateways
+}
+
+func newCanaryRouter(inv *invoker, cfg *env.Config) *canaryRouter {
+	cs := cfg.EffectiveCanary()
+	c := &canaryRouter{inv: inv, keyHeader: textproto.CanonicalMIMEHeaderKey(cs.KeyHeader), seed: maphash.MakeSeed()}
+	if len(cs.Schemas) > 0 {
+		c.schemas = map[string]bool{}
+		for _, n := range cs.Schemas {
+			c.schemas[n] = true
+		}
+	}
+	c.judge = canary.New(canary.Settings{
+		Rate: cs.Rate, MaxRate: cs.MaxRate, Step: cs.Step, Interval: cs.Interval,
+		Window: cs.Window, MinRequests: cs.MinRequests, MaxErrorRatioDelta: cs.MaxErrorRatioDelta, Cooldown: cs.Cooldown,
+	}, canary.Options{Publish: c.publish})
+	return c
+}
+
+// on reports whether source schema name takes part in the canary. The list
+// is the one read at startup: a schema added by a reload takes part when
+// the list is empty.
+func (c *canaryRouter) on(name string) bool {
+	return c != nil && (c.schemas == nil || c.schemas[name])
+}
+
+// attach gives each canaried entry of st, before st is stored, its canary
+// state: kept by name from the state in force, new for a new schema. The
+// state of a schema st no longer has is forgotten.
+func (c *canaryRouter) attach(st *state) {
+	if c == nil {
+		return
+	}
+	var names []string
+	for name, e := range st.schemas {
+		if e.candidate != nil && c.on(name) {
+			names = append(names, name)
+		}
+	}
+	for name, s := range c.judge.Sync(names) {
+		st.schemas[name].judge = s
+	}
+}
+
+// key returns the number that decides a gateway request's path: a hash of
+// its key header when it has one, else a hash of the gateway request
+// itself (its *http.Request in ctx), so that every call made with that
+// request's context takes the same path at an equal share. Both hashes use
+// a random per-process seed. A call without a gateway request gets a
+// random key.
+func (c *canaryRouter) key(ctx context.Context) uint64 {
+	gw := gateway.Request(ctx)
+	if gw == nil {
+		return rand.Uint64()
+	}
+	if v := gw.Header[c.keyHeader]; len(v) > 0 && v[0] != "" {
+		return maphash.String(c.seed, v[0])
+	}
+	return maphash.Comparable(c.seed, gw)
+}
+
+// publish is the judge's publisher: one log line, the telemetry gauge and
+// counter, and the caller's hook.
+func (c *canaryRouter) publish(ev canary.Event) {
+	level := slog.LevelInfo
+	if ev.Reason == canary.Fallback {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"source_schema", ev.Schema, "reason", string(ev.Reason), "from", ev.From, "to", ev.To}
+	if ev.Reason != canary.Start {
+		attrs = append(attrs,
+			"legacy_requests", ev.Legacy.Requests, "legacy_failures", ev.Legacy.Failures,
+			"sockets_requests", ev.Sockets.Requests, "sockets_failures", ev.Sockets.Failures)
+	}
+	if !ev.CooldownUntil.IsZero() {
+		attrs = append(attrs, "cooldown_until", ev.CooldownUntil)
+	}
+	c.inv.log.Log(context.Background(), level, "canary share changed", attrs...)
+	c.inv.o.telemetry.RecordCanaryShare(ev.Schema, ev.To, ev.Reason == canary.Fallback)
+	if h := c.inv.o.canaryHook; h != nil {
+		h(ev)
+	}
+}
+
+// record counts one call's outcome: failed when it returned an error or a
+// 5xx. A call whose caller gave up (ctx done) says nothing about the path
+// and is not counted.
+func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Response, err error, start time.Time) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.Record(p, err != nil || resp.StatusCode >= 500, start)
+}
+
+// entryOf returns the entry of source schema name in the state in force.
+func (inv *invoker) entryOf(name string) (*entry, error) {
+	st := inv.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
+	}
+	e, ok := st.schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+	}
+	return e, nil
+}
+
+// canaryPost is Post under a canary: the gateway request's share decides
+// the path. A query that failed on sockets without a response is sent
+// again on legacy; a mutation, or any request that got a response, is
+// not.
+func (inv *invoker) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	e, err := inv.entryOf(name)
+	if err != nil {
+		return nil, err
+	}
+	s := e.judge
+	if s == nil {
+		return e.serve.post(ctx, body)
+	}
+	if s.Sockets(inv.canary.key(ctx)) {
+		start := s.Start()
+		resp, err := e.candidate.post(ctx, body)
+		record(ctx, s, canary.Sockets, resp, err, start)
+		if err == nil || ctx.Err() != nil || operation.Of(body) != operation.Query {
+			return resp, err
+		}
+		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
+	}
+	start := s.Start()
+	resp, err := e.serve.post(ctx, body)
+	record(ctx, s, canary.Legacy, resp, err, start)
+	return resp, err
+}
+
+// canaryDo is Do under a canary, as canaryPost. A request that failed on
+// sockets goes again on legacy when it is a GET, or a POST whose body can
+// be read again (GetBody) and holds a query.
+func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+	e, err := inv.entryOf(name)
+	if err != nil {
+		gqlhttp.CloseBody(req)
+		return nil, err
+	}
+	s := e.judge
+	if s == nil {
+		return e.serve.do(ctx, req)
+	}
+	if s.Sockets(inv.canary.key(ctx)) {
+		start := s.Start()
+		resp, err := e.candidate.do(ctx, req)
+		record(ctx, s, canary.Sockets, resp, err, start)
+		if err == nil || ctx.Err() != nil {
+			return resp, err
+		}
+		again, ok := resendable(req)
+		if !ok {
+			return resp, err
+		}
+		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
+		req = again
+	}
+	start := s.Start()
+	resp, err := e.serve.do(ctx, req)
+	record(ctx, s, canary.Legacy, resp, err, start)
+	return resp, err
+}
+
+// maxResendBody bounds the body canaryDo reads to tell a query from a
+// mutation.
+const maxResendBody = 1 << 20
+
+// resendable returns a copy of req to send again on legacy, if req is a
+// query: a GET or HEAD without a body, or a request whose body GetBody
+// gives again and holds a query.
+func resendable(req *http.Request) (*http.Request, bool) {
+	if (req.Method == http.MethodGet || req.Method == http.MethodHead) && (req.Body == nil || req.Body == http.NoBody) {
+		return req, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(rc, maxResendBody+1))
+	rc.Close()
+	if err != nil || len(body) > maxResendBody || operation.Of(body) != operation.Query {
+		return nil, false
+	}
+	again := req.Clone(req.Context())
+	again.Body = io.NopCloser(bytes.NewReader(body))
+	return again, true
+}
