@@ -48,8 +48,9 @@ type Invoker interface {
 	// configuration stays in force. Source schemas whose transport settings
 	// are equal keep their transport and warm connections, changed ones get
 	// new ones, removed ones are dropped once their in-flight requests end.
-	// The path never changes (cfg.Transport, cfg.SocketsSchemas and
-	// cfg.Shadow.Rate are read at startup only).
+	// The path never changes (cfg.Transport, cfg.SocketsSchemas,
+	// cfg.Shadow.Rate and cfg.Canary are read at startup only); a canary
+	// keeps the state of every schema that stays.
 	Reload(cfg env.Config) error
 
 	// Close closes every connection once its in-flight requests end. After
