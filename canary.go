@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"hash/maphash"
 	"io"
 	"log/slog"
@@ -142,19 +141,6 @@ func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Res
 		return
 	}
 	s.Record(p, err != nil || resp.StatusCode >= 500, start)
-}
-
-// entryOf returns the entry of source schema name in the state in force.
-func (inv *invoker) entryOf(name string) (*entry, error) {
-	st := inv.state.Load()
-	if st == nil {
-		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
-	}
-	e, ok := st.schemas[name]
-	if !ok {
-		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
-	}
-	return e, nil
 }
 
 // canaryPost is Post under a canary: the gateway request's share decides

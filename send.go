@@ -16,9 +16,8 @@ import (
 	"github.com/fusiongo/transport/internal/gqlhttp"
 )
 
-// lookup returns the route of source schema name in the state in force:
-// the serving one, or the shadow candidate.
-func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
+// entryOf returns the entry of source schema name in the state in force.
+func (inv *invoker) entryOf(name string) (*entry, error) {
 	st := inv.state.Load()
 	if st == nil {
 		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
@@ -26,6 +25,16 @@ func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
 	e, ok := st.schemas[name]
 	if !ok {
 		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+	}
+	return e, nil
+}
+
+// lookup returns the route of source schema name in the state in force:
+// the serving one, or the shadow or canary candidate.
+func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
+	e, err := inv.entryOf(name)
+	if err != nil {
+		return nil, err
 	}
 	if candidate {
 		if e.candidate == nil {
