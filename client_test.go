@@ -1,0 +1,410 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
+)
+
+// clientQuery is the body of the client tests' requests.
+const clientQuery = `{"query":"{ ok }"}`
+
+// tagged gives every source schema of cfg the header rule X-Schema: its
+// name, so that a server sees which schema's rules a request went through.
+func tagged(cfg env.Config) env.Config {
+	for name, s := range cfg.SourceSchemas {
+		s.Headers.Set = map[string]string{"X-Schema": name}
+		cfg.SourceSchemas[name] = s
+	}
+	return cfg
+}
+
+// clientPost sends clientQuery to url with c and ctx.
+func clientPost(t *testing.T, c *http.Client, ctx context.Context, url string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(clientQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.Do(req)
+}
+
+// TestRoundTripperRoutesByHostAndLongestPrefix: two source schemas on one
+// host, at /a and /a/b, and a third on another port of the same address.
+// Each request reaches the server it names with the header rules of the
+// schema with the same scheme, host and port and the longest prefix of its
+// path in whole segments, on every invoker New returns.
+func TestRoundTripperRoutesByHostAndLongestPrefix(t *testing.T) {
+	runs := []struct {
+		name string
+		cfg  func(nameURL ...string) env.Config
+	}{
+		{"legacy", func(nu ...string) env.Config { return config(env.PathLegacy, nu...) }},
+		{"sockets", func(nu ...string) env.Config { return config(env.PathSockets, nu...) }},
+		{"mixed", func(nu ...string) env.Config {
+			cfg := config(env.PathMixed, nu...)
+			cfg.SocketsSchemas = []string{"inner"}
+			return cfg
+		}},
+		{"shadow", func(nu ...string) env.Config {
+			cfg := config(env.PathLegacy, nu...)
+			cfg.Shadow.Rate = 1
+			return cfg
+		}},
+		{"canary", func(nu ...string) env.Config {
+			cfg := config(env.PathLegacy, nu...)
+			cfg.Canary = env.CanarySettings{Rate: 0.5}
+			return cfg
+		}},
+	}
+	cases := []struct {
+		path   string // on the first server, or the second with other
+		other  bool
+		schema string
+	}{
+		{path: "/a/b/x", schema: "inner"},
+		{path: "/a/b", schema: "inner"},
+		{path: "/a/b/", schema: "inner"},
+		{path: "/a/x", schema: "outer"},
+		{path: "/a", schema: "outer"},
+		{path: "/a/bc", schema: "outer"}, // /a/b is no prefix of /a/bc in segments
+		{path: "/a/b", other: true, schema: "other"},
+	}
+	for _, run := range runs {
+		for _, tc := range cases {
+			t.Run(run.name+tc.path+map[bool]string{true: "@other"}[tc.other], func(t *testing.T) {
+				first, second := newSchemaServer(t, nil), newSchemaServer(t, nil)
+				inv, err := transport.New(tagged(run.cfg(
+					"outer", first.Server.URL+"/a",
+					"inner", first.Server.URL+"/a/b",
+					"other", second.Server.URL+"/",
+				)), transport.WithLookupEnv(noEnv), transport.WithLogger(quiet))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer inv.Close()
+				to, quietSrv := first, second
+				if tc.other {
+					to, quietSrv = second, first
+				}
+				resp, err := clientPost(t, transport.NewClient(inv), context.Background(), to.Server.URL+tc.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body := readAll(t, resp); resp.StatusCode != 200 || body != `{"data":{"ok":true}}` {
+					t.Fatalf("got %d %q", resp.StatusCode, body)
+				}
+				inv.Close() // waits for a shadow comparison in flight
+				got := to.Requests()
+				if len(got) == 0 {
+					t.Fatal("the server saw no request")
+				}
+				for _, r := range got {
+					if r.Path != tc.path || r.Header.Get("X-Schema") != tc.schema {
+						t.Errorf("server saw %s with X-Schema %q; want %s with the rules of %q", r.Path, r.Header.Get("X-Schema"), tc.path, tc.schema)
+					}
+				}
+				if n := len(quietSrv.Requests()); n != 0 {
+					t.Errorf("the other server saw %d requests", n)
+				}
+			})
+		}
+	}
+}
+
+// TestRoundTripperRefusesUnknownURL: a request whose URL matches no source
+// schema fails with an error that names its redacted URL and wraps
+// ErrUnknownSchema; no server sees a connection and the body is closed.
+func TestRoundTripperRefusesUnknownURL(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			known, unknown := newSchemaServer(t, nil), newSchemaServer(t, nil)
+			inv := newInvoker(t, config(path, "products", known.Server.URL+"/a"))
+			rt := transport.NewRoundTripper(inv)
+			hostport := strings.TrimPrefix(known.Server.URL, "http://")
+			for _, u := range []string{
+				"http://user:secret@" + hostport + "/ab", // a prefix of the path, not of a segment
+				"http://user:secret@" + hostport + "/",
+				"http://user:secret@" + hostport + "/b/a",
+				"https://user:secret@" + hostport + "/a", // another scheme
+				"http://user:secret@" + strings.TrimPrefix(unknown.Server.URL, "http://") + "/a",
+			} {
+				body := &closeRecorder{ReadCloser: io.NopCloser(strings.NewReader(clientQuery))}
+				req, err := http.NewRequest(http.MethodPost, u, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := rt.RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("%s: sent, want refused", u)
+				}
+				redacted := strings.Replace(u, "secret", "xxxxx", 1)
+				if !errors.Is(err, transport.ErrUnknownSchema) || !strings.Contains(err.Error(), redacted) || strings.Contains(err.Error(), "secret") {
+					t.Errorf("%s: error %q; want ErrUnknownSchema naming %s", u, err, redacted)
+				}
+				if !body.closed.Load() {
+					t.Errorf("%s: request body not closed", u)
+				}
+			}
+			for _, srv := range []*schemaServer{known, unknown} {
+				if n, c := len(srv.Requests()), len(srv.Opened()); n != 0 || c != 0 {
+					t.Errorf("a server saw %d requests on %d connections; want none", n, c)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundTripperRouteFollowsReload: after a Reload moves the source
+// schema to another server, a request to the new URL is sent and one to
+// the old URL is refused; before, the other way round.
+func TestRoundTripperRouteFollowsReload(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			before, after := newSchemaServer(t, nil), newSchemaServer(t, nil)
+			inv := newInvoker(t, tagged(config(path, "products", before.URL())))
+			c := transport.NewClient(inv)
+			send := func(u string) error {
+				resp, err := clientPost(t, c, context.Background(), u)
+				if err == nil {
+					readAll(t, resp)
+				}
+				return err
+			}
+			if err := send(before.URL()); err != nil {
+				t.Fatalf("before the reload: %v", err)
+			}
+			if err := send(after.URL()); !errors.Is(err, transport.ErrUnknownSchema) {
+				t.Fatalf("before the reload, to the new URL: %v; want ErrUnknownSchema", err)
+			}
+			if err := inv.Reload(tagged(config(path, "products", after.URL()))); err != nil {
+				t.Fatal(err)
+			}
+			if err := send(after.URL()); err != nil {
+				t.Fatalf("after the reload: %v", err)
+			}
+			if err := send(before.URL()); !errors.Is(err, transport.ErrUnknownSchema) {
+				t.Fatalf("after the reload, to the old URL: %v; want ErrUnknownSchema", err)
+			}
+			if n := len(before.Requests()); n != 1 {
+				t.Errorf("the old server saw %d requests, want 1", n)
+			}
+			if got := after.Requests(); len(got) != 1 || got[0].Header.Get("X-Schema") != "products" {
+				t.Errorf("the new server saw %+v; want one request with products' rules", got)
+			}
+		})
+	}
+}
+
+// TestRoundTripperContextRouteWins: the source schema named by
+// WithSourceSchema is used whatever the URL says: its header rules apply
+// to a URL that routes to another schema, and to a URL no schema has. On
+// the sockets path Do's target check still applies: a URL on another host
+// is refused with ErrWrongTarget and nothing is sent.
+func TestRoundTripperContextRouteWins(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv, elsewhere := newSchemaServer(t, nil), newSchemaServer(t, nil)
+			inv := newInvoker(t, tagged(config(path, "outer", srv.Server.URL+"/a", "inner", srv.Server.URL+"/a/b")))
+			c := transport.NewClient(inv)
+			ctx := transport.WithSourceSchema(context.Background(), "outer")
+			for _, p := range []string{"/a/b/x", "/unrouted"} {
+				resp, err := clientPost(t, c, ctx, srv.Server.URL+p)
+				if err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				readAll(t, resp)
+				if r := srv.Last(t); r.Path != p || r.Header.Get("X-Schema") != "outer" {
+					t.Errorf("server saw %s with X-Schema %q; want %s with outer's rules", r.Path, r.Header.Get("X-Schema"), p)
+				}
+			}
+			resp, err := clientPost(t, c, ctx, elsewhere.Server.URL+"/a")
+			switch path {
+			case env.PathSockets:
+				if !errors.Is(err, transport.ErrWrongTarget) {
+					t.Errorf("another host on sockets: %v; want ErrWrongTarget", err)
+				}
+				if n := len(elsewhere.Requests()); n != 0 {
+					t.Errorf("the other host saw %d requests; want none", n)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("another host on %s: %v", path, err)
+				}
+				readAll(t, resp)
+				if r := elsewhere.Last(t); r.Header.Get("X-Schema") != "outer" {
+					t.Errorf("the other host saw X-Schema %q; want outer's rules", r.Header.Get("X-Schema"))
+				}
+			}
+			if _, err := clientPost(t, c, transport.WithSourceSchema(context.Background(), "nope"), srv.Server.URL+"/a"); !errors.Is(err, transport.ErrUnknownSchema) {
+				t.Errorf("unknown name: %v; want ErrUnknownSchema", err)
+			}
+		})
+	}
+}
+
+// TestClientFollowsNoRedirectTwice: a source schema redirects /a to /b.
+// On legacy the path follows it once, inside itself: the server sees /a
+// then /b, once each, and the client gets the final answer. On sockets
+// nothing follows it: the server sees /a only and the client gets the 302.
+func TestClientFollowsNoRedirectTwice(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/a" {
+					http.Redirect(w, r, "/b", http.StatusFound)
+					return
+				}
+				io.WriteString(w, "final")
+			})
+			inv := newInvoker(t, config(path, "products", srv.Server.URL))
+			resp, err := transport.NewClient(inv).Get(srv.Server.URL + "/a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			var seen []string
+			for _, r := range srv.Requests() {
+				seen = append(seen, r.Path)
+			}
+			want, status := "[/a /b]", http.StatusOK
+			if path == env.PathSockets {
+				want, status = "[/a]", http.StatusFound
+			}
+			if got := fmt.Sprint(seen); got != want {
+				t.Errorf("server saw %s; want %s", got, want)
+			}
+			if resp.StatusCode != status || (status == http.StatusOK && body != "final") {
+				t.Errorf("client got %d %q; want %d", resp.StatusCode, body, status)
+			}
+		})
+	}
+}
+
+// TestClientKeepsNoCookie: a source schema sets a cookie on every answer;
+// no request carries it back.
+func TestClientKeepsNoCookie(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1", Path: "/"})
+				io.WriteString(w, `{"data":{"ok":true}}`)
+			})
+			inv := newInvoker(t, config(path, "products", srv.URL()))
+			c := transport.NewClient(inv)
+			for range 2 {
+				resp, err := clientPost(t, c, context.Background(), srv.URL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if readAll(t, resp); resp.Header.Get("Set-Cookie") == "" {
+					t.Fatal("the server set no cookie")
+				}
+			}
+			for i, r := range srv.Requests() {
+				if v := r.Header.Values("Cookie"); len(v) != 0 {
+					t.Errorf("request %d carried Cookie %q", i+1, v)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundTripperForeignInvoker: an Invoker that New did not return cannot
+// be routed by URL (a clear error, nothing sent, the body closed), but a
+// request named with WithSourceSchema goes through its Do.
+func TestRoundTripperForeignInvoker(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	inv := struct{ transport.Invoker }{newInvoker(t, config(env.PathSockets, "products", srv.URL()))}
+	rt := transport.NewRoundTripper(inv)
+	body := &closeRecorder{ReadCloser: io.NopCloser(strings.NewReader(clientQuery))}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL(), body)
+	if resp, err := rt.RoundTrip(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("routed by URL through a foreign Invoker")
+	} else if !strings.Contains(err.Error(), "WithSourceSchema") || !strings.Contains(err.Error(), srv.URL()) {
+		t.Errorf("error %q; want one naming the URL and WithSourceSchema", err)
+	}
+	if !body.closed.Load() || len(srv.Requests()) != 0 {
+		t.Errorf("body closed %v, server saw %d requests; want closed and none", body.closed.Load(), len(srv.Requests()))
+	}
+	req, _ = http.NewRequestWithContext(transport.WithSourceSchema(context.Background(), "products"), http.MethodPost, srv.URL(), strings.NewReader(clientQuery))
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("server saw %d requests; want 1", n)
+	}
+}
+
+// TestRoundTripperRouteAllocatesNothing: after the first request of a
+// configuration, routing by URL costs no allocation: a RoundTrip allocates
+// what the Do it makes allocates. The source schema is served in process,
+// so the counts hold still.
+func TestRoundTripperRouteAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ht := &wiretest.HandlerTransport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	cfg := config(env.PathSockets, "products", "http://products.test/graphql", "reviews", "http://products.test/reviews", "accounts", "http://accounts.test/")
+	inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{RoundTripper: ht}))
+	rt := transport.NewRoundTripper(inv)
+	req, _ := http.NewRequest(http.MethodGet, "http://products.test/graphql/x", nil)
+	measure := func(send func() (*http.Response, error)) float64 {
+		return testing.AllocsPerRun(1000, func() {
+			resp, err := send()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	do := measure(func() (*http.Response, error) { return inv.Do(req.Context(), "products", req) })
+	routed := measure(func() (*http.Response, error) { return rt.RoundTrip(req) })
+	if routed != do {
+		t.Errorf("RoundTrip allocates %v a request, Do %v; want the same", routed, do)
+	}
+	if ht.Calls() == 0 {
+		t.Fatal("nothing reached the source schema")
+	}
+}
+
+// TestRoundTripperRefusesSharedURL: two source schemas at one URL cannot be
+// told apart by it: a request to it is refused with an error naming both,
+// nothing is sent, and WithSourceSchema picks one.
+func TestRoundTripperRefusesSharedURL(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			inv := newInvoker(t, tagged(config(path, "products", srv.URL(), "reviews", srv.URL())))
+			c := transport.NewClient(inv)
+			_, err := clientPost(t, c, context.Background(), srv.URL())
+			if !errors.Is(err, transport.ErrUnknownSchema) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"reviews"`) {
+				t.Errorf("error %v; want ErrUnknownSchema naming products and reviews", err)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Fatalf("server saw %d requests; want none", n)
+			}
+			resp, err := clientPost(t, c, transport.WithSourceSchema(context.Background(), "reviews"), srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if r := srv.Last(t); r.Header.Get("X-Schema") != "reviews" {
+				t.Errorf("server saw X-Schema %q; want reviews' rules", r.Header.Get("X-Schema"))
+			}
+		})
+	}
+}
