@@ -585,7 +585,7 @@ func stepHandler() http.HandlerFunc {
 // connection is replaced before all 8 are open.
 func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 	const conns = 8
-	srv := newWireServer(t, wireOptions{handler: stepHandler()})
+	srv := newWireServer(t, wiretest.Options{Handler: stepHandler()})
 	cfg := socketsConfig(srv.URL(), func(s *env.SourceSchema) {
 		s.ConnLifetime = 2 * time.Second
 		s.ConnLifetimeJitter = 1500 * time.Millisecond // each lifetime in (500ms, 2s]: the setup fits in the shortest

@@ -2,11 +2,9 @@ package transport_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,7 +26,7 @@ type schemaServer = wireServer
 // a small JSON body.
 func newSchemaServer(t *testing.T, h http.HandlerFunc) *schemaServer {
 	t.Helper()
-	return newWireServer(t, wireOptions{handler: h})
+	return newWireServer(t, wiretest.Options{Handler: h})
 }
 
 // wireServer is a wiretest.Server under the names the root tests use: URL()
@@ -45,25 +43,10 @@ func (s *wireServer) URL() string { return s.url }
 // wireRequest is one request as a wireServer saw it.
 type wireRequest = wiretest.Request
 
-// wireOptions say what kind of server newWireServer starts: the fields of
-// wiretest.Options, under the root tests' names.
-type wireOptions struct {
-	handler    http.HandlerFunc // nil: 200 with {"data":{"ok":true}}
-	tls        *tls.Config      // nil: cleartext
-	alpn       []string         // the TLS server's ALPN list; nil: http/1.1 only
-	h2cOnly    bool             // cleartext HTTP/2 with prior knowledge, nothing else
-	maxStreams int              // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: Go's default
-	listener   net.Listener     // nil: a loopback TCP listener
-	url        string           // the source schema URL; "": the server's own + /graphql
-}
-
 // newWireServer starts a recording server (wiretest.NewServer).
-func newWireServer(t *testing.T, o wireOptions) *wireServer {
+func newWireServer(t *testing.T, o wiretest.Options) *wireServer {
 	t.Helper()
-	s := wiretest.NewServer(t, wiretest.Options{
-		Handler: o.handler, TLS: o.tls, ALPN: o.alpn, H2COnly: o.h2cOnly,
-		MaxStreams: o.maxStreams, Listener: o.listener, URL: o.url,
-	})
+	s := wiretest.NewServer(t, o)
 	return &wireServer{Server: s, url: s.SchemaURL()}
 }
 

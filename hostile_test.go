@@ -19,6 +19,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // The hostile-server suite: servers that misbehave on purpose, and crowds of
@@ -145,7 +146,7 @@ func TestHostileExchangeHeadersNeverForwarded(t *testing.T) {
 	exchange := []string{"Expect", "Accept-Encoding", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "Content-Length", "Content-Type", "Content-Encoding", "Content-Range", "Max-Forwards"}
 	for _, path := range paths {
 		t.Run(string(path), func(t *testing.T) {
-			srv := newWireServer(t, wireOptions{handler: func(w http.ResponseWriter, r *http.Request) {
+			srv := newWireServer(t, wiretest.Options{Handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 					w.Header().Set("Content-Encoding", "gzip")

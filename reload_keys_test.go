@@ -330,18 +330,18 @@ func (l countingListener) Accept() (net.Conn, error) {
 	return wiretest.OnClose(conn, func() { l.c.add(0, 1) }), nil
 }
 
-func newReloadSchema(t *testing.T, name string, tlsOpts *wireOptions) *reloadSchema {
+func newReloadSchema(t *testing.T, name string, tlsOpts *wiretest.Options) *reloadSchema {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &reloadSchema{name: name, conns: &connCounter{changed: make(chan struct{}, 1)}}
-	o := wireOptions{}
+	o := wiretest.Options{}
 	if tlsOpts != nil {
 		o = *tlsOpts
 	}
-	o.listener = countingListener{Listener: ln, c: s.conns}
+	o.Listener = countingListener{Listener: ln, c: s.conns}
 	s.srv = newWireServer(t, o)
 	s.base = s.srv.Server.URL
 	return s
@@ -401,7 +401,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	betaTLS := &wireOptions{tls: pki.ServerConfig(t, "127.0.0.1", "localhost", "beta.test"), alpn: []string{"h2", "http/1.1"}}
+	betaTLS := &wiretest.Options{TLS: pki.ServerConfig(t, "127.0.0.1", "localhost", "beta.test"), ALPN: []string{"h2", "http/1.1"}}
 	reloads := reloadKeysReloads
 	if testing.Short() {
 		reloads = reloadKeysShort
@@ -425,7 +425,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 		t.Run(run.name, func(t *testing.T) {
 			goleak.VerifyNone(t) // the previous run's goroutines may still be on their way out
 			start := time.Now()
-			var tlsOpts *wireOptions
+			var tlsOpts *wiretest.Options
 			if run.betaTLS {
 				tlsOpts = betaTLS
 			}

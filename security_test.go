@@ -429,7 +429,7 @@ func TestSecurityHeaderValueInjection(t *testing.T) {
 func newSelfSignedServer(t *testing.T) *schemaServer {
 	t.Helper()
 	// An empty TLS config: httptest adds its own certificate.
-	return newWireServer(t, wireOptions{tls: &tls.Config{}})
+	return newWireServer(t, wiretest.Options{TLS: &tls.Config{}})
 }
 
 // TestSecurityTLSVerifiedByDefault: a source schema with a self-signed

@@ -57,11 +57,11 @@ func TestSettingTLS(t *testing.T) {
 	pki := testpki.New(t, t.TempDir())
 	clientCert, clientKey := pki.ClientFiles(t, "gateway")
 	caOnly := &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}
-	mtls := newWireServer(t, wireOptions{tls: pki.ServerConfig(t, "127.0.0.1")})
-	named := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "products.internal")}}})
-	capped := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: caOnly.Certificates, MaxVersion: tls.VersionTLS12}})
-	plain := newWireServer(t, wireOptions{tls: caOnly})
-	selfSigned := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{testpki.SelfSigned(t, "127.0.0.1")}}})
+	mtls := newWireServer(t, wiretest.Options{TLS: pki.ServerConfig(t, "127.0.0.1")})
+	named := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "products.internal")}}})
+	capped := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: caOnly.Certificates, MaxVersion: tls.VersionTLS12}})
+	plain := newWireServer(t, wiretest.Options{TLS: caOnly})
+	selfSigned := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{testpki.SelfSigned(t, "127.0.0.1")}}})
 	errPinned := errors.New("server key is not the pinned one")
 	var hookSaw atomic.Value
 
@@ -219,10 +219,10 @@ func TestSettingTLSFiles(t *testing.T) {
 func TestSettingHTTPVersion(t *testing.T) {
 	pki := testpki.New(t, t.TempDir())
 	cert := []tls.Certificate{pki.Server(t, "127.0.0.1")}
-	h2cOnly := newWireServer(t, wireOptions{h2cOnly: true})
-	h2 := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"h2", "http/1.1"}})
-	h1 := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"http/1.1"}})
-	noALPN := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{}})
+	h2cOnly := newWireServer(t, wiretest.Options{H2COnly: true})
+	h2 := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: cert}, ALPN: []string{"h2", "http/1.1"}})
+	h1 := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: cert}, ALPN: []string{"http/1.1"}})
+	noALPN := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: cert}, ALPN: []string{}})
 	cases := []struct {
 		name            string
 		srv             *wireServer
@@ -382,7 +382,7 @@ func TestSettingHTTP2MultipleConnections(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: cert}, alpn: []string{"h2"}, maxStreams: 1, handler: slow})
+			srv := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: cert}, ALPN: []string{"h2"}, MaxStreams: 1, Handler: slow})
 			cfg := socketsConfig(srv.URL(), func(s *env.SourceSchema) {
 				s.TLS.CAFile = pki.CAFile
 				s.HTTP2.MultipleConnections = c.toggle
@@ -444,7 +444,7 @@ func TestSettingHTTP2MultipleConnectionsShareStreams(t *testing.T) {
 	var inFlight, want atomic.Int32
 	var mu sync.Mutex
 	together := make(chan struct{})
-	srv := newWireServer(t, wireOptions{tls: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}, alpn: []string{"h2"}, maxStreams: 100, handler: func(w http.ResponseWriter, r *http.Request) {
+	srv := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}, ALPN: []string{"h2"}, MaxStreams: 100, Handler: func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		all := together
 		if inFlight.Add(1) == want.Load() {
@@ -505,7 +505,7 @@ func wantConnsMoreThan(n int) func(*testing.T, int) {
 // hands the caller the decoded body; by default nothing is asked for.
 func TestSettingDecompression(t *testing.T) {
 	const payload = `{"data":{"products":["table","chair","lamp"]}}`
-	srv := newWireServer(t, wireOptions{handler: wiretest.CompressingHandler(payload)})
+	srv := newWireServer(t, wiretest.Options{Handler: wiretest.CompressingHandler(payload)})
 	cases := []struct {
 		name          string
 		codings       []string
@@ -565,7 +565,7 @@ func TestSettingUnixSocket(t *testing.T) {
 		if err != nil {
 			t.Skip("no Unix sockets here:", err)
 		}
-		srv := newWireServer(t, wireOptions{listener: ln, url: schemaURL})
+		srv := newWireServer(t, wiretest.Options{Listener: ln, URL: schemaURL})
 		inv := newInvoker(t, socketsConfig(schemaURL, func(s *env.SourceSchema) { s.UnixSocket = sock }))
 		resp, body := post(t, inv, context.Background(), "products")
 		if resp.StatusCode != 200 || body != `{"data":{"ok":true}}` {
@@ -576,7 +576,7 @@ func TestSettingUnixSocket(t *testing.T) {
 		}
 	})
 	t.Run("Dial hook", func(t *testing.T) {
-		srv := newWireServer(t, wireOptions{url: schemaURL})
+		srv := newWireServer(t, wiretest.Options{URL: schemaURL})
 		dr := &wiretest.DialRecorder{To: srv.Listener.Addr().String()}
 		inv := newInvoker(t, socketsConfig(schemaURL, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
 		post(t, inv, context.Background(), "products")
@@ -661,7 +661,7 @@ func TestSettingProxy(t *testing.T) {
 // source schema too (http.ProxyURL has no loopback exception): the source
 // schema itself sees nothing.
 func TestSettingProxyLoopback(t *testing.T) {
-	target := newWireServer(t, wireOptions{})
+	target := newWireServer(t, wiretest.Options{})
 	proxy := wiretest.NewProxy(t)
 	inv := newInvoker(t, socketsConfig(target.URL(), func(s *env.SourceSchema) { s.Proxy = proxy.URL }))
 	if _, body := post(t, inv, context.Background(), "products"); body != `{"data":{"via":"proxy"}}` {
@@ -682,7 +682,7 @@ func TestSettingProxyLoopback(t *testing.T) {
 func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			srv := newWireServer(t, wireOptions{handler: wiretest.BarrierHandler(3)})
+			srv := newWireServer(t, wiretest.Options{Handler: wiretest.BarrierHandler(3)})
 			cfg := config(p, "products", srv.URL())
 			cfg.ForwardHeaders = []string{"X-Barrier"}
 			if p == env.PathLegacy {
@@ -714,7 +714,7 @@ func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 // That some jitter is applied is not asserted: its amount is random.
 func TestSettingConnLifetimeJitterOff(t *testing.T) {
 	const lifetime = 200 * time.Millisecond
-	srv := newWireServer(t, wireOptions{})
+	srv := newWireServer(t, wiretest.Options{})
 	ct := &wiretest.CloseTimer{Ages: make(chan time.Duration, 4)}
 	inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
 		s.ConnLifetime = lifetime
@@ -772,7 +772,7 @@ func TestSettingKeepAlive(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.path)+"/"+c.name, func(t *testing.T) {
-			srv := newWireServer(t, wireOptions{})
+			srv := newWireServer(t, wiretest.Options{})
 			cfg := config(c.path, "products", srv.URL())
 			if c.path == env.PathLegacy {
 				cfg.Defaults.KeepAlive = c.keepAlive

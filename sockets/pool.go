@@ -1,6 +1,7 @@
 package sockets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -326,10 +327,7 @@ var errQueueTimeout = errors.New("no connection free before the deadline")
 // its old place for a waiter that was woken and found nothing. p.mu is
 // held.
 func (p *pool) enqueue(w *waiter) {
-	i := len(p.waiters)
-	for i > 0 && p.waiters[i-1].ticket > w.ticket {
-		i--
-	}
+	i, _ := slices.BinarySearchFunc(p.waiters, w.ticket, func(x *waiter, t uint64) int { return cmp.Compare(x.ticket, t) })
 	p.waiters = slices.Insert(p.waiters, i, w)
 }
 

@@ -208,7 +208,8 @@ func (t *poolTransport) Drain() { t.pool.drain() }
 // Conns reports the pool's open and idle connections.
 func (t *poolTransport) Conns() (open, idle int) { return t.pool.stats() }
 
-// checkURL is used by Plan for schemas whose url does not parse.
+// parseURL parses a schema url for Plan; one that does not parse gives
+// an empty URL.
 func parseURL(raw string) *url.URL {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -50,7 +50,7 @@ func Dialer(s env.Settings) *net.Dialer {
 // HostPort returns u's host with its port, the scheme's default if none,
 // the host in lower case: the address a request to u goes to.
 func HostPort(u *url.URL) string {
-	host := lower(u.Hostname())
+	host := strings.ToLower(u.Hostname()) // returns its argument unchanged, unallocated, when already lower case
 	if p := u.Port(); p != "" {
 		return net.JoinHostPort(host, p)
 	}
@@ -58,21 +58,6 @@ func HostPort(u *url.URL) string {
 		return net.JoinHostPort(host, "443")
 	}
 	return net.JoinHostPort(host, "80")
-}
-
-func lower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }
 
 // SameTarget reports whether a and b go to the same scheme, host and port,
