@@ -309,7 +309,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	// What each reload did, as the path logs it: on sockets one pool
 	// replaced (products' or reviews') and two kept; on legacy the shared
 	// transport kept, as it reads only the defaults.
-	wantPlan := map[env.Path]string{env.PathSockets: "kept=2 replaced=1 removed=0 added=0", env.PathLegacy: "kept=3 replaced=0 removed=0 added=0"}[path]
+	wantPlan := map[env.Path]string{env.PathSockets: "kept=2 replaced=1 removed=0 added=0", pathH1: "kept=2 replaced=1 removed=0 added=0", env.PathLegacy: "kept=3 replaced=0 removed=0 added=0"}[path]
 	if n, bad := reloadRecords(reloadLog.String(), wantPlan); n != row.reloads || bad != "" {
 		t.Errorf("%d reloads logged for %d applied; want each to say %q, one said: %s", n, row.reloads, wantPlan, bad)
 	}
@@ -318,7 +318,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 		t.Errorf("accounts, never changed, saw %d of its connections close during the churn: a reload dropped warm connections", accounts.closedDuring)
 	}
 	switch path {
-	case env.PathSockets:
+	case env.PathSockets, pathH1:
 		// The pool dials only for a request that finds every connection
 		// busy, so accounts cannot have more than its callers. (Legacy's
 		// net/http starts a dial for such a request and gives it whichever
@@ -393,7 +393,7 @@ func logChurnRows(t *testing.T, rows []churnRow) {
 	for _, r := range rows {
 		for _, s := range r.schemas {
 			last := "-"
-			if r.path == env.PathSockets {
+			if onSockets(r.path) {
 				last = fmt.Sprint(s.openAfterLastReload)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d / %d | %s | %d / %d |\n", r.path, s.name, s.change, s.callers, s.warm, s.openedDuring, s.closedDuring, last, s.openedTotal, s.closedTotal)

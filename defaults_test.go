@@ -56,7 +56,7 @@ func TestRedirects(t *testing.T) {
 			inv := newInvoker(t, config(path, "products", srv.URL()))
 			resp, _ := post(t, inv, context.Background(), "products")
 			switch path {
-			case env.PathSockets:
+			case env.PathSockets, pathH1:
 				if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != other.URL() {
 					t.Errorf("caller got %d Location %q, want the 302", resp.StatusCode, resp.Header.Get("Location"))
 				}
@@ -89,7 +89,7 @@ func TestDecompression(t *testing.T) {
 			resp, body := post(t, inv, context.Background(), "products")
 			ae := srv.Last(t).Header.Get("Accept-Encoding")
 			switch path {
-			case env.PathSockets:
+			case env.PathSockets, pathH1:
 				if ae != "" {
 					t.Errorf("sockets sent Accept-Encoding %q", ae)
 				}

@@ -16,7 +16,15 @@ import (
 )
 
 // paths lists both paths, for tests whose behaviour is common.
-var paths = []env.Path{env.PathLegacy, env.PathSockets}
+var paths = []env.Path{env.PathLegacy, env.PathSockets, pathH1}
+
+// pathH1 is the sockets path on the h1 engine (defaults.engine: h1): the
+// third configuration of every cross-path wire test. config turns it into
+// env.PathSockets with that default.
+const pathH1 env.Path = "sockets-h1"
+
+// onSockets reports whether p is the sockets path, on either engine.
+func onSockets(p env.Path) bool { return p == env.PathSockets || p == pathH1 }
 
 // schemaServer is a loopback source schema that records what reaches it
 // and which connections open and close: a cleartext wireServer.
@@ -54,6 +62,10 @@ func newWireServer(t *testing.T, o wiretest.Options) *wireServer {
 // (name, url, name, url, ...).
 func config(path env.Path, nameURL ...string) env.Config {
 	cfg := env.Config{Transport: path, SourceSchemas: map[string]env.SourceSchema{}}
+	if path == pathH1 {
+		cfg.Transport = env.PathSockets
+		cfg.Defaults.Engine = env.EngineH1
+	}
 	for i := 0; i+1 < len(nameURL); i += 2 {
 		cfg.SourceSchemas[nameURL[i]] = env.SourceSchema{URL: nameURL[i+1]}
 	}

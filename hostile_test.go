@@ -440,7 +440,7 @@ func TestHostileHeaderTimeoutCountsQueueing(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "header_timeout") {
 					t.Fatalf("second request: %v, want a header timeout", err)
 				}
-				if path == env.PathSockets && !strings.Contains(err.Error(), "of it waiting for a connection") {
+				if onSockets(path) && !strings.Contains(err.Error(), "of it waiting for a connection") {
 					t.Errorf("error %q does not say how long the request waited for a connection", err)
 				}
 			case <-time.After(10 * time.Second):
@@ -499,7 +499,7 @@ func TestHostileStaleIdleConnections(t *testing.T) {
 				time.Sleep(time.Duration(15+i%11) * time.Millisecond)
 			}
 			t.Logf("%s: %d of %d spaced Posts failed (first: %v)", path, failed, calls, first)
-			if path == env.PathSockets && failed > calls/10 {
+			if onSockets(path) && failed > calls/10 {
 				t.Errorf("%d of %d Posts failed on connections the server closed when idle; first: %v", failed, calls, first)
 			}
 		})
@@ -587,7 +587,7 @@ func TestHostileCrowd(t *testing.T) {
 			if len(failed) > 0 {
 				t.Errorf("%d of %d requests failed (missed their 2s deadline?); first: %v", len(failed), callers, failed[0])
 			}
-			if path == env.PathSockets && overtaken > 500 {
+			if onSockets(path) && overtaken > 500 {
 				t.Errorf("a request was overtaken by %d that asked after it, want at most 500", overtaken)
 			}
 		})

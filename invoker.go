@@ -73,6 +73,7 @@ type route struct {
 	entry          http.RoundTripper   // what Do and Post call: the engine's front, or the pipeline
 	front          bool                // the engine has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
+	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -256,6 +257,9 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 				return nil, nil, err
 			}
 			r.transport = opened
+		}
+		if ab, ok := r.transport.(backend.AnyBody); ok && ab.WritesAnyBody() {
+			r.anyBody = true
 		}
 		if ht, ok := r.transport.(backend.HeaderTimed); ok && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
 			r.timed = ht

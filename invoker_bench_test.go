@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/rawhttp"
 )
 
@@ -135,7 +134,7 @@ func BenchmarkCall(b *testing.B) {
 		})
 	})
 
-	for _, path := range []env.Path{env.PathLegacy, env.PathSockets} {
+	for _, path := range paths {
 		b.Run(string(path), func(b *testing.B) {
 			cfg := config(path, "products", url)
 			cfg.ForwardHeaders = []string{"Authorization", "X-Request-Id"}
@@ -391,7 +390,7 @@ func TestBenchResponderProcess(t *testing.T) {
 func BenchmarkCrowd(b *testing.B) {
 	const crowd = 4000
 	srv := startBenchResponder(b)
-	for _, path := range []env.Path{env.PathLegacy, env.PathSockets} {
+	for _, path := range paths {
 		b.Run(string(path), func(b *testing.B) {
 			cfg := config(path, "products", srv.url+"/graphql")
 			cfg.Defaults.MaxConnsPerHost = 4

@@ -100,6 +100,9 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		d("header_timeout", func(s *env.Settings) *time.Duration { return &s.HeaderTimeout }, 5*time.Second, 6*time.Second),
 		d("request_timeout", func(s *env.Settings) *time.Duration { return &s.RequestTimeout }, 5*time.Second, 6*time.Second),
 		d("tls_handshake_timeout", func(s *env.Settings) *time.Duration { return &s.TLSHandshakeTimeout }, 5*time.Second, 6*time.Second),
+		// h1 serves alpha (http) always and beta (https) when http_version
+		// is 1.1; legacy ignores the key.
+		pair("engine", func(s *env.Settings) *string { return &s.Engine }, env.EngineNetHTTP, env.EngineH1),
 		// "2" with exact is valid only over https, and h2c only over http
 		// against a server that speaks cleartext HTTP/2 with prior knowledge
 		// (the recording servers speak HTTP/1.1 on cleartext): 1.1 exact

@@ -148,27 +148,43 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 	}
 	c := new(postCall)
 	ctx = c.guard.Begin(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
-	req := r.postTemplate.WithContext(ctx)
+	// The request lives in c: WithContext's copy stays on the stack.
+	c.req = *r.postTemplate.WithContext(ctx)
+	req := &c.req
 	req.Header = h
-	// The body reaches net/http as a NopCloser around a *bytes.Reader,
-	// which it knows to be in memory: the headers and a small body leave
-	// in one write (golang/go#22088). GetBody is always set: a Post can
-	// be sent again whenever backend.Resend allows.
 	c.body.Reset(body)
-	req.Body = io.NopCloser(&c.body)
+	if r.anyBody {
+		req.Body = (*postBody)(c)
+	} else {
+		// A NopCloser around a *bytes.Reader is what net/http knows to be
+		// in memory: the headers and a small body leave in one write
+		// (golang/go#22088).
+		req.Body = io.NopCloser(&c.body)
+	}
 	req.ContentLength = int64(len(body))
+	// GetBody is always set: a Post can be sent again whenever
+	// backend.Resend allows.
 	req.GetBody = c.getBody
 	resp, err := c.guard.Finish(r.entry.RoundTrip(req))
 	return result(t, resp, err)
 }
 
 // postCall is what the request path allocates for one Post besides the
-// request itself: the guard of its bounds and its body reader, in one
-// allocation.
+// header and GetBody: the guard of its bounds, its body reader and the
+// request, in one allocation.
 type postCall struct {
 	guard bound.Guard
 	body  bytes.Reader // set once, before the request is sent
+	req   http.Request
 }
+
+// postBody is a Post's body as a transport that writes any body in one
+// write gets it (backend.AnyBody): the call's reader, with no allocation.
+type postBody postCall
+
+func (b *postBody) Read(p []byte) (int, error)         { return b.body.Read(p) }
+func (b *postBody) WriteTo(w io.Writer) (int64, error) { return b.body.WriteTo(w) }
+func (b *postBody) Close() error                       { return nil }
 
 // getBody is the request's GetBody: a fresh reader over the same bytes.
 // It reads them with ReadAt, which leaves c.body's position alone, so an

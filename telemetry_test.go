@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -82,7 +81,7 @@ func TestTelemetry(t *testing.T) {
 			if got[telemetry.MetricRequests] != 1 || got[telemetry.MetricReloads] != 1 {
 				t.Errorf("metrics %v: want 1 request and 1 reload", got)
 			}
-			if path == env.PathSockets && got[telemetry.MetricConnectionsOpen] != 1 {
+			if onSockets(path) && got[telemetry.MetricConnectionsOpen] != 1 {
 				t.Errorf("open connections %d, want the 1 warm connection", got[telemetry.MetricConnectionsOpen])
 			}
 		})

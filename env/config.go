@@ -61,6 +61,17 @@ const (
 	MaxConfigFileBytes = 16 << 20
 )
 
+// The values of Settings.Engine.
+const (
+	// EngineNetHTTP is net/http's Transport, through http.ClientConn.
+	EngineNetHTTP = "nethttp"
+	// EngineH1 is the library's own HTTP/1.1 client (internal/h1).
+	EngineH1 = "h1"
+)
+
+// Engines lists the values of Settings.Engine.
+var Engines = []string{EngineNetHTTP, EngineH1}
+
 // Off, as the value of a duration setting, turns that bound off. Files and
 // the environment write it as 0 or the word "off"; in a Config built by hand
 // 0 means "inherit", so Off is how Go code says "no bound".
@@ -191,6 +202,14 @@ type Settings struct {
 	// Off: no bound of its own (ConnectTimeout still applies on sockets).
 	// Default: 10s.
 	TLSHandshakeTimeout time.Duration
+
+	// Engine is the sockets path's HTTP client engine: "nethttp" (net/http's
+	// Transport, every protocol and setting) or "h1" (the library's own
+	// HTTP/1.1 client, internal/h1: fewer allocations and less CPU per
+	// call). A schema that h1 cannot serve as configured (HTTP/2 or h2c
+	// possible, a proxy) uses nethttp, and says so once at startup. The
+	// legacy path ignores it. Default: "nethttp".
+	Engine string
 
 	// HTTPVersion is the HTTP version spoken to the source schema: "1.1",
 	// "2" (HTTP/2 over TLS, negotiated by ALPN) or "h2c" (cleartext HTTP/2
@@ -458,6 +477,7 @@ var builtin = Settings{
 	HeaderTimeout:          DefaultHeaderTimeout,
 	RequestTimeout:         Off,
 	TLSHandshakeTimeout:    10 * time.Second,
+	Engine:                 EngineNetHTTP,
 	HTTPVersion:            "2",
 	VersionPolicy:          "or_lower",
 	HTTP2: HTTP2Settings{

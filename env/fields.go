@@ -32,6 +32,7 @@ var settingFields = []field{
 	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }),
 	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }),
 	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }),
+	enumField("engine", Engines, func(s *Settings) *string { return &s.Engine }),
 	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }),
 	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }),
 	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }),

@@ -22,6 +22,7 @@ defaults:
   keep_alive: 30s
   request_timeout: 20s
   tls_handshake_timeout: 5s
+  engine: h1
   http_version: "1.1"
   version_policy: exact
   http2:
@@ -72,6 +73,7 @@ source_schemas:
 		HeaderTimeout:          100 * time.Second,
 		RequestTimeout:         20 * time.Second,
 		TLSHandshakeTimeout:    5 * time.Second,
+		Engine:                 "h1",
 		HTTPVersion:            "2",
 		VersionPolicy:          "exact",
 		HTTP2:                  env.HTTP2Settings{PingInterval: 10 * time.Second, PingTimeout: 3 * time.Second, MultipleConnections: env.Disabled},
@@ -99,7 +101,7 @@ func TestBuiltInSettings(t *testing.T) {
 		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 		HeaderTimeout:          100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
-		HTTPVersion: "2", VersionPolicy: "or_lower",
+		Engine: "nethttp", HTTPVersion: "2", VersionPolicy: "or_lower",
 		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},
 		TLS:           env.TLSSettings{InsecureSkipVerify: env.Disabled},
 		Proxy:         "off",

@@ -6,7 +6,7 @@ import "errors"
 
 // peekFD does nothing where MSG_PEEK is not available: the pool relies on
 // the parked reader alone.
-func (w *watchedConn) peekFD(uintptr) { w.peekErr = errNoPeek }
+func (pk *peeker) peekFD(uintptr) { pk.peekErr = errNoPeek }
 
 func peekSaw(n int, err error) bool { return false }
 

@@ -9,8 +9,8 @@ import (
 
 // peekFD looks at the socket without taking bytes from it and without
 // waiting: MSG_PEEK|MSG_DONTWAIT.
-func (w *watchedConn) peekFD(fd uintptr) {
-	w.peekN, _, w.peekErr = syscall.Recvfrom(int(fd), w.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+func (pk *peeker) peekFD(fd uintptr) {
+	pk.peekN, _, pk.peekErr = syscall.Recvfrom(int(fd), pk.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 }
 
 // peekSaw reports whether a peek found bytes, an end of stream or an

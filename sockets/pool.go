@@ -45,7 +45,8 @@ var errDrained = errors.New("connection pool drained")
 type pool struct {
 	// Configuration: set by newPool (or a test) before the pool's first
 	// get and never written after, so read without a lock.
-	tr       *http.Transport
+	tr       *http.Transport // the nethttp engine's; nil with h1
+	h1       *h1Dialer       // the h1 engine's; nil with nethttp
 	scheme   string
 	addr     string        // host:port
 	lifetime time.Duration // 0: connections live as long as they are usable
@@ -83,10 +84,30 @@ type waiter struct {
 	ticket uint64        // its place in the queue: the order it came in
 }
 
+// clientConn is one connection as the pool drives it: an
+// *http.ClientConn (engine nethttp) or an *h1Conn (engine h1). Its methods
+// are safe for concurrent use, and never call back into the pool but
+// through the state hook.
+type clientConn interface {
+	RoundTrip(*http.Request) (*http.Response, error)
+	Available() int
+	InFlight() int
+	Reserve() error
+	Release()
+	Close() error
+	Err() error
+	SetStateHook(func(*http.ClientConn))
+}
+
+var (
+	_ clientConn = (*http.ClientConn)(nil)
+	_ clientConn = (*h1Conn)(nil)
+)
+
 // conn is one pooled connection.
 type conn struct {
-	p  *pool            // immutable
-	cc *http.ClientConn // immutable after dial; its methods are safe for concurrent use
+	p  *pool      // immutable
+	cc clientConn // immutable after dial
 	// wc is the connection under the ClientConn, as dialled (nil when a
 	// test or a Dial hook gave no watchedConn): whether net/http's reader is
 	// parked, and the bytes written. Immutable after dial.
@@ -107,11 +128,18 @@ type conn struct {
 	watch      *time.Timer
 	watchDelay time.Duration // guarded by p.mu: the watch's current backoff
 
-	// headerTimer closes an HTTP/1 connection whose response headers are
-	// late; schema.send arms it per request. The pointer is immutable after
-	// dial; Reset and Stop are called only by the request holding the
-	// connection (its HTTP/1 reservation), so one request's timer never
-	// fires on another's.
+	// written counts the bytes written on the connection (nil when it
+	// cannot be counted: a Dial hook's connection under nethttp), so that a
+	// request that failed before any byte left can be sent again. The
+	// pointer is immutable after dial.
+	written *atomic.Int64
+
+	// headerTimer closes an HTTP/1 connection of the nethttp engine whose
+	// response headers are late; poolTransport arms it per request (the h1
+	// engine bounds the header with a read deadline instead). The pointer
+	// is immutable after dial; Reset and Stop are called only by the
+	// request holding the connection (its HTTP/1 reservation), so one
+	// request's timer never fires on another's.
 	headerTimer *time.Timer
 	// reused is set by get each time it hands the connection to a request
 	// other than the one that dialled it; read by schema after the request.
@@ -424,14 +452,16 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		dctx, cancel = context.WithTimeout(ctx, p.dialTO)
 		defer cancel()
 	}
-	slot := new(dialSlot)
-	cc, err := p.tr.NewClientConn(context.WithValue(dctx, dialSlotKey{}, slot), p.scheme, p.addr)
-	h2 := false
+	var d dialed
+	var err error
+	if p.h1 != nil {
+		d, err = p.h1.open(dctx)
+	} else {
+		d, err = p.openNetHTTP(dctx)
+	}
 	if err == nil {
-		h2 = p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())
-		err = cc.Reserve()
-		if err != nil {
-			cc.Close()
+		if err = d.cc.Reserve(); err != nil {
+			d.cc.Close()
 		}
 	}
 	if err != nil {
@@ -442,7 +472,8 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	now := time.Now()
-	c := &conn{p: p, cc: cc, wc: slot.conn, born: now, claims: 1, settled: !(h2 && p.strictH2)}
+	cc, h2 := d.cc, d.h2
+	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2)}
 	if c.wc != nil {
 		c.wc.onPark = c.parkedNow
 	}
@@ -456,8 +487,10 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	}
 	c.timer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.timer.Stop()
-	c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
-	c.headerTimer.Stop()
+	if p.h1 == nil {
+		c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
+		c.headerTimer.Stop()
+	}
 	c.watch = time.AfterFunc(time.Hour, c.watchFired)
 	c.watch.Stop()
 	// The hook goes in before the connection is in p.conns, where other
@@ -486,6 +519,28 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	p.update(c, false) // busy with its dialer's request: arms the watch
 	p.mu.Unlock()
 	return c, nil
+}
+
+// dialed is a new connection as an engine opened it, not yet reserved.
+type dialed struct {
+	cc      clientConn
+	wc      *watchedConn  // nethttp's socket, watched; nil with h1 or a Dial hook's connection
+	written *atomic.Int64 // bytes written on it; nil when not counted
+	h2      bool          // it speaks HTTP/2
+}
+
+// openNetHTTP opens a connection with net/http's Transport.
+func (p *pool) openNetHTTP(ctx context.Context) (dialed, error) {
+	slot := new(dialSlot)
+	cc, err := p.tr.NewClientConn(context.WithValue(ctx, dialSlotKey{}, slot), p.scheme, p.addr)
+	if err != nil {
+		return dialed{}, err
+	}
+	d := dialed{cc: cc, wc: slot.conn, h2: p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())}
+	if d.wc != nil {
+		d.written = &d.wc.written
+	}
+	return d, nil
 }
 
 // stateChanged is the ClientConn's state hook: it runs when a request ends,
@@ -567,7 +622,8 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	if c.settled && c.cc.Available() > c.claims && c.ready() {
 		p.signal()
 	}
-	if idle && c.settled {
+	if (idle && c.settled) || p.h1 != nil {
+		// The h1 engine's hook sees every change: no watch needed.
 		c.watch.Stop()
 	} else {
 		if fromWatch {

@@ -62,7 +62,9 @@ func (Backend) Key(s *backend.Schema) (backend.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &key{scheme: s.URL.Scheme, addr: backend.HostPort(s.URL), settings: poolSettings(s.Settings), tlsDigest: digest, tls: tlsCfg}, nil
+	ps := poolSettings(s.Settings)
+	ps.Engine, _, _ = engineFor(s.Settings, s.URL.Scheme)
+	return &key{scheme: s.URL.Scheme, addr: backend.HostPort(s.URL), settings: ps, tlsDigest: digest, tls: tlsCfg}, nil
 }
 
 // Open builds the schema's pool.
@@ -71,6 +73,9 @@ func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error)
 	p, err := newPool(s.Name, kk, s.Options.Dial, s.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	if engine, key, why := engineFor(s.Settings, s.URL.Scheme); engine != s.Settings.Engine {
+		s.Log.Info("engine h1 does not serve this source schema as configured: it uses nethttp", "source_schema", s.Name, "key", key, "reason", why)
 	}
 	if s.Settings.TLS.InsecureSkipVerify.On() {
 		s.Log.Warn("TLS certificate verification is OFF for this source schema: anyone on the network path can read and change its traffic", "source_schema", s.Name, "key", "tls.insecure_skip_verify")
@@ -133,8 +138,12 @@ func (t *poolTransport) RoundTripWithin(req *http.Request, d time.Duration) (*ht
 }
 
 // TimesHeaders reports whether RoundTripWithin can bound every request of
-// s: HTTP/1.1 over http, where a connection carries one request at a time.
+// s: HTTP/1.1 over http, or any scheme on the h1 engine, where a
+// connection carries one request at a time.
 func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
+	if t.pool.h1 != nil {
+		return true // one request at a time, whatever the scheme
+	}
 	return s.URL.Scheme == "http" && s.Settings.HTTPVersion != "h2c"
 }
 
@@ -155,15 +164,9 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		}
 		return nil, err
 	}
-	reused := c.reused.Load()
-	var written int64
-	watched := c.wc != nil && !c.h2.Load()
-	if watched {
-		written = c.wc.written.Load()
-	}
-	var resp *http.Response
+	var queued time.Duration
 	if d > 0 {
-		queued := time.Since(start)
+		queued = time.Since(start)
 		if queued >= d {
 			if !c.h2.Load() {
 				c.cc.Release()
@@ -172,6 +175,25 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 			gqlhttp.CloseBody(req)
 			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
+	}
+	if hc, ok := c.cc.(*h1Conn); ok {
+		// The h1 engine bounds the header with a read deadline and judges
+		// its own failures for backend.Resend.
+		resp, err := hc.roundTrip(req, d-queued)
+		t.pool.done(c, pending)
+		if errors.Is(err, errH1HeaderTimeout) {
+			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+		}
+		return resp, err
+	}
+	reused := c.reused.Load()
+	var written int64
+	watched := c.written != nil && !c.h2.Load()
+	if watched {
+		written = c.written.Load()
+	}
+	var resp *http.Response
+	if d > 0 {
 		c.headerTimer.Reset(d - queued)
 		resp, err = c.cc.RoundTrip(req)
 		if !c.headerTimer.Stop() {
@@ -194,13 +216,18 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		if errors.As(err, &hte) {
 			return nil, err
 		}
-		unsent := watched && c.wc.written.Load() == written
+		unsent := watched && c.written.Load() == written
 		if reused || unsent {
 			return nil, &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
 		}
 	}
 	return resp, err
 }
+
+// WritesAnyBody reports whether the pool's engine is h1, which writes a
+// body of known length with the head whatever its type
+// (backend.AnyBody).
+func (t *poolTransport) WritesAnyBody() bool { return t.pool.h1 != nil }
 
 // Drain stops the pool: see pool.drain.
 func (t *poolTransport) Drain() { t.pool.drain() }

@@ -52,6 +52,9 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 			return nil
 		}
 	}
+	if s.Engine == env.EngineH1 {
+		return newH1Pool(k, dial), nil
+	}
 	p := &pool{}
 	if tlsCfg != nil {
 		// Every connection of a pool goes to one server, so the protocol
@@ -82,9 +85,19 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 			StrictMaxConcurrentRequests: !s.HTTP2.MultipleConnections.On(),
 		},
 	}
+	*p = poolRules(k)
+	p.tr = tr
+	p.strictH2 = !s.HTTP2.MultipleConnections.On()
+	p.onlyH2 = s.HTTPVersion == "h2c" || (s.HTTPVersion == "2" && s.VersionPolicy == "exact")
+	return p, nil
+}
+
+// poolRules is a pool with the rules of k's settings that every engine
+// shares: lifetime, idle timeout, limits, connect timeout.
+func poolRules(k *key) pool {
+	s := k.settings
 	lifetime := env.Bound(s.ConnLifetime)
-	*p = pool{
-		tr:       tr,
+	return pool{
 		scheme:   k.scheme,
 		addr:     k.addr,
 		lifetime: lifetime,
@@ -92,11 +105,53 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 		idle:     env.Bound(s.IdleConnTimeout),
 		max:      env.Limit(s.MaxConnsPerHost),
 		maxIdle:  env.Limit(s.MaxIdleConnsPerHost),
-		strictH2: !s.HTTP2.MultipleConnections.On(),
-		onlyH2:   s.HTTPVersion == "h2c" || (s.HTTPVersion == "2" && s.VersionPolicy == "exact"),
 		dialTO:   env.Bound(s.ConnectTimeout),
 	}
-	return p, nil
+}
+
+// newH1Pool builds the pool of a schema the h1 engine serves (engineFor
+// chose it): HTTP/1.1 only, no proxy. dial is the pool's dial function.
+func newH1Pool(k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *pool {
+	s := k.settings
+	d := &h1Dialer{dial: dial, addr: k.addr, handshake: env.Bound(s.TLSHandshakeTimeout)}
+	// 0 (NoLimit) is h1's default, net/http's 10 MiB, as for nethttp.
+	d.maxHeader = int64(env.Limit(s.MaxResponseHeaderBytes))
+	if k.scheme == "https" {
+		cfg := k.tls.Clone()
+		cfg.NextProtos = []string{"http/1.1"}
+		if cfg.ServerName == "" {
+			// As net/http does: the URL's host, without the port.
+			host, _, err := net.SplitHostPort(k.addr)
+			if err != nil {
+				host = k.addr
+			}
+			cfg.ServerName = host
+		}
+		d.tls = cfg
+	}
+	p := poolRules(k)
+	p.h1 = d
+	return &p
+}
+
+// engineFor returns the engine that serves a schema with settings s at a
+// URL of scheme: the one its engine setting asks for, except that h1
+// serves only what would be HTTP/1.1 without a proxy anyway. When h1 was
+// asked for and cannot serve, key names the setting that decided it and
+// why says what it needs.
+func engineFor(s env.Settings, scheme string) (engine, key, why string) {
+	if s.Engine != env.EngineH1 {
+		return env.EngineNetHTTP, "", ""
+	}
+	switch p := strings.ToLower(s.Proxy); {
+	case p != "" && p != "off":
+		return env.EngineNetHTTP, "proxy", "h1 does not speak through a proxy"
+	case s.HTTPVersion == "h2c":
+		return env.EngineNetHTTP, "http_version", "h1 speaks HTTP/1.1 only, and h2c is HTTP/2"
+	case scheme == "https" && s.HTTPVersion != "1.1":
+		return env.EngineNetHTTP, "http_version", `over https HTTP/2 is negotiated by ALPN; set http_version: "1.1" to use h1`
+	}
+	return env.EngineH1, "", ""
 }
 
 // protocols maps http_version and version_policy onto Transport.Protocols.

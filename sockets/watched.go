@@ -35,24 +35,37 @@ type watchedConn struct {
 	// clears it and calls onPark.
 	want atomic.Bool
 
+	// peeker looks at the socket; pending is called with pool.mu held.
+	peeker
+}
+
+func newWatchedConn(c net.Conn) *watchedConn {
+	w := &watchedConn{Conn: c}
+	w.peeker.init(c)
+	return w
+}
+
+// peeker looks at a socket without taking bytes from it. Its methods are
+// called by one goroutine at a time: the pool with pool.mu held, or the
+// request that holds the connection.
+type peeker struct {
 	raw  syscall.RawConn  // nil: pending cannot look at the socket
 	peek func(fd uintptr) // made once, so that pending allocates nothing
-	// peekN and peekErr are the last peek's result. Written and read only
-	// by pending, which the pool calls with pool.mu held.
+	// peekN and peekErr are the last peek's result, written and read only
+	// by pending.
 	peekN   int
 	peekErr error
 	buf     [1]byte
 }
 
-func newWatchedConn(c net.Conn) *watchedConn {
-	w := &watchedConn{Conn: c}
+// init sets pk up to look at c's socket, if c has one.
+func (pk *peeker) init(c net.Conn) {
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			w.raw = raw
-			w.peek = w.peekFD
+			pk.raw = raw
+			pk.peek = pk.peekFD
 		}
 	}
-	return w
 }
 
 func (w *watchedConn) Read(p []byte) (int, error) {
@@ -73,17 +86,17 @@ func (w *watchedConn) Write(p []byte) (int, error) {
 }
 
 // pending reports whether the socket holds bytes (or an end) that nobody
-// has read. The pool calls it with pool.mu held, for a connection it is
-// about to hand out; false where it cannot tell.
-func (w *watchedConn) pending() bool {
-	if w.raw == nil {
+// has read: for a connection about to be handed out, a server that closed
+// it or sent what nobody asked for. False where it cannot tell.
+func (pk *peeker) pending() bool {
+	if pk.raw == nil {
 		return false
 	}
-	w.peekN, w.peekErr = 0, nil
-	if err := w.raw.Control(w.peek); err != nil {
+	pk.peekN, pk.peekErr = 0, nil
+	if err := pk.raw.Control(pk.peek); err != nil {
 		return true // closed
 	}
-	return peekSaw(w.peekN, w.peekErr)
+	return peekSaw(pk.peekN, pk.peekErr)
 }
 
 // dialSlot carries the watchedConn from the Transport's dial function back

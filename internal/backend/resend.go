@@ -176,6 +176,20 @@ func Rewind(req *http.Request) (*http.Request, error) {
 	return &r2, nil
 }
 
+// AnyBody is implemented by a Transport that sends a request body of known
+// length with the request's head in one write whatever the body's type (the
+// sockets path's h1 engine). The request path then hands Post's body over
+// as it is; for another Transport it wraps it as net/http recognises a body
+// held in memory (io.NopCloser around a *bytes.Reader, golang/go#22088),
+// which costs an allocation.
+type AnyBody interface {
+	Transport
+
+	// WritesAnyBody reports whether the Transport does so for every
+	// request.
+	WritesAnyBody() bool
+}
+
 // HeaderTimed is implemented by a Transport that can bound the wait for a
 // request's response headers itself, more cheaply than the request path's
 // context and timer (the sockets path arms its HTTP/1 connection's own

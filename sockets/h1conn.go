@@ -1,0 +1,439 @@
+package sockets
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/h1"
+)
+
+// The h1 engine: HTTP/1.1 written and read on the goroutine of the request
+// that holds the connection, with no goroutine of its own, by package
+// internal/h1. It serves the schemas that would speak HTTP/1.1 anyway and
+// use no proxy (see engineFor); the pool around it is the nethttp engine's,
+// rules unchanged. See docs/design.md, "The h1 engine".
+
+// oneWriteMax bounds the request that leaves in one write: request line,
+// header and a body of known length up to this size are built in the
+// connection's buffer and written at once. A larger body follows the
+// header in writes of its own; a body of unknown length goes chunked.
+const oneWriteMax = 64 << 10
+
+// h1Dialer opens the h1 engine's connections. Immutable after newPool.
+type h1Dialer struct {
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	addr      string
+	tls       *tls.Config   // nil over http; offers only http/1.1 by ALPN
+	handshake time.Duration // bounds the TLS handshake; 0: no bound of its own
+	maxHeader int64         // the response header bound (h1.ReadResponse)
+}
+
+// open dials a connection, with TLS over https.
+func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
+	nc, err := d.dial(ctx, "tcp", d.addr)
+	if err != nil {
+		return dialed{}, err
+	}
+	c := &h1Conn{nc: nc, maxHeader: d.maxHeader}
+	c.peeker.init(nc)
+	if d.tls != nil {
+		hctx := ctx
+		if d.handshake > 0 {
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithTimeout(ctx, d.handshake)
+			defer cancel()
+		}
+		tc := tls.Client(nc, d.tls)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			nc.Close()
+			return dialed{}, err
+		}
+		st := tc.ConnectionState()
+		c.nc, c.tls = tc, &st
+	}
+	c.br = bufio.NewReaderSize(readerOf{c}, 4<<10)
+	return dialed{cc: c, written: &c.written}, nil
+}
+
+// The states of an h1Conn.
+const (
+	h1Free     int32 = iota // open, no request on it
+	h1Reserved              // a request holds it (Reserve), not yet sent
+	h1Busy                  // a request or its response body is in flight
+)
+
+// h1Conn is one connection of the h1 engine. It implements clientConn for
+// the pool: one request at a time, from Reserve through the end of its
+// response body.
+//
+// Ownership: the fields marked "holder" belong to the request holding the
+// connection, from a successful Reserve until its body ends (BodyDone) or
+// its RoundTrip fails; the pool hands the connection to no one else in
+// that time, and the state's atomic transitions order one holder's writes
+// before the next holder's reads.
+type h1Conn struct {
+	nc        net.Conn                  // immutable after open (the TLS conn over https); Close and SetDeadline are safe from any goroutine
+	tls       *tls.ConnectionState      // immutable after open; nil over http; every response's TLS
+	maxHeader int64                     // immutable
+	peeker                              // holder: looks at the socket before the connection is reused
+	written   atomic.Int64              // bytes written so far
+	state     atomic.Int32              // h1Free, h1Reserved or h1Busy
+	err       atomic.Pointer[error]     // set once, when the connection closes
+	hook      atomic.Pointer[stateHook] // the pool's state hook
+
+	br    *bufio.Reader // holder; reads through readerOf
+	wbuf  []byte        // holder: the request being written
+	used  bool          // holder: a request was sent on it before
+	ctx   context.Context
+	stop  func() bool // holder: stops the context's AfterFunc; nil if none
+	timed bool        // holder: a deadline is set on nc
+	reuse bool        // holder: the request allows reuse (not req.Close)
+	read  int64       // holder: bytes read on nc so far
+}
+
+// stateHook is the pool's hook, boxed for the atomic pointer.
+type stateHook struct{ f func(*http.ClientConn) }
+
+// errH1HeaderTimeout is the h1 engine's header timeout: poolTransport
+// turns it into a *bound.HeaderTimeoutError.
+var errH1HeaderTimeout = errors.New("response header timeout")
+
+// errH1Stale is Reserve's error for an idle connection that the server
+// closed or wrote to: the pool drops it and looks again.
+var errH1Stale = errors.New("h1: idle connection closed or written to by the server")
+
+var errH1NotReserved = errors.New("h1: connection not reserved")
+
+// readerOf reads the connection for its bufio.Reader, counting the bytes,
+// and gives the holder's context's cause for a read that its cancellation
+// or deadline ended, as net/http does.
+type readerOf struct{ c *h1Conn }
+
+func (r readerOf) Read(p []byte) (int, error) {
+	c := r.c
+	n, err := c.nc.Read(p)
+	c.read += int64(n)
+	if err != nil && c.ctx != nil {
+		err = c.ctxErr(err)
+	}
+	return n, err
+}
+
+// ctxErr returns the holder's context's cause in place of err when the
+// context ended the read or write: it was cancelled, or its deadline (set
+// on the connection) passed, which the connection may see a moment before
+// the context does.
+func (c *h1Conn) ctxErr(err error) error {
+	ctx := c.ctx
+	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			<-ctx.Done()
+		}
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// Available reports whether a request may reserve the connection.
+func (c *h1Conn) Available() int {
+	if c.state.Load() == h1Free && c.err.Load() == nil {
+		return 1
+	}
+	return 0
+}
+
+// InFlight reports whether a request or its response body is in flight.
+func (c *h1Conn) InFlight() int {
+	if c.state.Load() == h1Busy {
+		return 1
+	}
+	return 0
+}
+
+// Reserve takes the connection for one request. A connection that carried
+// a request before is looked at first: if the server has closed it or
+// written to it since, it closes and Reserve fails.
+func (c *h1Conn) Reserve() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if !c.state.CompareAndSwap(h1Free, h1Reserved) {
+		return errors.New("h1: connection busy")
+	}
+	if c.used && c.pending() {
+		c.fail(errH1Stale)
+		return errH1Stale
+	}
+	return nil
+}
+
+// Release gives back a reservation that was not used.
+func (c *h1Conn) Release() {
+	if c.state.CompareAndSwap(h1Reserved, h1Free) {
+		c.runHook()
+	}
+}
+
+// Close closes the connection.
+func (c *h1Conn) Close() error {
+	c.fail(net.ErrClosed)
+	return nil
+}
+
+// Err is the reason the connection closed, or nil while it is open.
+func (c *h1Conn) Err() error {
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetStateHook sets the hook run, with a nil argument, after each change
+// of the connection's state: a request's end, a release, a close.
+func (c *h1Conn) SetStateHook(f func(*http.ClientConn)) {
+	c.hook.Store(&stateHook{f})
+	c.runHook()
+}
+
+func (c *h1Conn) runHook() {
+	if h := c.hook.Load(); h != nil && h.f != nil {
+		h.f(nil)
+	}
+}
+
+// fail closes the connection for good with err (the first reason stays),
+// and tells the pool.
+func (c *h1Conn) fail(err error) {
+	if c.err.CompareAndSwap(nil, &err) {
+		c.nc.Close()
+	}
+	c.state.Store(h1Free) // nothing is in flight on a closed connection
+	c.runHook()
+}
+
+// RoundTrip sends req, which holds a reservation, and reads its response
+// head; the body is read by the caller, on its goroutine.
+func (c *h1Conn) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.roundTrip(req, 0)
+}
+
+// roundTrip sends req and reads its response head, within d if d > 0
+// (errH1HeaderTimeout past it; the connection closes).
+func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, error) {
+	if !c.state.CompareAndSwap(h1Reserved, h1Busy) {
+		gqlhttp.CloseBody(req)
+		return nil, errH1NotReserved
+	}
+	if err := c.check(req); err != nil {
+		// Nothing was written: the connection serves the next request.
+		gqlhttp.CloseBody(req)
+		c.state.Store(h1Free)
+		c.runHook()
+		return nil, err
+	}
+	reused := c.used
+	c.used = true
+	c.reuse = !req.Close
+	ctx := req.Context()
+	if ctx.Done() != nil {
+		c.ctx = ctx
+		if err := ctx.Err(); err != nil {
+			gqlhttp.CloseBody(req)
+			c.state.Store(h1Free)
+			c.ctx = nil
+			c.runHook()
+			return nil, context.Cause(ctx)
+		}
+		c.stop = context.AfterFunc(ctx, c.interrupt)
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		c.nc.SetDeadline(deadline)
+		c.timed = true
+	}
+	var headerBy time.Time
+	if d > 0 {
+		headerBy = time.Now().Add(d)
+		if !hasDeadline || headerBy.Before(deadline) {
+			c.nc.SetReadDeadline(headerBy)
+			c.timed = true
+		} else {
+			headerBy = time.Time{} // the context's deadline comes first
+		}
+	}
+	readBefore, writtenBefore := c.read, c.written.Load()
+	if err := c.write(req); err != nil {
+		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
+	}
+	resp, err := h1.ReadResponse(c.br, req, c.maxHeader, c)
+	if err != nil {
+		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
+	}
+	if !headerBy.IsZero() {
+		// The header bound ends with the header: the body has the
+		// context's deadline, if any.
+		if hasDeadline {
+			c.nc.SetReadDeadline(deadline)
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+	}
+	resp.TLS = c.tls
+	if resp.Body == http.NoBody {
+		c.BodyDone(!resp.Close && c.br.Buffered() == 0)
+	}
+	return resp, nil
+}
+
+// check refuses what net/http refuses before writing, and what the h1
+// engine does not do: switch protocols.
+func (c *h1Conn) check(req *http.Request) error {
+	if err := h1.Check(req); err != nil {
+		return err
+	}
+	if len(req.Header["Upgrade"]) > 0 {
+		return fmt.Errorf("h1: the request asks to switch protocols (Upgrade: %s), which the h1 engine does not do: set engine: nethttp for this source schema", req.Header.Get("Upgrade"))
+	}
+	return nil
+}
+
+// write writes req: the head and a body of known length up to oneWriteMax
+// in one write, a larger body after it, a body of unknown length chunked.
+// It closes the request body, as a RoundTripper must.
+func (c *h1Conn) write(req *http.Request) error {
+	defer gqlhttp.CloseBody(req)
+	f, err := h1.FramingOf(req)
+	if err != nil {
+		return err
+	}
+	buf := h1.AppendRequest(c.wbuf[:0], req, f)
+	rest := int64(0)
+	if f.ContentLength > 0 {
+		n := f.ContentLength
+		if n > oneWriteMax {
+			n = 0
+			rest = f.ContentLength
+		}
+		head := len(buf)
+		buf = append(buf, make([]byte, n)...)[:head+int(n)]
+		if m, err := io.ReadFull(req.Body, buf[head:]); err != nil {
+			return fmt.Errorf("h1: Request.ContentLength=%d with Body length %d: %w", f.ContentLength, m, err)
+		}
+	}
+	if cap(buf) <= 2*oneWriteMax {
+		c.wbuf = buf[:0]
+	}
+	if _, err := c.countWrite(buf); err != nil {
+		return err
+	}
+	switch {
+	case rest > 0:
+		m, err := io.Copy(writerOf{c}, io.LimitReader(req.Body, rest))
+		if err == nil && m != rest {
+			err = fmt.Errorf("h1: Request.ContentLength=%d with Body length %d", f.ContentLength, m)
+		}
+		return err
+	case f.Chunked:
+		return h1.WriteChunked(writerOf{c}, req.Body, nil)
+	}
+	return nil
+}
+
+func (c *h1Conn) countWrite(p []byte) (int, error) {
+	n, err := c.nc.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+// writerOf writes to the connection, counting the bytes.
+type writerOf struct{ c *h1Conn }
+
+func (w writerOf) Write(p []byte) (int, error) { return w.c.countWrite(p) }
+
+// interrupt is the context's AfterFunc: it ends the read or write in
+// progress at once. The holder's read sees the context's cause.
+func (c *h1Conn) interrupt() {
+	c.nc.SetDeadline(time.Unix(1, 0))
+}
+
+// failed closes the connection after a failed request and returns the
+// error the caller sees: the context's cause when the context ended it,
+// errH1HeaderTimeout when the header bound did, else err, as a
+// *backend.AttemptError when the request may go again: no byte of it was
+// written, or the connection was reused and no byte of an answer came
+// (backend.Resend decides).
+func (c *h1Conn) failed(err error, reused bool, writtenBefore, readBefore int64, headerBy time.Time) error {
+	if c.ctx != nil {
+		err = c.ctxErr(err)
+	}
+	ctx := c.ctx
+	c.endRequest()
+	c.fail(err)
+	switch {
+	case ctx != nil && ctx.Err() != nil:
+		return err
+	case !headerBy.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(headerBy):
+		return errH1HeaderTimeout
+	}
+	unsent := c.written.Load() == writtenBefore
+	if unsent || (reused && c.read == readBefore) {
+		return &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
+	}
+	return err
+}
+
+// endRequest ends the holder's hold on the context: the AfterFunc stops
+// and the deadlines go. It reports false when the AfterFunc had run (or is
+// running): it may set its deadline after this, so the connection must
+// not carry another request.
+func (c *h1Conn) endRequest() (clean bool) {
+	clean = true
+	if c.stop != nil {
+		clean = c.stop()
+		c.stop = nil
+	}
+	c.ctx = nil
+	if c.timed {
+		c.nc.SetDeadline(time.Time{})
+		c.timed = false
+	}
+	return clean
+}
+
+// BodyDone is the response body's end (h1.Owner): the connection serves
+// the next request if the body and the request allow it, else it closes.
+//
+// A body that ends unclean may end from a goroutine closing it while
+// another is blocked reading it (see h1.Body): then only the AfterFunc's
+// stop, which is safe from any goroutine, and the close run here, and no
+// holder field is written.
+func (c *h1Conn) BodyDone(reuse bool) {
+	if !reuse || !c.reuse {
+		if c.stop != nil {
+			c.stop()
+		}
+		c.fail(errH1NotReusable)
+		return
+	}
+	if !c.endRequest() {
+		c.fail(errH1NotReusable)
+		return
+	}
+	c.state.Store(h1Free)
+	c.runHook()
+}
+
+var errH1NotReusable = errors.New("h1: connection not reusable after its response")
