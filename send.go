@@ -124,10 +124,14 @@ func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, erro
 			h = http.Header{}
 		}
 	}
-	ctx, g := bound.Start(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
-	out := req.WithContext(ctx)
+	c := new(doCall)
+	ctx = c.guard.Begin(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
+	// The request sent is a copy of the caller's, in c: WithContext's own
+	// copy stays on the stack.
+	c.req = *req.WithContext(ctx)
+	out := &c.req
 	out.Header = h
-	resp, err := g.Finish(r.entry.RoundTrip(out))
+	resp, err := c.guard.Finish(r.entry.RoundTrip(out))
 	if err != nil {
 		gqlhttp.CloseBody(req)
 	}
@@ -175,6 +179,13 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 type postCall struct {
 	guard bound.Guard
 	body  bytes.Reader // set once, before the request is sent
+	req   http.Request
+}
+
+// doCall is what the request path allocates for one Do besides the header:
+// the guard of its bounds and the request it sends, in one allocation.
+type doCall struct {
+	guard bound.Guard
 	req   http.Request
 }
 
