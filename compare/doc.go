@@ -36,7 +36,8 @@
 // # In CI
 //
 // Report.Groups gathers identical differences across requests;
-// Report.WriteJUnit and Report.WriteJSON write the forms CI systems read;
+// Report.WriteJUnit and Report.WriteJSON write the forms CI systems read
+// (WriteJUnitReports, several reports in one JUnit document);
 // ParseFailOn reads the thresholds that decide whether a report fails. The
 // fusion-transport compare command puts them together; docs/rollout.md
 // walks through it.

@@ -112,6 +112,8 @@ type (
 		Skipped  int         `xml:"skipped,attr"`
 		Time     string      `xml:"time,attr"`
 		Cases    []junitCase `xml:"testcase"`
+
+		seconds float64 // Time as a number, for a document's sum
 	}
 	junitCase struct {
 		Name      string        `xml:"name,attr"`
@@ -138,6 +140,36 @@ func (r *Report) WriteJUnit(w io.Writer, suite string) error {
 	if suite == "" {
 		suite = fmt.Sprintf("compare %s vs %s", r.A, r.B)
 	}
+	s := r.junitSuite(suite)
+	return writeJUnit(w, junitSuites{Name: suite, Tests: s.Tests, Failures: s.Failures, Time: s.Time, Suites: []junitSuite{s}})
+}
+
+// WriteJUnitReports writes several reports, such as the pairs of a run
+// that compares one side with each of the others, as one JUnit XML
+// document named name, since a CI system reads one document per file: a
+// testsuite per report, in order, named "NAME A vs B" (with an empty name,
+// "compare A vs B"), each as WriteJUnit writes its one testsuite. The
+// document's counts and time are the sums over the reports.
+func WriteJUnitReports(w io.Writer, name string, reports ...*Report) error {
+	doc := junitSuites{Name: name}
+	var total float64
+	for _, r := range reports {
+		suite := fmt.Sprintf("compare %s vs %s", r.A, r.B)
+		if name != "" {
+			suite = fmt.Sprintf("%s %s vs %s", name, r.A, r.B)
+		}
+		s := r.junitSuite(suite)
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		total += s.seconds
+		doc.Suites = append(doc.Suites, s)
+	}
+	doc.Time = strconv.FormatFloat(total, 'f', 3, 64)
+	return writeJUnit(w, doc)
+}
+
+// junitSuite is the report as one testsuite named suite.
+func (r *Report) junitSuite(suite string) junitSuite {
 	c := r.Counts()
 	s := junitSuite{Name: suite, Tests: c.Requests, Failures: c.Different, Cases: make([]junitCase, len(r.Results))}
 	var total time.Duration
@@ -151,9 +183,12 @@ func (r *Report) WriteJUnit(w io.Writer, suite string) error {
 		}
 		s.Cases[i] = tc
 	}
-	s.Time = seconds(total)
-	doc := junitSuites{Name: suite, Tests: s.Tests, Failures: s.Failures, Time: s.Time, Suites: []junitSuite{s}}
+	s.Time, s.seconds = seconds(total), total.Seconds()
+	return s
+}
 
+// writeJUnit writes doc with its XML header.
+func writeJUnit(w io.Writer, doc junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

@@ -282,3 +282,62 @@ func TestWriteJUnitInvalidCharacters(t *testing.T) {
 		t.Errorf("message = %q", got)
 	}
 }
+
+// TestWriteJUnitReports: several reports in one document, a testsuite per
+// report named after its sides, the root counting them all; one report
+// gives the document WriteJUnit gives.
+func TestWriteJUnitReports(t *testing.T) {
+	outcome := func(ms int) compare.Outcome {
+		return compare.Outcome{Status: 200, Elapsed: time.Duration(ms) * time.Millisecond}
+	}
+	ab := &compare.Report{A: "legacy", B: "sockets:nethttp", Results: []compare.Result{
+		{Name: "a/1", Schema: "a", A: outcome(250), B: outcome(250)},
+	}}
+	ac := &compare.Report{A: "legacy", B: "sockets:h1", Results: []compare.Result{
+		{Name: "a/1", Schema: "a", A: outcome(500), B: outcome(500)},
+		{Name: "a/2", Schema: "a", A: outcome(0), B: outcome(0), Differences: []compare.Difference{{Kind: compare.KindStatus, A: "200", B: "502", Explanation: "legacy answered 200; sockets:h1 answered 502"}}},
+	}}
+	var buf bytes.Buffer
+	if err := compare.WriteJUnitReports(&buf, "ci", ab, ac); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Time     string `xml:"time,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Time     string `xml:"time,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("the XML does not parse: %v\n%s", err, buf.String())
+	}
+	type suite struct {
+		Name            string
+		Tests, Failures int
+		Time            string
+	}
+	var suites []suite
+	for _, s := range got.Suites {
+		suites = append(suites, suite{s.Name, s.Tests, s.Failures, s.Time})
+	}
+	want := []suite{{"ci legacy vs sockets:nethttp", 1, 0, "0.500"}, {"ci legacy vs sockets:h1", 2, 1, "1.000"}}
+	if diff := cmp.Diff(want, suites); diff != "" || got.Name != "ci" || got.Tests != 3 || got.Failures != 1 || got.Time != "1.500" {
+		t.Errorf("root %q: %d tests, %d failures, time %s; suites (-want +got):\n%s\n%s", got.Name, got.Tests, got.Failures, got.Time, diff, buf.String())
+	}
+
+	var one, single bytes.Buffer
+	if err := compare.WriteJUnitReports(&one, "", ac); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.WriteJUnit(&single, ""); err != nil {
+		t.Fatal(err)
+	}
+	if one.String() != strings.Replace(single.String(), `<testsuites name="compare legacy vs sockets:h1"`, `<testsuites name=""`, 1) {
+		t.Errorf("one report:\n%s\nWriteJUnit:\n%s", one.String(), single.String())
+	}
+}

@@ -15,7 +15,7 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rounds := fs.Int("rounds", benchrun.DefaultRounds, "rounds per mode; each round runs a fresh gateway per path, legacy then sockets")
+	rounds := fs.Int("rounds", benchrun.DefaultRounds, "rounds per mode; each round runs a fresh gateway per side of -paths, in order")
 	duration := fs.Duration("duration", benchrun.DefaultDuration, "measured window of each run")
 	warmup := fs.Duration("warmup", benchrun.DefaultWarmup, "warm-up before each measured window (0: none)")
 	vus := fs.Int("vus", benchrun.DefaultVUs, "virtual users of the closed-loop load")
@@ -23,7 +23,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jsonFile := fs.String("json", "", "also write the report, with every round's values, as JSON to `file`")
 	profileDir := fs.String("profile", "", "write CPU and allocation profiles of the gateway, per mode and path, from the last round to `dir`")
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
-	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the After side instead of 1 (sockets), e.g. canary:0.5; the report still calls it sockets")
+	paths := fs.String("paths", "legacy,sockets", "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with")
+	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -paths does")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport bench [flags]
@@ -38,6 +39,14 @@ source schema calls per request, idle and peak RSS, startup time and binary
 size, with Before = legacy, After = sockets and their ratio, then the
 targets. Progress goes to stderr. Linux only (it reads /proc).
 
+-paths sets other sides side by side: sockets:nethttp and sockets:h1 run the
+sockets path with that engine for every source schema (the gateway's
+-engine), sockets with the configuration's own. With three, e.g. -paths
+legacy,sockets:nethttp,sockets:h1, each round runs them in turn (ABCABC...)
+and the table has a column per side, the ratio of each to the first and
+sockets:h1/sockets:nethttp; the targets are checked for each sockets side
+against legacy.
+
 With no flags it takes about 2 minutes: 2 modes x 2 rounds x 2 paths x 12s.
 
 Flags:
@@ -50,6 +59,11 @@ Flags:
 	modeList, err := benchrun.ParseModes(*modes)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: -modes: %v\n", err)
+		return 2
+	}
+	sides, err := benchrun.ParseSides(*paths)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: -paths %q: %v\n", *paths, err)
 		return 2
 	}
 	if *rounds <= 0 || *duration <= 0 || *vus <= 0 || *warmup < 0 {
@@ -73,6 +87,7 @@ Flags:
 		ProfileDir:    *profileDir,
 		GatewayConfig: *gatewayConfig,
 		AfterSwitch:   *afterSwitch,
+		Sides:         sides,
 		Progress:      stderr,
 		Command:       strings.TrimSpace("fusion-transport bench " + strings.Join(args, " ")),
 	}

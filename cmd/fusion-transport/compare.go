@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,10 +51,83 @@ type compareFlags struct {
 	failOn                 string
 	rules                  compare.Rules
 	progress, verbose      bool
+	sides                  []compareSide
+}
+
+// compareSide is one configuration that the compare command sets beside
+// the others: a whole path and, on the sockets path, the engine every
+// source schema uses.
+type compareSide struct {
+	name   string   // as given to -sides; names the side in the report
+	path   env.Path // PathLegacy or PathSockets
+	engine string   // env.EngineNetHTTP or env.EngineH1; empty: the configuration's own
+}
+
+// defaultSides is -sides when it is not given: the report is then the one
+// pair legacy vs sockets, as it always was.
+const defaultSides = "legacy,sockets"
+
+// sideNames lists what -sides accepts, for its help and its errors.
+const sideNames = "legacy, sockets (the configuration's own engine), sockets:" + env.EngineNetHTTP + " or sockets:" + env.EngineH1
+
+// parseSides parses -sides: two or three comma-separated side names, each
+// at most once.
+func parseSides(list string) ([]compareSide, error) {
+	var sides []compareSide
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		var side compareSide
+		switch item {
+		case "legacy":
+			side = compareSide{name: item, path: env.PathLegacy}
+		case "sockets":
+			side = compareSide{name: item, path: env.PathSockets}
+		case "sockets:" + env.EngineNetHTTP, "sockets:" + env.EngineH1:
+			side = compareSide{name: item, path: env.PathSockets, engine: strings.TrimPrefix(item, "sockets:")}
+		case "":
+			return nil, errors.New("an empty side between commas")
+		default:
+			return nil, fmt.Errorf("unknown side %q: want %s", item, sideNames)
+		}
+		if slices.ContainsFunc(sides, func(s compareSide) bool { return s.name == item }) {
+			return nil, fmt.Errorf("side %q is listed twice", item)
+		}
+		sides = append(sides, side)
+	}
+	if n := len(sides); n < 2 || n > 3 {
+		return nil, fmt.Errorf("%d %s: want two or three", n, plural(n, "side", "sides"))
+	}
+	return sides, nil
+}
+
+// config returns cfg as this side runs it: its path, whole (neither a
+// per-schema rollout nor shadow comparison from the environment applies),
+// and its engine, if it names one, for the defaults and every source
+// schema. cfg itself is left as it is.
+func (s compareSide) config(cfg env.Config) env.Config {
+	c := cfg
+	c.Transport, c.SocketsSchemas, c.Shadow = s.path, nil, env.ShadowSettings{}
+	if s.engine != "" {
+		c = withEngine(c, s.engine)
+	}
+	return c
+}
+
+// compareSideOptions, if set, gives options for the Invoker of a side,
+// with the configuration it runs: tests use it to watch a side's
+// connections.
+var compareSideOptions func(side string, cfg env.Config) []transport.Option
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f compareFlags
+	var sides string
 	var ignoreHeaders, ignorePaths, redact compareNames
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -70,27 +144,37 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Float64Var(&f.rules.TimingRatio, "timing-ratio", 0, "report a timing difference when one side took more than this many times as long as the other (0: timing is not compared)")
 	fs.DurationVar(&f.rules.TimingMin, "timing-min", 0, "least extra time that makes a timing difference, with -timing-ratio")
 	fs.BoolVar(&f.progress, "progress", false, "print \"compared N/M\" on stderr about once a second, for long corpora")
+	fs.StringVar(&sides, "sides", defaultSides, "the `sides` set side by side, comma-separated, two or three of "+sideNames+"; the first is compared with each of the others")
 	fs.BoolVar(&f.verbose, "v", false, "list every request and its differences before the grouped report")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport compare [flags]
 
 Compare sends every request of a corpus through the legacy path and the
-sockets path, against the same source schemas, and reports the differences
-in status, headers (Date and hop-by-hop headers left out), body (JSON
-compared as JSON), errors, redirects and, with -timing-ratio, timing.
-Identical differences across requests are reported once, with a count and
-the first %d request names. It exits 0 when the differences are within
--fail-on (by default: none at all), 1 when they did not stay within it, and
-2 on a usage or setup error.
+sockets path (or the -sides given), against the same source schemas, and
+reports the differences in status, headers (Date and hop-by-hop headers
+left out), body (JSON compared as JSON), errors, redirects and, with
+-timing-ratio, timing. Identical differences across requests are reported
+once, with a count and the first %d request names. It exits 0 when the
+differences are within -fail-on (by default: none at all),
+1 when they did not stay within it, and 2 on a usage or setup error.
 
 %s
 
 With no flags it starts the embedded source schemas on loopback and runs the
 built-in corpus. With -config, it calls the source schemas that the file
 names (the environment's FUSION_* variables apply as usual; the file's
-transport key and FUSION_SOCKETS_TRANSPORT are ignored: both paths run).
+transport key and FUSION_SOCKETS_TRANSPORT are ignored: the -sides run).
 Values of Authorization, Cookie, Set-Cookie, Proxy-Authorization and -redact
 headers never appear in a report.
+
+-sides chooses the configurations set side by side: legacy, sockets (on the
+engine that the configuration gives each source schema), sockets:nethttp or
+sockets:h1 (that engine for every source schema, whatever the configuration
+says). With three sides the first is compared with each of the others, as
+two pairs, e.g. -sides legacy,sockets:nethttp,sockets:h1 gives legacy vs
+sockets:nethttp and legacy vs sockets:h1: the text report has a section per
+pair, the JSON report a "pairs" list, the JUnit report a testsuite per pair,
+and -fail-on applies to each pair.
 
 Flags:
 `, compare.GroupListed, compare.FailOnGrammar)
@@ -107,6 +191,10 @@ Flags:
 	}
 	if err := f.rules.Validate(); err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return 2
+	}
+	if f.sides, err = parseSides(sides); err != nil {
+		fmt.Fprintf(stderr, "compare: -sides %q: %v\n", sides, err)
 		return 2
 	}
 	return compareRun(ctx, &f, failOn, stdout, stderr)
@@ -141,51 +229,90 @@ func compareRun(ctx context.Context, f *compareFlags, failOn compare.FailOn, std
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sides := [2]compare.Side{{Name: "legacy"}, {Name: "sockets"}}
-	for i, path := range []env.Path{env.PathLegacy, env.PathSockets} {
-		c := cfg
-		// One whole path per side: neither a per-schema rollout nor shadow
-		// comparison from the environment applies here.
-		c.Transport, c.SocketsSchemas, c.Shadow = path, nil, env.ShadowSettings{}
-		inv, err := transport.New(c, transport.WithLogger(log))
+	if len(f.sides) == 0 { // runDefault and tests that build compareFlags
+		f.sides, _ = parseSides(defaultSides)
+	}
+	sides := make([]compare.Side, len(f.sides))
+	for i, side := range f.sides {
+		c := side.config(cfg)
+		opts := []transport.Option{transport.WithLogger(log)}
+		if compareSideOptions != nil {
+			opts = append(opts, compareSideOptions(side.name, c)...)
+		}
+		inv, err := transport.New(c, opts...)
 		if err != nil {
-			fmt.Fprintf(stderr, "compare: %s path: %v\n", path, err)
+			fmt.Fprintf(stderr, "compare: %s path: %v\n", side.name, err)
 			return 2
 		}
 		defer inv.Close()
-		sides[i].Invoker = inv
+		sides[i] = compare.Side{Name: side.name, Invoker: inv}
 	}
 	urls := make(map[string]string, len(cfg.SourceSchemas))
 	for name, s := range cfg.SourceSchemas {
 		urls[name] = s.URL
 	}
 	opts := compare.Options{URLs: urls, Concurrency: f.concurrency, Timeout: f.timeout, Rules: f.rules}
+	pairs := len(sides) - 1
+	var progress *compareProgress
 	if f.progress {
-		p := &compareProgress{w: stderr, now: time.Now, every: time.Second}
-		opts.Progress = p.update
+		progress = &compareProgress{w: stderr, now: time.Now, every: time.Second}
 	}
-	report, err := compare.Run(ctx, reqs, sides[0], sides[1], opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "compare: %v\n", err)
-		return 2
+	// The first side against each of the others, one pair after the other;
+	// the progress counts the requests of every pair.
+	reports := make([]*compare.Report, pairs)
+	for i := range pairs {
+		if progress != nil {
+			done := i * len(reqs)
+			opts.Progress = func(n, total int) { progress.update(done+n, pairs*total) }
+		}
+		report, err := compare.Run(ctx, reqs, sides[0], sides[i+1], opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "compare: %v\n", err)
+			return 2
+		}
+		reports[i] = report
 	}
-	breaches := failOn.Check(report)
-	if c := report.Counts(); c.Requests > 0 && c.BothFailed == c.Requests {
-		fmt.Fprintf(stderr, "compare: warning: every request failed on both paths, which counts as identical: check -config and that the source schemas answer\n")
+	results := make([]comparePair, pairs)
+	failed := false
+	for i, report := range reports {
+		results[i] = comparePair{report: report, breaches: failOn.Check(report)}
+		failed = failed || len(results[i].breaches) > 0
+		if c := report.Counts(); c.Requests > 0 && c.BothFailed == c.Requests {
+			what := "both paths"
+			if pairs > 1 {
+				what = report.A + " and " + report.B
+			}
+			fmt.Fprintf(stderr, "compare: warning: every request failed on %s, which counts as identical: check -config and that the source schemas answer\n", what)
+		}
 	}
 
-	if err := writeCompareFiles(f, report, failOn, breaches); err != nil {
+	if err := writeCompareFiles(f, results, failOn); err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return 2
 	}
-	if err := writeCompareText(stdout, f.verbose, report, failOn, breaches); err != nil {
-		fmt.Fprintf(stderr, "compare: writing the report: %v\n", err)
-		return 2
+	for _, pair := range results {
+		if pairs > 1 {
+			if _, err := fmt.Fprintf(stdout, "== %s vs %s\n", pair.report.A, pair.report.B); err != nil {
+				fmt.Fprintf(stderr, "compare: writing the report: %v\n", err)
+				return 2
+			}
+		}
+		if err := writeCompareText(stdout, f.verbose, pair.report, failOn, pair.breaches); err != nil {
+			fmt.Fprintf(stderr, "compare: writing the report: %v\n", err)
+			return 2
+		}
 	}
-	if len(breaches) > 0 {
+	if failed {
 		return 1
 	}
 	return 0
+}
+
+// comparePair is the report of one pair of sides and the -fail-on
+// thresholds it exceeds.
+type comparePair struct {
+	report   *compare.Report
+	breaches []compare.Breach
 }
 
 // writeCompareText prints the report on stdout: every request with -v, the
@@ -215,7 +342,8 @@ func writeCompareText(w io.Writer, verbose bool, report *compare.Report, failOn 
 	return err
 }
 
-// compareJSON is the document -json writes.
+// compareJSON is the document -json writes for one pair of sides, and
+// each element of compareSidesJSON's pairs.
 type compareJSON struct {
 	Report compare.Report `json:"report"`
 	FailOn struct {
@@ -225,20 +353,54 @@ type compareJSON struct {
 	} `json:"fail_on"`
 }
 
-// writeCompareFiles writes the -junit and -json reports.
-func writeCompareFiles(f *compareFlags, report *compare.Report, failOn compare.FailOn, breaches []compare.Breach) error {
+// compareSidesJSON is the document -json writes for three sides: the
+// sides, whether every pair passed -fail-on, and the pairs, the first side
+// against each of the others in order.
+type compareSidesJSON struct {
+	Sides  []string      `json:"sides"`
+	Passed bool          `json:"passed"`
+	Pairs  []compareJSON `json:"pairs"`
+}
+
+func newCompareJSON(pair comparePair, failOn compare.FailOn) compareJSON {
+	doc := compareJSON{Report: *pair.report}
+	doc.FailOn.Spec, doc.FailOn.Passed, doc.FailOn.Breaches = failOn.String(), len(pair.breaches) == 0, pair.breaches
+	if doc.FailOn.Breaches == nil {
+		doc.FailOn.Breaches = []compare.Breach{}
+	}
+	return doc
+}
+
+// writeCompareFiles writes the -junit and -json reports: for one pair as
+// they always were, for more a testsuite per pair in one JUnit document and
+// a "pairs" list in one JSON document.
+func writeCompareFiles(f *compareFlags, pairs []comparePair, failOn compare.FailOn) error {
 	if f.junitFile != "" {
 		if err := writeCompareFile(f.junitFile, func(w io.Writer) error {
-			return report.WriteJUnit(w, "fusion-transport compare")
+			if len(pairs) == 1 {
+				return pairs[0].report.WriteJUnit(w, "fusion-transport compare")
+			}
+			reports := make([]*compare.Report, len(pairs))
+			for i, p := range pairs {
+				reports[i] = p.report
+			}
+			return compare.WriteJUnitReports(w, "fusion-transport compare", reports...)
 		}); err != nil {
 			return fmt.Errorf("-junit: %w", err)
 		}
 	}
 	if f.jsonFile != "" {
-		doc := compareJSON{Report: *report}
-		doc.FailOn.Spec, doc.FailOn.Passed, doc.FailOn.Breaches = failOn.String(), len(breaches) == 0, breaches
-		if doc.FailOn.Breaches == nil {
-			doc.FailOn.Breaches = []compare.Breach{}
+		var doc any
+		if len(pairs) == 1 {
+			doc = newCompareJSON(pairs[0], failOn)
+		} else {
+			all := compareSidesJSON{Sides: []string{pairs[0].report.A}, Passed: true}
+			for _, p := range pairs {
+				all.Sides = append(all.Sides, p.report.B)
+				all.Passed = all.Passed && len(p.breaches) == 0
+				all.Pairs = append(all.Pairs, newCompareJSON(p, failOn))
+			}
+			doc = all
 		}
 		if err := writeCompareFile(f.jsonFile, func(w io.Writer) error {
 			enc := json.NewEncoder(w)

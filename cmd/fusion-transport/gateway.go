@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -24,6 +25,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	addr := fs.String("addr", "127.0.0.1:0", "listen `address`; port 0 picks a free one")
 	schemaList := fs.String("schemas", "", "source schema URLs as `name=url,...` for accounts, inventory, products and reviews; they set the URLs of the config file's schemas or add them")
 	configFile := fs.String("config", "", "YAML configuration `file` (docs/configuration.md); FUSION_* variables apply over it")
+	engine := fs.String("engine", "", "the sockets path's `engine` for the defaults and every source schema, over the configuration: "+strings.Join(env.Engines, " or ")+" (default: the configuration's own)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport gateway [flags]
 
@@ -31,7 +33,8 @@ Gateway serves the benchmark gateway: every POST to /graphql is answered with
 the answer to the gateway benchmark's deep-recursion query, which the gateway
 computes by running the query's fixed plan against the source schemas
 accounts, inventory, products and reviews (package internal/benchgw).
-FUSION_SOCKETS_TRANSPORT picks the path, as in production.
+FUSION_SOCKETS_TRANSPORT picks the path, as in production; -engine the
+sockets path's engine, whatever the configuration gives each source schema.
 
 When it listens, it prints one line "ready http://HOST:PORT" on stdout, and it
 serves until interrupted. On a loopback address it also serves /debug/stats
@@ -45,10 +48,17 @@ Flags:
 	if code, ok := parseFlags(fs, args, true, stderr); !ok {
 		return code
 	}
+	if *engine != "" && !slices.Contains(env.Engines, *engine) {
+		fmt.Fprintf(stderr, "gateway: -engine %q: want %s\n", *engine, strings.Join(env.Engines, " or "))
+		return 2
+	}
 	cfg, err := gatewayConfig(*configFile, *schemaList)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway: %v\n", err)
 		return 2
+	}
+	if *engine != "" {
+		cfg = withEngine(cfg, *engine)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	inv, err := transport.New(cfg, transport.WithLogger(log))
@@ -80,7 +90,7 @@ Flags:
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
-	fmt.Fprintf(stderr, "gateway: %s path, answering the deep-recursion query at http://%s/graphql\n", cfg.Path(), ln.Addr())
+	fmt.Fprintf(stderr, "gateway: %s path%s, answering the deep-recursion query at http://%s/graphql\n", cfg.Path(), engineNote(cfg), ln.Addr())
 
 	select {
 	case err := <-served:
@@ -94,6 +104,45 @@ Flags:
 		_ = srv.Close()
 	}
 	return 0
+}
+
+// withEngine returns cfg with engine set for the defaults and every source
+// schema, so that no schema keeps an engine of its own; cfg's map of source
+// schemas is left as it is.
+func withEngine(cfg env.Config, engine string) env.Config {
+	cfg.Defaults.Engine = engine
+	schemas := make(map[string]env.SourceSchema, len(cfg.SourceSchemas))
+	for name, s := range cfg.SourceSchemas {
+		s.Engine = engine
+		schemas[name] = s
+	}
+	cfg.SourceSchemas = schemas
+	return cfg
+}
+
+// engineNote says which engines the sockets path's source schemas are set
+// to, for the startup line: ", engine h1", or per schema when they differ;
+// nothing on the legacy path. A schema that h1 cannot serve as configured
+// still says h1 here; the transport logs that it uses nethttp.
+func engineNote(cfg env.Config) string {
+	if cfg.Path() == env.PathLegacy {
+		return ""
+	}
+	byEngine := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
+		s, _ := cfg.Effective(name)
+		byEngine[s.Engine] = append(byEngine[s.Engine], name)
+	}
+	if len(byEngine) == 1 {
+		for e := range byEngine {
+			return ", engine " + e
+		}
+	}
+	var parts []string
+	for _, e := range slices.Sorted(maps.Keys(byEngine)) {
+		parts = append(parts, e+" for "+strings.Join(byEngine[e], ", "))
+	}
+	return ", engine " + strings.Join(parts, "; ")
 }
 
 // gatewayConfig loads the configuration (defaults, the file if any, the

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,17 +153,7 @@ func testReport() *Report {
 		sample("legacy", 2, 3380, 19.5, 0.780, 26020, 100e6),
 		sample("sockets", 2, 3360, 19.2, 0.798, 25310, 103e6),
 	}}
-	mr.Summary = map[string]map[string]Summary{}
-	for _, p := range paths {
-		var own []Sample
-		for _, s := range mr.Samples {
-			if s.Path == p.name {
-				own = append(own, s)
-			}
-		}
-		mr.Summary[p.name] = summarizeSamples(own)
-	}
-	mr.Targets = targets(mr.Summary)
+	mr.summarize(sideNames(DefaultSides))
 	return &Report{
 		Date: time.Date(2026, 5, 4, 10, 30, 0, 0, time.UTC), Command: "fusion-transport bench",
 		Machine: Machine{CPUs: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64"},
@@ -234,18 +226,183 @@ func TestTargets(t *testing.T) {
 	}
 }
 
-func TestWriteJSON(t *testing.T) {
+func TestParseSides(t *testing.T) {
+	got, err := ParseSides(" legacy, sockets:nethttp ,sockets:h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Side{{"legacy", "0", ""}, {"sockets:nethttp", "1", "nethttp"}, {"sockets:h1", "1", "h1"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseSides mismatch (-want +got):\n%s", diff)
+	}
+	if got, err := ParseSides("legacy,sockets"); err != nil || !cmp.Equal(DefaultSides, got) {
+		t.Errorf("ParseSides(legacy,sockets) = %v, %v; want DefaultSides", got, err)
+	}
+	for bad, want := range map[string]string{
+		"legacy": "1 side(s): want two or three",
+		"legacy,sockets,sockets:h1,sockets:nethttp": "4 side(s): want two or three",
+		"legacy,sockets:h2":                         `unknown side "sockets:h2"`,
+		"sockets,sockets":                           `side "sockets" is listed twice`,
+		"legacy,,sockets":                           "an empty side between commas",
+	} {
+		if _, err := ParseSides(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSides(%q) = %v, want an error with %q", bad, err, want)
+		}
+	}
+}
+
+// TestGatewayCommand: each side's gateway gets its path from
+// FUSION_SOCKETS_TRANSPORT (AfterSwitch on the sockets sides only) and its
+// engine from -engine.
+func TestGatewayCommand(t *testing.T) {
+	sides, err := ParseSides("legacy,sockets,sockets:h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Environ: []string{"HOME=/h", "FUSION_SOCKETS_TRANSPORT=0", "FUSION_DEFAULTS__ENGINE=h1"}, GatewayConfig: "gw.yaml", AfterSwitch: "canary:0.5", Sides: sides}
+	base := []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", "accounts=u", "-config", "gw.yaml"}
+	for i, want := range []struct {
+		args      []string
+		transport string
+	}{
+		{base, "0"},
+		{base, "canary:0.5"},
+		{append(slices.Clone(base), "-engine", "h1"), "canary:0.5"},
+	} {
+		side := o.sides()[i]
+		args, environ := gatewayCommand(o, "accounts=u", side)
+		if diff := cmp.Diff(want.args, args); diff != "" {
+			t.Errorf("%s: args (-want +got):\n%s", side.Name, diff)
+		}
+		wantEnv := []string{"HOME=/h", "FUSION_DEFAULTS__ENGINE=h1", "FUSION_SOCKETS_TRANSPORT=" + want.transport}
+		if diff := cmp.Diff(wantEnv, environ); diff != "" {
+			t.Errorf("%s: environment (-want +got):\n%s", side.Name, diff)
+		}
+	}
+	if got := (Options{}).sides(); !cmp.Equal(DefaultSides, got) {
+		t.Errorf("default sides %v", got)
+	}
+}
+
+// testReport3 is testReport with a third side: legacy, sockets:nethttp and
+// sockets:h1, ABCABC.
+func testReport3() *Report {
 	rep := testReport()
+	mr := &rep.Modes[0]
+	mr.Samples = []Sample{
+		sample("legacy", 1, 3300, 19.4, 0.790, 26000, 100e6),
+		sample("sockets:nethttp", 1, 3340, 19.3, 0.802, 25300, 101e6),
+		sample("sockets:h1", 1, 3500, 18.0, 0.600, 15000, 98e6),
+		sample("legacy", 2, 3380, 19.5, 0.780, 26020, 100e6),
+		sample("sockets:nethttp", 2, 3360, 19.2, 0.798, 25310, 103e6),
+		sample("sockets:h1", 2, 3520, 18.2, 0.620, 15020, 98e6),
+	}
+	mr.Samples[5].Errors = 2
+	rep.Sides = []string{"legacy", "sockets:nethttp", "sockets:h1"}
+	mr.summarize(rep.Sides)
+	return rep
+}
+
+func TestWriteTableSides(t *testing.T) {
 	var b bytes.Buffer
-	if err := rep.WriteJSON(&b); err != nil {
+	if err := testReport3().WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	var back Report
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+	out := b.String()
+	rows := tableRows(out)
+	for _, want := range [][]string{
+		{"Metric", "legacy", "sockets:nethttp", "sockets:h1", "sockets:nethttp/legacy", "sockets:h1/legacy", "sockets:h1/sockets:nethttp"},
+		{"req/s", "3,340 [3,300–3,380]", "3,350 [3,340–3,360]", "3,510 [3,500–3,520]", "1.003", "1.051", "1.048"},
+		{"gateway CPU/request", "0.785 ms [0.780–0.790]", "0.800 ms [0.798–0.802]", "0.610 ms [0.600–0.620]", "1.019", "0.777", "0.762"},
+		{"allocated B/request", "26,010 [26,000–26,020]", "25,305 [25,300–25,310]", "15,010 [15,000–15,020]", "0.973", "0.577", "0.593"},
+		{"load errors", "0", "0", "1 [0–2]", "–", "∞", "∞"},
+		{"binary size (one binary, every side)", "12.34 MB", "12.34 MB", "12.34 MB", "1.000", "1.000", "1.000"},
+		{"Side", "Target", "Got", "Result"},
+	} {
+		if diff := cmp.Diff(want, rows[want[0]]); diff != "" {
+			t.Errorf("row %q mismatch (-want +got):\n%s\n%s", want[0], diff, out)
+		}
+	}
+	// The targets of both sockets sides against legacy, each named.
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| sockets:") && strings.Contains(line, "CPU/request ≤ legacy") {
+			got = append(got, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	want := []string{
+		"| sockets:nethttp | CPU/request ≤ legacy | 1.019 × legacy | missed by 1.9% of legacy |",
+		"| sockets:h1 | CPU/request ≤ legacy | 0.777 × legacy | met |",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CPU targets (-want +got):\n%s\n%s", diff, out)
+	}
+	if !strings.Contains(out, "Warning: the load saw errors in constant-latency") {
+		t.Errorf("no warning for the errors of sockets:h1:\n%s", out)
+	}
+	if n := len(testReport3().Modes[0].Targets); n != 10 {
+		t.Errorf("%d targets, want 5 per sockets side", n)
+	}
+
+	// Two sides that are not the default: Before and After by name, and no
+	// targets without legacy.
+	rep := testReport3()
+	mr := &rep.Modes[0]
+	mr.Samples = slices.DeleteFunc(mr.Samples, func(s Sample) bool { return s.Path == "legacy" })
+	rep.Sides = []string{"sockets:nethttp", "sockets:h1"}
+	mr.summarize(rep.Sides)
+	b.Reset()
+	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(rep, &back); diff != "" {
-		t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
+	rows = tableRows(b.String())
+	if diff := cmp.Diff([]string{"Metric", "Before (sockets:nethttp)", "After (sockets:h1)", "After/Before"}, rows["Metric"]); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	if strings.Contains(b.String(), "Targets") {
+		t.Errorf("targets without legacy:\n%s", b.String())
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	for _, rep := range []*Report{testReport(), testReport3()} {
+		var b bytes.Buffer
+		if err := rep.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		var back Report
+		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(rep, &back); diff != "" {
+			t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
+		}
+	}
+	// Every side's rounds are in the JSON report.
+	var b bytes.Buffer
+	if err := testReport3().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Sides []string
+		Modes []struct {
+			Samples []struct {
+				Path  string
+				Round int
+			}
+			Summary map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, s := range doc.Modes[0].Samples {
+		order = append(order, fmt.Sprintf("%d %s", s.Round, s.Path))
+	}
+	want := []string{"1 legacy", "1 sockets:nethttp", "1 sockets:h1", "2 legacy", "2 sockets:nethttp", "2 sockets:h1"}
+	if diff := cmp.Diff(want, order); diff != "" || len(doc.Modes[0].Summary) != 3 || len(doc.Sides) != 3 {
+		t.Errorf("JSON samples (-want +got):\n%s\nsides %v, %d summaries", diff, doc.Sides, len(doc.Modes[0].Summary))
 	}
 }
 
@@ -272,10 +429,11 @@ func TestProgress(t *testing.T) {
 }
 
 // TestRunSmoke runs the whole benchmark, very short, with a freshly built
-// binary.
+// binary: the default two sides, and three (legacy and both sockets
+// engines), each round running them in turn.
 func TestRunSmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary and runs 4 gateways")
+		t.Skip("builds the binary and runs 10 gateways")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -285,45 +443,64 @@ func TestRunSmoke(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	profiles := t.TempDir()
-	var progress bytes.Buffer
-	rep, err := Run(context.Background(), Options{
-		Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
-		ProfileDir: profiles, Progress: &progress,
-	})
+	three, err := ParseSides("legacy,sockets:nethttp,sockets:h1")
 	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if len(rep.Modes) != 2 {
-		t.Fatalf("%d modes, want 2", len(rep.Modes))
-	}
-	for _, mr := range rep.Modes {
-		if len(mr.Samples) != 2 || mr.Samples[0].Path != "legacy" || mr.Samples[1].Path != "sockets" {
-			t.Fatalf("%s: samples %+v, want legacy then sockets", mr.Mode, mr.Samples)
-		}
-		for _, s := range mr.Samples {
-			if s.Requests == 0 || s.Errors != 0 || s.GatewayRequests == 0 || s.CallsPerRequest != 6 ||
-				s.AllocBytesPerRequest <= 0 || s.AllocObjectsPerRequest <= 0 || s.IdleRSS <= 0 || s.PeakRSS < s.IdleRSS || s.StartupMS <= 0 {
-				t.Errorf("%s %s: implausible sample %+v", mr.Mode, s.Path, s)
-			}
-		}
-		for _, p := range []string{"legacy", "sockets"} {
-			for _, kind := range []string{"cpu", "allocs"} {
-				name := filepath.Join(profiles, mr.Mode+"-"+p+"."+kind+".pprof")
-				if fi, err := os.Stat(name); err != nil || fi.Size() == 0 {
-					t.Errorf("profile %s: %v", name, err)
-				}
-			}
-		}
-	}
-	var table bytes.Buffer
-	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "Before (legacy)") {
-		t.Errorf("table:\n%s", table.String())
-	}
-	if !strings.Contains(progress.String(), "round 1/1 constant-latency sockets") {
-		t.Errorf("progress:\n%s", progress.String())
+	for _, tc := range []struct {
+		name     string
+		sides    []Side
+		want     []string // the samples' paths, in order
+		profiles []string // per mode, MODE-NAME
+		header   string
+	}{
+		{"two", nil, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
+		{"three", three, []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			profiles := t.TempDir()
+			var progress bytes.Buffer
+			rep, err := Run(context.Background(), Options{
+				Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
+				ProfileDir: profiles, Progress: &progress, Sides: tc.sides,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if len(rep.Modes) != 2 || !slices.Equal(rep.Sides, tc.want) {
+				t.Fatalf("%d modes, sides %v; want 2, %v", len(rep.Modes), rep.Sides, tc.want)
+			}
+			for _, mr := range rep.Modes {
+				var order []string
+				for _, s := range mr.Samples {
+					order = append(order, s.Path)
+					if s.Requests == 0 || s.Errors != 0 || s.GatewayRequests == 0 || s.CallsPerRequest != 6 ||
+						s.AllocBytesPerRequest <= 0 || s.AllocObjectsPerRequest <= 0 || s.IdleRSS <= 0 || s.PeakRSS < s.IdleRSS || s.StartupMS <= 0 {
+						t.Errorf("%s %s: implausible sample %+v", mr.Mode, s.Path, s)
+					}
+				}
+				if diff := cmp.Diff(tc.want, order); diff != "" {
+					t.Errorf("%s: samples in the wrong order (-want +got):\n%s", mr.Mode, diff)
+				}
+				for _, p := range tc.profiles {
+					for _, kind := range []string{"cpu", "allocs"} {
+						name := filepath.Join(profiles, mr.Mode+"-"+p+"."+kind+".pprof")
+						if fi, err := os.Stat(name); err != nil || fi.Size() == 0 {
+							t.Errorf("profile %s: %v", name, err)
+						}
+					}
+				}
+			}
+			var table bytes.Buffer
+			if err := rep.WriteTable(&table); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(table.String(), tc.header) {
+				t.Errorf("table lacks %q:\n%s", tc.header, table.String())
+			}
+			if last := tc.want[len(tc.want)-1]; !strings.Contains(progress.String(), "round 1/1 constant-latency "+last) {
+				t.Errorf("progress lacks the run of %s:\n%s", last, progress.String())
+			}
+		})
 	}
 }

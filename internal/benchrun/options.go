@@ -1,8 +1,9 @@
 // Package benchrun runs the gateway benchmark on loopback and reports it:
-// the source schemas, then per round a fresh gateway process per path, the
-// paths alternating (legacy, sockets, legacy, sockets, ...) so that machine
-// noise falls on both, each under a closed-loop load from a process of its
-// own. Every process is the fusion-transport binary (its schemas, gateway
+// the source schemas, then per round a fresh gateway process per side, the
+// sides alternating (legacy, sockets, legacy, sockets, ...; or with three
+// sides, such as legacy, sockets:nethttp, sockets:h1, ABCABC...) so that
+// machine noise falls on all, each under a closed-loop load from a process
+// of its own. Every process is the fusion-transport binary (its schemas, gateway
 // and load commands).
 //
 //	rep, err := benchrun.Run(ctx, benchrun.Options{Binary: "/tmp/fusion-transport"})
@@ -15,14 +16,20 @@
 // request (the gateway's runtime/metrics, from its /debug/stats), source
 // schema calls per request; and per gateway process the idle RSS (VmRSS after
 // one request), the peak RSS (VmHWM at the end) and the time from exec to the
-// ready line. The report gives per mode and path the median over rounds with
-// min and max, and the ratio of the medians. It needs Linux (/proc).
+// ready line. The report gives per mode and side the median over rounds with
+// min and max, and the ratios of the medians to the first side's (and, when
+// both sockets engines run, of h1 to nethttp). It needs Linux (/proc).
 package benchrun
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/fusiongo/transport/env"
 )
 
 // Mode is a load mode of the benchmark.
@@ -58,7 +65,7 @@ type Options struct {
 	// runs. Required.
 	Binary string
 
-	// Rounds per mode; each round runs both paths. Default: 2.
+	// Rounds per mode; each round runs every side. Default: 2.
 	Rounds int
 
 	// Duration is the measured window of each run. Default: 10s.
@@ -74,9 +81,10 @@ type Options struct {
 	Modes []Mode
 
 	// ProfileDir, if set, receives a CPU profile and an allocation profile
-	// of the gateway per mode and path, taken in the measured window of the
-	// last round: MODE-PATH.cpu.pprof and MODE-PATH.allocs.pprof. CPU
-	// profiling costs the gateway some CPU in that round, on both paths.
+	// of the gateway per mode and side, taken in the measured window of the
+	// last round: MODE-SIDE.cpu.pprof and MODE-SIDE.allocs.pprof, with a
+	// ':' in the side's name written '-' (constant-sockets-h1.cpu.pprof).
+	// CPU profiling costs the gateway some CPU in that round, on every side.
 	ProfileDir string
 
 	// Progress, if set, receives the progress display: the round, mode, path
@@ -99,19 +107,87 @@ type Options struct {
 	// Command is recorded in the report as the command that made it.
 	Command string
 
-	// AfterSwitch, if set, is the FUSION_SOCKETS_TRANSPORT value of the
-	// After side instead of "1", e.g. "canary:0.5" to measure a canary
-	// against legacy. The report still names the side "sockets".
+	// AfterSwitch, if set, is the FUSION_SOCKETS_TRANSPORT value of every
+	// sockets side instead of "1", e.g. "canary:0.5" to measure a canary
+	// against legacy. The report still names the side as Sides does.
 	AfterSwitch string
+
+	// Sides are the configurations each round runs, in order (ABCABC...):
+	// two or three, the first the one the others are compared with. Nil:
+	// DefaultSides, legacy then sockets.
+	Sides []Side
 }
 
-// paths returns the sides in the order each round runs them, with
-// AfterSwitch applied.
-func (o Options) paths() []path {
-	if o.AfterSwitch == "" {
-		return paths
+// Side is one configuration of the benchmark: a gateway process on a path
+// and, on the sockets path, an engine.
+type Side struct {
+	// Name names the side in the report and its profiles: legacy,
+	// sockets, sockets:nethttp or sockets:h1 (see ParseSides).
+	Name string
+	// Switch is the gateway's FUSION_SOCKETS_TRANSPORT: "0" for legacy,
+	// "1" for sockets.
+	Switch string
+	// Engine is the gateway's -engine, which sets the engine of the
+	// defaults and of every source schema: env.EngineNetHTTP or
+	// env.EngineH1. Empty: the configuration's own (Options.GatewayConfig,
+	// FUSION_DEFAULTS__ENGINE), nethttp unless they say otherwise.
+	Engine string
+}
+
+// DefaultSides are the sides of a run whose Options.Sides is nil: Before
+// (legacy), then After (sockets).
+var DefaultSides = []Side{{Name: "legacy", Switch: "0"}, {Name: "sockets", Switch: "1"}}
+
+// SideNames lists the names ParseSides accepts.
+const SideNames = "legacy, sockets (the configuration's own engine), sockets:" + env.EngineNetHTTP + " or sockets:" + env.EngineH1
+
+// ParseSides parses a comma-separated list of two or three side names,
+// each at most once: legacy, sockets, sockets:nethttp, sockets:h1.
+func ParseSides(list string) ([]Side, error) {
+	var out []Side
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		var s Side
+		switch item {
+		case "legacy":
+			s = Side{Name: item, Switch: "0"}
+		case "sockets":
+			s = Side{Name: item, Switch: "1"}
+		case "sockets:" + env.EngineNetHTTP, "sockets:" + env.EngineH1:
+			s = Side{Name: item, Switch: "1", Engine: strings.TrimPrefix(item, "sockets:")}
+		case "":
+			return nil, errors.New("an empty side between commas")
+		default:
+			return nil, fmt.Errorf("unknown side %q: want %s", item, SideNames)
+		}
+		if slices.ContainsFunc(out, func(o Side) bool { return o.Name == item }) {
+			return nil, fmt.Errorf("side %q is listed twice", item)
+		}
+		out = append(out, s)
 	}
-	return []path{paths[0], {paths[1].name, o.AfterSwitch}}
+	if n := len(out); n < 2 || n > 3 {
+		return nil, fmt.Errorf("%d side(s): want two or three", n)
+	}
+	return out, nil
+}
+
+// sides returns the sides in the order each round runs them, with
+// AfterSwitch applied to the sockets ones.
+func (o Options) sides() []Side {
+	sides := o.Sides
+	if sides == nil {
+		sides = DefaultSides
+	}
+	if o.AfterSwitch == "" {
+		return sides
+	}
+	out := slices.Clone(sides)
+	for i := range out {
+		if out[i].Switch == "1" {
+			out[i].Switch = o.AfterSwitch
+		}
+	}
+	return out
 }
 
 func (o Options) rounds() int {
@@ -170,12 +246,3 @@ func ParseModes(list string) ([]Mode, error) {
 	}
 	return out, nil
 }
-
-// path is one side of the comparison and the FUSION_SOCKETS_TRANSPORT value
-// that selects it.
-type path struct {
-	name, switchValue string
-}
-
-// paths in the order each round runs them: Before, then After.
-var paths = []path{{"legacy", "0"}, {"sockets", "1"}}

@@ -15,13 +15,17 @@ type Report struct {
 	// Machine describes where it ran.
 	Machine Machine `json:"machine"`
 
+	// Sides names the configurations every round ran, in order (e.g.
+	// legacy, sockets); the first is the one the others are compared with.
+	Sides []string `json:"sides"`
+
 	Rounds          int     `json:"rounds"`
 	VUs             int     `json:"vus"`
 	DurationSeconds float64 `json:"duration_s"`
 	WarmupSeconds   float64 `json:"warmup_s"`
 
 	// BinaryBytes is the size of the fusion-transport binary, which holds
-	// both paths.
+	// every path and engine.
 	BinaryBytes int64 `json:"binary_bytes"`
 
 	Modes []ModeReport `json:"modes"`
@@ -50,15 +54,19 @@ type ModeReport struct {
 	LatencyMS float64 `json:"latency_ms"`
 	// Samples are the runs in the order they ran.
 	Samples []Sample `json:"samples"`
-	// Summary maps a path (legacy, sockets) to its metrics, each summarized
-	// over the rounds. The metric keys are those of the table's rows.
+	// Summary maps a side (legacy, sockets, sockets:h1, ...) to its
+	// metrics, each summarized over the rounds. The metric keys are those
+	// of the table's rows.
 	Summary map[string]map[string]Summary `json:"summary"`
-	// Targets are the sockets path's targets checked against the medians.
+	// Targets are the sockets path's targets, checked against the
+	// medians: each sockets side's against legacy, when legacy is the
+	// first side.
 	Targets []Target `json:"targets"`
 }
 
 // Sample is what one run (one round of one path) measured.
 type Sample struct {
+	// Path is the side's name (Report.Sides).
 	Path  string `json:"path"`
 	Round int    `json:"round"`
 

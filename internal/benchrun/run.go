@@ -39,13 +39,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			Arch:      runtime.GOARCH,
 			LoadStart: loadAverage(),
 		},
+		Sides:           sideNames(o.sides()),
 		Rounds:          o.rounds(),
 		VUs:             o.vus(),
 		DurationSeconds: o.duration().Seconds(),
 		WarmupSeconds:   o.warmup().Seconds(),
 		BinaryBytes:     fi.Size(),
 	}
-	prog := newProgress(o.Progress, o.LiveProgress, len(o.modes())*o.rounds()*len(paths), o.warmup()+o.duration())
+	prog := newProgress(o.Progress, o.LiveProgress, len(o.modes())*o.rounds()*len(o.sides()), o.warmup()+o.duration())
 	defer prog.close()
 	for _, mode := range o.modes() {
 		mr, err := runMode(ctx, o, mode, prog)
@@ -61,7 +62,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // runMode starts the source schemas with the mode's latency and runs every
-// round of both paths against them.
+// round of every side against them.
 func runMode(ctx context.Context, o Options, mode Mode, prog *progress) (ModeReport, error) {
 	mr := ModeReport{Mode: mode.Name, LatencyMS: float64(mode.Latency) / float64(time.Millisecond)}
 	urls, stop, err := startSchemas(ctx, o, mode)
@@ -69,31 +70,72 @@ func runMode(ctx context.Context, o Options, mode Mode, prog *progress) (ModeRep
 		return mr, err
 	}
 	defer stop()
+	sides := o.sides()
 	for round := 1; round <= o.rounds(); round++ {
-		for _, p := range o.paths() {
-			prog.start(round, o.rounds(), mode.Name, p.name)
+		for _, side := range sides {
+			prog.start(round, o.rounds(), mode.Name, side.Name)
 			profile := o.ProfileDir != "" && round == o.rounds()
-			s, err := runOne(ctx, o, urls, mode, p, profile)
+			s, err := runOne(ctx, o, urls, mode, side, profile)
 			if err != nil {
-				return mr, fmt.Errorf("round %d, %s, %s path: %w", round, mode.Name, p.name, err)
+				return mr, fmt.Errorf("round %d, %s, %s: %w", round, mode.Name, sideLabel(side.Name), err)
 			}
 			s.Round = round
 			mr.Samples = append(mr.Samples, s)
 			prog.done()
 		}
 	}
-	mr.Summary = make(map[string]map[string]Summary, len(paths))
-	for _, p := range paths {
+	mr.summarize(sideNames(sides))
+	return mr, nil
+}
+
+// summarize fills in the mode's Summary per side from its Samples, and,
+// when the first side is legacy, the Targets of each sockets side against
+// it: they are the sockets path's targets, not an engine's.
+func (mr *ModeReport) summarize(sides []string) {
+	mr.Summary = make(map[string]map[string]Summary, len(sides))
+	for _, name := range sides {
 		var own []Sample
 		for _, s := range mr.Samples {
-			if s.Path == p.name {
+			if s.Path == name {
 				own = append(own, s)
 			}
 		}
-		mr.Summary[p.name] = summarizeSamples(own)
+		mr.Summary[name] = summarizeSamples(own)
 	}
-	mr.Targets = targets(mr.Summary)
-	return mr, nil
+	mr.Targets = nil
+	if sides[0] != "legacy" {
+		return
+	}
+	for _, name := range sides[1:] {
+		if !strings.HasPrefix(name, "sockets") {
+			continue
+		}
+		ts := targets(mr.Summary[sides[0]], mr.Summary[name])
+		if len(sides) > 2 {
+			for i := range ts {
+				ts[i].Side = name
+			}
+		}
+		mr.Targets = append(mr.Targets, ts...)
+	}
+}
+
+// sideNames returns the names of sides, in order.
+func sideNames(sides []Side) []string {
+	names := make([]string, len(sides))
+	for i, s := range sides {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// sideLabel names a side in an error as the report always did: "legacy
+// path", "sockets path"; "sockets:h1 side".
+func sideLabel(name string) string {
+	if name == "legacy" || name == "sockets" {
+		return name + " path"
+	}
+	return name + " side"
 }
 
 // startSchemas starts "fusion-transport schemas" and returns the source
@@ -133,16 +175,26 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), er
 	return strings.Join(list, ","), c.stop, nil
 }
 
-// runOne starts a gateway on path p, measures it under load and stops it.
-func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, p path, profile bool) (Sample, error) {
-	s := Sample{Path: p.name}
-	environ := append(withoutVar(o.Environ, "FUSION_SOCKETS_TRANSPORT"), "FUSION_SOCKETS_TRANSPORT="+p.switchValue)
-	began := time.Now()
-	args := []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", schemaURLs}
+// gatewayCommand returns the arguments and the environment of side's
+// gateway: FUSION_SOCKETS_TRANSPORT picks the path, -engine the engine.
+func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []string) {
+	environ = append(withoutVar(o.Environ, "FUSION_SOCKETS_TRANSPORT"), "FUSION_SOCKETS_TRANSPORT="+side.Switch)
+	args = []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", schemaURLs}
 	if o.GatewayConfig != "" {
 		args = append(args, "-config", o.GatewayConfig)
 	}
-	gw, err := startChild(p.name+" gateway", o.Binary, args, environ)
+	if side.Engine != "" {
+		args = append(args, "-engine", side.Engine)
+	}
+	return args, environ
+}
+
+// runOne starts a gateway for side, measures it under load and stops it.
+func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side Side, profile bool) (Sample, error) {
+	s := Sample{Path: side.Name}
+	args, environ := gatewayCommand(o, schemaURLs, side)
+	began := time.Now()
+	gw, err := startChild(side.Name+" gateway", o.Binary, args, environ)
 	if err != nil {
 		return s, err
 	}
@@ -174,7 +226,7 @@ func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, p path
 		func() {
 			before, probeErr = probe.snapshot(ctx)
 			if profile && probeErr == nil {
-				prof = startProfile(ctx, probe, o.ProfileDir, mode.Name+"-"+p.name, o.duration())
+				prof = startProfile(ctx, probe, o.ProfileDir, mode.Name+"-"+strings.ReplaceAll(side.Name, ":", "-"), o.duration())
 			}
 		},
 		func() {

@@ -4,15 +4,22 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusiongo/transport/env"
 )
 
-// WriteTable writes the report as text: per mode, a table of the metrics
-// with the columns Before (legacy), After (sockets) and After/Before, each
-// cell the median over the rounds with [min–max] when they differ; then the
-// targets. The tables are Markdown, padded to line up in a terminal.
+// WriteTable writes the report as text: per mode, a table of the metrics,
+// each cell the median over the rounds with [min–max] when they differ;
+// then the targets. With two sides the columns are Before (the first,
+// legacy by default), After (the second, sockets) and After/Before; with
+// three, one per side, then the ratio of each later side to the first and,
+// when both sockets engines ran and nethttp is not the first,
+// sockets:h1/sockets:nethttp. The tables are Markdown, padded to line up in
+// a terminal.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Gateway benchmark, %s: %d VUs, %d round(s) of %s after %s warm-up per path and mode; median [min–max] over the rounds.\n",
@@ -30,24 +37,46 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(&b, "Run time: %s\n", time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second))
 	}
+	sides := r.sides()
 	for _, mr := range r.Modes {
 		b.WriteString("\n")
 		b.WriteString(mr.title() + "\n\n")
-		writeMarkdown(&b, mr.rows(r.BinaryBytes))
+		writeMarkdown(&b, mr.rows(sides, r.BinaryBytes))
 		if len(mr.Targets) > 0 {
 			b.WriteString("\nTargets (" + mr.Mode + ")\n\n")
+			bySide := mr.Targets[0].Side != ""
 			rows := [][]string{{"Target", "Got", "Result"}}
+			if bySide {
+				rows[0] = append([]string{"Side"}, rows[0]...)
+			}
 			for _, t := range mr.Targets {
-				rows = append(rows, []string{t.Target, t.Got, t.Result})
+				row := []string{t.Target, t.Got, t.Result}
+				if bySide {
+					row = append([]string{t.Side}, row...)
+				}
+				rows = append(rows, row)
 			}
 			writeMarkdown(&b, rows)
 		}
-		if errs := mr.Summary["legacy"]["errors"].Max + mr.Summary["sockets"]["errors"].Max; errs > 0 {
+		var errs float64
+		for _, side := range sides {
+			errs += mr.Summary[side]["errors"].Max
+		}
+		if errs > 0 {
 			fmt.Fprintf(&b, "\nWarning: the load saw errors in %s; see the samples' first_error in the JSON report.\n", mr.Mode)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// sides returns the report's sides; a report written before it named them
+// had legacy and sockets.
+func (r *Report) sides() []string {
+	if len(r.Sides) == 0 {
+		return sideNames(DefaultSides)
+	}
+	return r.Sides
 }
 
 func (mr ModeReport) title() string {
@@ -57,16 +86,56 @@ func (mr ModeReport) title() string {
 	return fmt.Sprintf("%s (source schemas answer at once)", mr.Mode)
 }
 
+// sideRatio is a ratio column of the table: the medians of side over those
+// of base.
+type sideRatio struct{ side, base string }
+
+// columns returns the table's header and its ratio columns for sides.
+func columns(sides []string) (header []string, ratios []sideRatio) {
+	if len(sides) == 2 {
+		return []string{"Metric", "Before (" + sides[0] + ")", "After (" + sides[1] + ")", "After/Before"}, []sideRatio{{sides[1], sides[0]}}
+	}
+	header = append([]string{"Metric"}, sides...)
+	for _, s := range sides[1:] {
+		ratios = append(ratios, sideRatio{s, sides[0]})
+	}
+	const nethttp, h1 = "sockets:" + env.EngineNetHTTP, "sockets:" + env.EngineH1
+	if sides[0] != nethttp && slices.Contains(sides, nethttp) && slices.Contains(sides, h1) {
+		ratios = append(ratios, sideRatio{h1, nethttp})
+	}
+	for _, r := range ratios {
+		header = append(header, r.side+"/"+r.base)
+	}
+	return header, ratios
+}
+
 // rows returns the mode's table, header first.
-func (mr ModeReport) rows(binaryBytes int64) [][]string {
-	rows := [][]string{{"Metric", "Before (legacy)", "After (sockets)", "After/Before"}}
-	before, after := mr.Summary["legacy"], mr.Summary["sockets"]
+func (mr ModeReport) rows(sides []string, binaryBytes int64) [][]string {
+	header, ratios := columns(sides)
+	rows := [][]string{header}
 	for _, m := range metrics {
-		rows = append(rows, []string{m.label, cell(before[m.key], m), cell(after[m.key], m), ratio(before[m.key].Median, after[m.key].Median)})
+		row := []string{m.label}
+		for _, side := range sides {
+			row = append(row, cell(mr.Summary[side][m.key], m))
+		}
+		for _, r := range ratios {
+			row = append(row, ratio(mr.Summary[r.base][m.key].Median, mr.Summary[r.side][m.key].Median))
+		}
+		rows = append(rows, row)
 	}
 	size := formatNumber(mb(binaryBytes), 2) + " MB"
-	rows = append(rows, []string{"binary size (one binary, both paths)", size, size, "1.000"})
-	return rows
+	label := "binary size (one binary, both paths)"
+	if len(sides) > 2 {
+		label = "binary size (one binary, every side)"
+	}
+	row := []string{label}
+	for range sides {
+		row = append(row, size)
+	}
+	for range ratios {
+		row = append(row, "1.000")
+	}
+	return append(rows, row)
 }
 
 // cell writes a summary: the median, then [min–max] if they differ at the
