@@ -227,3 +227,55 @@ func (l *logBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// engines lists the sockets path's engines (env.Settings.Engine), for the
+// sockets-only tests whose setting acts on both.
+var engines = []string{env.EngineNetHTTP, env.EngineH1}
+
+// forEngines runs f as one subtest per engine of the sockets path.
+func forEngines(t *testing.T, f func(t *testing.T, engine string)) {
+	t.Helper()
+	for _, e := range engines {
+		t.Run(e, func(t *testing.T) { f(t, e) })
+	}
+}
+
+// onEngine returns an edit that runs edit (nil: none), then sets the
+// schema's engine. On h1 over https it sets http_version "1.1" when edit
+// left it unset: h1 serves no schema that could negotiate HTTP/2 and
+// would fall back to nethttp (sockets engineFor).
+func onEngine(engine string, edit func(*env.SourceSchema)) func(*env.SourceSchema) {
+	return func(s *env.SourceSchema) {
+		if edit != nil {
+			edit(s)
+		}
+		s.Engine = engine
+		if engine == env.EngineH1 && strings.HasPrefix(s.URL, "https:") && s.HTTPVersion == "" {
+			s.HTTPVersion = "1.1"
+		}
+	}
+}
+
+// engineConfig is socketsConfig with the schema on engine (onEngine).
+func engineConfig(engine, url string, edit func(*env.SourceSchema)) env.Config {
+	return withSchema(env.PathSockets, url, onEngine(engine, edit))
+}
+
+// h1Fallback starts the Info line the sockets backend logs when engine h1
+// cannot serve a source schema as configured and nethttp serves it.
+const h1Fallback = "engine h1 does not serve this source schema as configured"
+
+// infoLog is a WithLogger option writing Info and above to buf as text.
+func infoLog(buf *logBuffer) transport.Option {
+	return transport.WithLogger(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+}
+
+// checkRanOn fails the test if engine is h1 and log (written at Info
+// level, infoLog) says that h1 fell back to nethttp: the test meant for
+// h1 ran on nethttp.
+func checkRanOn(t *testing.T, engine, log string) {
+	t.Helper()
+	if engine == env.EngineH1 && strings.Contains(log, h1Fallback) {
+		t.Errorf("engine h1 fell back to nethttp, so the test did not run on h1; log:\n%s", log)
+	}
+}
