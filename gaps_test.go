@@ -585,30 +585,32 @@ func stepHandler() http.HandlerFunc {
 // connection is replaced before all 8 are open.
 func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 	const conns = 8
-	srv := newWireServer(t, wiretest.Options{Handler: stepHandler()})
-	cfg := socketsConfig(srv.URL(), func(s *env.SourceSchema) {
-		s.ConnLifetime = 2 * time.Second
-		s.ConnLifetimeJitter = 1500 * time.Millisecond // each lifetime in (500ms, 2s]: the setup fits in the shortest
+	forEngines(t, func(t *testing.T, engine string) {
+		srv := newWireServer(t, wiretest.Options{Handler: stepHandler()})
+		cfg := engineConfig(engine, srv.URL(), func(s *env.SourceSchema) {
+			s.ConnLifetime = 2 * time.Second
+			s.ConnLifetimeJitter = 1500 * time.Millisecond // each lifetime in (500ms, 2s]: the setup fits in the shortest
+		})
+		cfg.ForwardHeaders = []string{"X-Step"}
+		inv := newInvoker(t, cfg)
+		for k := 1; k <= conns; k++ {
+			postAtOnce(t, inv, gatewayCtx("X-Step", strconv.Itoa(k)), "products", k)
+			for range 32 { // spaces the dials apart, so that without jitter the expiries are too
+				post(t, inv, context.Background(), "products")
+			}
+			if n := len(srv.Opened()); n != k {
+				t.Fatalf("after step %d the server saw %d connections, want %d (one more per step; none may expire yet)", k, n, k)
+			}
+		}
+		opened := srv.Opened()
+		closed := srv.WaitClosedN(t, conns, gapGuard, "every connection closes at the end of its lifetime")
+		if got, want := slices.Sorted(slices.Values(closed)), slices.Sorted(slices.Values(opened)); !slices.Equal(got, want) {
+			t.Fatalf("closed %v, want the %d connections opened %v", closed, conns, opened)
+		}
+		if slices.Equal(closed, opened) {
+			t.Errorf("the %d connections closed in the order they opened (%v): their lifetimes carry no jitter", conns, closed)
+		}
 	})
-	cfg.ForwardHeaders = []string{"X-Step"}
-	inv := newInvoker(t, cfg)
-	for k := 1; k <= conns; k++ {
-		postAtOnce(t, inv, gatewayCtx("X-Step", strconv.Itoa(k)), "products", k)
-		for range 32 { // spaces the dials apart, so that without jitter the expiries are too
-			post(t, inv, context.Background(), "products")
-		}
-		if n := len(srv.Opened()); n != k {
-			t.Fatalf("after step %d the server saw %d connections, want %d (one more per step; none may expire yet)", k, n, k)
-		}
-	}
-	opened := srv.Opened()
-	closed := srv.WaitClosedN(t, conns, gapGuard, "every connection closes at the end of its lifetime")
-	if got, want := slices.Sorted(slices.Values(closed)), slices.Sorted(slices.Values(opened)); !slices.Equal(got, want) {
-		t.Fatalf("closed %v, want the %d connections opened %v", closed, conns, opened)
-	}
-	if slices.Equal(closed, opened) {
-		t.Errorf("the %d connections closed in the order they opened (%v): their lifetimes carry no jitter", conns, closed)
-	}
 }
 
 // TestGapConnectTimeoutCoversTLS: on the sockets path connect_timeout
@@ -616,33 +618,37 @@ func TestGapConnLifetimeJitterOnTheWire(t *testing.T) {
 // tls_handshake_timeout and header_timeout off and a caller context
 // without deadline, only connect_timeout can end the call.
 func TestGapConnectTimeoutCoversTLS(t *testing.T) {
-	addr := wiretest.SilentListener(t)
-	inv := newInvoker(t, socketsConfig("https://"+addr+"/graphql", func(s *env.SourceSchema) {
-		s.ConnectTimeout = 300 * time.Millisecond
-		s.TLSHandshakeTimeout = env.Off
-		s.HeaderTimeout = env.Off
-	}))
-	ctx, cancel := context.WithCancel(context.Background()) // no deadline
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
-		if err == nil {
-			resp.Body.Close()
+	forEngines(t, func(t *testing.T, engine string) {
+		addr := wiretest.SilentListener(t)
+		var logs logBuffer
+		inv := newInvoker(t, engineConfig(engine, "https://"+addr+"/graphql", func(s *env.SourceSchema) {
+			s.ConnectTimeout = 300 * time.Millisecond
+			s.TLSHandshakeTimeout = env.Off
+			s.HeaderTimeout = env.Off
+		}), infoLog(&logs))
+		ctx, cancel := context.WithCancel(context.Background()) // no deadline
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(gapGuard):
+			t.Error("Post still waited for the TLS handshake long after connect_timeout")
+			cancel()
+			err = <-done
 		}
-		done <- err
-	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(gapGuard):
-		t.Error("Post still waited for the TLS handshake long after connect_timeout")
-		cancel()
-		err = <-done
-	}
-	errorNamesSchema(t, err)
-	var ne net.Error
-	if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
-		t.Errorf("error %v, want a timeout (context.DeadlineExceeded or a net.Error whose Timeout() is true)", err)
-	}
+		errorNamesSchema(t, err)
+		var ne net.Error
+		if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
+			t.Errorf("error %v, want a timeout (context.DeadlineExceeded or a net.Error whose Timeout() is true)", err)
+		}
+		checkRanOn(t, engine, logs.String())
+	})
 }

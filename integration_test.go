@@ -52,7 +52,8 @@ type nginxAnswer struct {
 
 // TestIntegrationNginx: the sockets path's TLS settings against nginx,
 // which speaks TLS 1.3 only, offers HTTP/2 and requires a client
-// certificate signed by the test CA.
+// certificate signed by the test CA, on both engines: h1 with http_version
+// "1.1" (onEngine), and not for the cases that ask for HTTP/2.
 func TestIntegrationNginx(t *testing.T) {
 	e := servicesEnv(t, "nginx", nginxEnv...)
 	mtls := env.TLSSettings{CAFile: e["FUSION_TEST_NGINX_CA"], CertFile: e["FUSION_TEST_NGINX_CLIENT_CERT"], KeyFile: e["FUSION_TEST_NGINX_CLIENT_KEY"]}
@@ -72,45 +73,63 @@ func TestIntegrationNginx(t *testing.T) {
 		{"max_version 1.2: nginx refuses the handshake", func(s *env.SourceSchema) { s.TLS = mtls; s.TLS.MaxVersion = "1.2" }, 0, "", "", "", "protocol version"},
 		{"system roots: nginx's certificate is not trusted", func(s *env.SourceSchema) { s.TLS = env.TLSSettings{} }, 0, "", "", "", "certificate"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			inv := newInvoker(t, socketsConfig(e["FUSION_TEST_NGINX_URL"], c.edit))
-			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
-			if c.wantStatus == 0 {
-				if err == nil {
-					t.Fatalf("nginx answered %s %d: %q", resp.Proto, resp.StatusCode, readAll(t, resp))
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				var probe env.SourceSchema
+				c.edit(&probe)
+				wantProto := c.wantProto
+				if engine == env.EngineH1 {
+					if probe.HTTPVersion != "" && probe.HTTPVersion != "1.1" {
+						t.Skipf("h1 does not serve http_version %q: it falls back to nethttp, which the nethttp run covers", probe.HTTPVersion)
+					}
+					if wantProto != "" {
+						wantProto = "HTTP/1.1" // onEngine sets http_version 1.1
+					}
 				}
-				errorNamesSchema(t, err)
-				if !strings.Contains(err.Error(), c.wantErrText) {
-					t.Errorf("error %q does not mention %q", err, c.wantErrText)
+				var logs logBuffer
+				inv := newInvoker(t, engineConfig(engine, e["FUSION_TEST_NGINX_URL"], c.edit), infoLog(&logs))
+				defer func() { checkRanOn(t, engine, logs.String()) }()
+				resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+				if c.wantStatus == 0 {
+					if err == nil {
+						t.Fatalf("nginx answered %s %d: %q", resp.Proto, resp.StatusCode, readAll(t, resp))
+					}
+					errorNamesSchema(t, err)
+					if !strings.Contains(err.Error(), c.wantErrText) {
+						t.Errorf("error %q does not mention %q", err, c.wantErrText)
+					}
+					return
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Post: %v", err)
-			}
-			body := readAll(t, resp)
-			if resp.StatusCode != c.wantStatus {
-				t.Fatalf("nginx answered %d %q, want %d", resp.StatusCode, body, c.wantStatus)
-			}
-			if c.wantStatus != 200 {
-				if !strings.Contains(body, "No required SSL certificate was sent") {
-					t.Errorf("nginx's 400 says %q, want that the certificate was required", body)
+				if err != nil {
+					t.Fatalf("Post: %v", err)
 				}
-				return
-			}
-			var got nginxAnswer
-			if err := json.Unmarshal([]byte(body), &got); err != nil {
-				t.Fatalf("body %q: %v", body, err)
-			}
-			if !got.Data.OK || got.Extensions.Protocol != c.wantProto || got.Extensions.TLS != c.wantTLS || got.Extensions.Client != c.wantClient {
-				t.Errorf("nginx saw %+v, want protocol %s, %s, client %s", got.Extensions, c.wantProto, c.wantTLS, c.wantClient)
-			}
-			if resp.TLS != nil && resp.TLS.Version != tls.VersionTLS13 {
-				t.Errorf("caller's response has TLS %s", tls.VersionName(resp.TLS.Version))
-			}
-		})
-	}
+				body := readAll(t, resp)
+				if resp.StatusCode != c.wantStatus {
+					t.Fatalf("nginx answered %d %q, want %d", resp.StatusCode, body, c.wantStatus)
+				}
+				if c.wantStatus != 200 {
+					if !strings.Contains(body, "No required SSL certificate was sent") {
+						t.Errorf("nginx's 400 says %q, want that the certificate was required", body)
+					}
+					return
+				}
+				var got nginxAnswer
+				if err := json.Unmarshal([]byte(body), &got); err != nil {
+					t.Fatalf("body %q: %v", body, err)
+				}
+				if !got.Data.OK || got.Extensions.Protocol != wantProto || got.Extensions.TLS != c.wantTLS || got.Extensions.Client != c.wantClient {
+					t.Errorf("nginx saw %+v, want protocol %s, %s, client %s", got.Extensions, wantProto, c.wantTLS, c.wantClient)
+				}
+				if resp.Proto != wantProto {
+					t.Errorf("caller's response is %s, want %s", resp.Proto, wantProto)
+				}
+				if resp.TLS != nil && resp.TLS.Version != tls.VersionTLS13 {
+					t.Errorf("caller's response has TLS %s", tls.VersionName(resp.TLS.Version))
+				}
+			})
+		}
+	})
 }
 
 // TestIntegrationTinyproxy: proxy set to tinyproxy's URL sends the source

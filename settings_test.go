@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -153,24 +152,26 @@ func TestSettingTLS(t *testing.T) {
 			}
 		})},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := len(c.srv.Requests())
-			var logs logBuffer
-			inv := newInvoker(t, socketsConfig(c.srv.URL(), func(s *env.SourceSchema) { s.TLS = c.tls }),
-				transport.WithSchemaOptions("products", c.hooks),
-				transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
-			if err == nil {
-				readAll(t, resp)
-			}
-			c.check(t, c.srv.Requests()[before:], err)
-			warned := strings.Contains(logs.String(), "tls.insecure_skip_verify") && strings.Contains(logs.String(), "level=WARN")
-			if want := c.tls.InsecureSkipVerify.On(); warned != want {
-				t.Errorf("warning about tls.insecure_skip_verify logged: %v, want %v; log:\n%s", warned, want, logs.String())
-			}
-		})
-	}
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before := len(c.srv.Requests())
+				var logs logBuffer
+				inv := newInvoker(t, engineConfig(engine, c.srv.URL(), func(s *env.SourceSchema) { s.TLS = c.tls }),
+					transport.WithSchemaOptions("products", c.hooks), infoLog(&logs))
+				resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+				if err == nil {
+					readAll(t, resp)
+				}
+				c.check(t, c.srv.Requests()[before:], err)
+				warned := strings.Contains(logs.String(), "tls.insecure_skip_verify") && strings.Contains(logs.String(), "level=WARN")
+				if want := c.tls.InsecureSkipVerify.On(); warned != want {
+					t.Errorf("warning about tls.insecure_skip_verify logged: %v, want %v; log:\n%s", warned, want, logs.String())
+				}
+				checkRanOn(t, engine, logs.String())
+			})
+		}
+	})
 }
 
 func tlsVersionName(cs *tls.ConnectionState) string {
@@ -199,19 +200,21 @@ func TestSettingTLSFiles(t *testing.T) {
 		{"key_file missing", env.TLSSettings{CertFile: cert, KeyFile: missing}, "source_schemas.products.tls.key_file: open " + missing},
 		{"key_file not the certificate's", env.TLSSettings{CertFile: cert, KeyFile: pki.CAFile}, "source_schemas.products.tls.cert_file: " + cert + " with " + pki.CAFile},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := socketsConfig("https://127.0.0.1:1/graphql", func(s *env.SourceSchema) { s.TLS = c.tls })
-			inv, err := transport.New(cfg, transport.WithLogger(quiet))
-			if err == nil {
-				inv.Close()
-				t.Fatal("New succeeded")
-			}
-			if !strings.HasPrefix(err.Error(), c.want) {
-				t.Errorf("New error %q, want it to start with %q", err, c.want)
-			}
-		})
-	}
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				cfg := engineConfig(engine, "https://127.0.0.1:1/graphql", func(s *env.SourceSchema) { s.TLS = c.tls })
+				inv, err := transport.New(cfg, transport.WithLogger(quiet))
+				if err == nil {
+					inv.Close()
+					t.Fatal("New succeeded")
+				}
+				if !strings.HasPrefix(err.Error(), c.want) {
+					t.Errorf("New error %q, want it to start with %q", err, c.want)
+				}
+			})
+		}
+	})
 }
 
 // TestSettingHTTPVersion: http_version and version_policy, observed as the
@@ -522,36 +525,38 @@ func TestSettingDecompression(t *testing.T) {
 		{"off", []string{}, "gzip", "", "", false, ""},
 		{"caller's own Accept-Encoding is left alone", []string{"gzip", "zstd"}, "gzip", "gzip", "gzip", false, "gzip"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			url := srv.Server.URL + "/graphql/" + c.coding
-			inv := newInvoker(t, socketsConfig(url, func(s *env.SourceSchema) { s.Decompression = c.codings }))
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{}`))
-			if c.callerAsks != "" {
-				req.Header.Set("Accept-Encoding", c.callerAsks)
-			}
-			resp, err := inv.Do(context.Background(), "products", req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readAll(t, resp)
-			if got := srv.Last(t).Header.Get("Accept-Encoding"); got != c.wantAsked {
-				t.Errorf("server saw Accept-Encoding %q, want %q", got, c.wantAsked)
-			}
-			if got := resp.Header.Get("Content-Encoding"); got != c.wantRawCoding {
-				t.Errorf("caller got Content-Encoding %q, want %q", got, c.wantRawCoding)
-			}
-			if resp.Uncompressed != c.wantDecoded {
-				t.Errorf("Uncompressed = %v, want %v", resp.Uncompressed, c.wantDecoded)
-			}
-			if c.wantDecoded && resp.ContentLength != -1 {
-				t.Errorf("ContentLength = %d of a decoded body, want -1", resp.ContentLength)
-			}
-			if c.wantRawCoding == "" && body != payload {
-				t.Errorf("caller got body %q, want the plain payload", body)
-			}
-		})
-	}
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				url := srv.Server.URL + "/graphql/" + c.coding
+				inv := newInvoker(t, engineConfig(engine, url, func(s *env.SourceSchema) { s.Decompression = c.codings }))
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{}`))
+				if c.callerAsks != "" {
+					req.Header.Set("Accept-Encoding", c.callerAsks)
+				}
+				resp, err := inv.Do(context.Background(), "products", req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := readAll(t, resp)
+				if got := srv.Last(t).Header.Get("Accept-Encoding"); got != c.wantAsked {
+					t.Errorf("server saw Accept-Encoding %q, want %q", got, c.wantAsked)
+				}
+				if got := resp.Header.Get("Content-Encoding"); got != c.wantRawCoding {
+					t.Errorf("caller got Content-Encoding %q, want %q", got, c.wantRawCoding)
+				}
+				if resp.Uncompressed != c.wantDecoded {
+					t.Errorf("Uncompressed = %v, want %v", resp.Uncompressed, c.wantDecoded)
+				}
+				if c.wantDecoded && resp.ContentLength != -1 {
+					t.Errorf("ContentLength = %d of a decoded body, want -1", resp.ContentLength)
+				}
+				if c.wantRawCoding == "" && body != payload {
+					t.Errorf("caller got body %q, want the plain payload", body)
+				}
+			})
+		}
+	})
 }
 
 // TestSettingUnixSocket: unix_socket dials a Unix socket; the URL still
@@ -559,34 +564,36 @@ func TestSettingDecompression(t *testing.T) {
 // connection.
 func TestSettingUnixSocket(t *testing.T) {
 	const schemaURL = "http://products.internal/graphql"
-	t.Run("unix_socket", func(t *testing.T) {
-		sock := filepath.Join(t.TempDir(), "products.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Skip("no Unix sockets here:", err)
-		}
-		srv := newWireServer(t, wiretest.Options{Listener: ln, URL: schemaURL})
-		inv := newInvoker(t, socketsConfig(schemaURL, func(s *env.SourceSchema) { s.UnixSocket = sock }))
-		resp, body := post(t, inv, context.Background(), "products")
-		if resp.StatusCode != 200 || body != `{"data":{"ok":true}}` {
-			t.Fatalf("got %d %q", resp.StatusCode, body)
-		}
-		if got := srv.Last(t); got.Host != "products.internal" || got.RequestURI != "/graphql" {
-			t.Errorf("server saw Host %q, target %q; want products.internal and /graphql", got.Host, got.RequestURI)
-		}
-	})
-	t.Run("Dial hook", func(t *testing.T) {
-		srv := newWireServer(t, wiretest.Options{URL: schemaURL})
-		dr := &wiretest.DialRecorder{To: srv.Listener.Addr().String()}
-		inv := newInvoker(t, socketsConfig(schemaURL, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
-		post(t, inv, context.Background(), "products")
-		post(t, inv, context.Background(), "products")
-		if got := dr.Addrs(); !slices.Equal(got, []string{"tcp products.internal:80"}) {
-			t.Errorf("Dial hook called for %q, want once for tcp products.internal:80", got)
-		}
-		if got := srv.Last(t).Host; got != "products.internal" {
-			t.Errorf("server saw Host %q", got)
-		}
+	forEngines(t, func(t *testing.T, engine string) {
+		t.Run("unix_socket", func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "products.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Skip("no Unix sockets here:", err)
+			}
+			srv := newWireServer(t, wiretest.Options{Listener: ln, URL: schemaURL})
+			inv := newInvoker(t, engineConfig(engine, schemaURL, func(s *env.SourceSchema) { s.UnixSocket = sock }))
+			resp, body := post(t, inv, context.Background(), "products")
+			if resp.StatusCode != 200 || body != `{"data":{"ok":true}}` {
+				t.Fatalf("got %d %q", resp.StatusCode, body)
+			}
+			if got := srv.Last(t); got.Host != "products.internal" || got.RequestURI != "/graphql" {
+				t.Errorf("server saw Host %q, target %q; want products.internal and /graphql", got.Host, got.RequestURI)
+			}
+		})
+		t.Run("Dial hook", func(t *testing.T) {
+			srv := newWireServer(t, wiretest.Options{URL: schemaURL})
+			dr := &wiretest.DialRecorder{To: srv.Listener.Addr().String()}
+			inv := newInvoker(t, engineConfig(engine, schemaURL, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dr.Dial}))
+			post(t, inv, context.Background(), "products")
+			post(t, inv, context.Background(), "products")
+			if got := dr.Addrs(); !slices.Equal(got, []string{"tcp products.internal:80"}) {
+				t.Errorf("Dial hook called for %q, want once for tcp products.internal:80", got)
+			}
+			if got := srv.Last(t).Host; got != "products.internal" {
+				t.Errorf("server saw Host %q", got)
+			}
+		})
 	})
 }
 
@@ -714,21 +721,23 @@ func TestSettingMaxIdleConnsPerHost(t *testing.T) {
 // That some jitter is applied is not asserted: its amount is random.
 func TestSettingConnLifetimeJitterOff(t *testing.T) {
 	const lifetime = 200 * time.Millisecond
-	srv := newWireServer(t, wiretest.Options{})
-	ct := &wiretest.CloseTimer{Ages: make(chan time.Duration, 4)}
-	inv := newInvoker(t, socketsConfig(srv.URL(), func(s *env.SourceSchema) {
-		s.ConnLifetime = lifetime
-		s.ConnLifetimeJitter = env.Off
-	}), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: ct.Dial}))
-	post(t, inv, context.Background(), "products")
-	select {
-	case age := <-ct.Ages:
-		if age < lifetime {
-			t.Errorf("the connection was closed at age %s, before its conn_lifetime %s", age, lifetime)
+	forEngines(t, func(t *testing.T, engine string) {
+		srv := newWireServer(t, wiretest.Options{})
+		ct := &wiretest.CloseTimer{Ages: make(chan time.Duration, 4)}
+		inv := newInvoker(t, engineConfig(engine, srv.URL(), func(s *env.SourceSchema) {
+			s.ConnLifetime = lifetime
+			s.ConnLifetimeJitter = env.Off
+		}), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: ct.Dial}))
+		post(t, inv, context.Background(), "products")
+		select {
+		case age := <-ct.Ages:
+			if age < lifetime {
+				t.Errorf("the connection was closed at age %s, before its conn_lifetime %s", age, lifetime)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection was not closed at its lifetime")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the connection was not closed at its lifetime")
-	}
+	})
 }
 
 // tcpTimer reads the timer of the client socket with local port port from
@@ -767,6 +776,8 @@ func TestSettingKeepAlive(t *testing.T) {
 	}{
 		{env.PathSockets, "3s", 3 * time.Second, true},
 		{env.PathSockets, "off", env.Off, false},
+		{pathH1, "3s", 3 * time.Second, true},
+		{pathH1, "off", env.Off, false},
 		{env.PathLegacy, "defaults 3s", 3 * time.Second, true}, // the shared transport reads defaults
 		{env.PathLegacy, "defaults off", env.Off, false},
 	}
@@ -856,17 +867,21 @@ func TestSettingTimeouts(t *testing.T) {
 		})
 	}
 	t.Run("sockets/tls_handshake_timeout", func(t *testing.T) {
-		addr := wiretest.SilentListener(t)
-		inv := newInvoker(t, socketsConfig("https://"+addr+"/graphql", func(s *env.SourceSchema) {
-			s.TLSHandshakeTimeout = 100 * time.Millisecond
-		}))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := inv.Post(ctx, "products", []byte(`{}`))
-		errorNamesSchema(t, err)
-		if !strings.Contains(err.Error(), "TLS handshake timeout") || ctx.Err() != nil {
-			t.Errorf("error %v, want net/http's TLS handshake timeout", err)
-		}
+		forEngines(t, func(t *testing.T, engine string) {
+			addr := wiretest.SilentListener(t)
+			var logs logBuffer
+			inv := newInvoker(t, engineConfig(engine, "https://"+addr+"/graphql", func(s *env.SourceSchema) {
+				s.TLSHandshakeTimeout = 100 * time.Millisecond
+			}), infoLog(&logs))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := inv.Post(ctx, "products", []byte(`{}`))
+			errorNamesSchema(t, err)
+			if !strings.Contains(err.Error(), "TLS handshake timeout") || ctx.Err() != nil {
+				t.Errorf("error %v, want net/http's TLS handshake timeout", err)
+			}
+			checkRanOn(t, engine, logs.String())
+		})
 	})
 }
 

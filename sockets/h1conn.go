@@ -57,6 +57,11 @@ func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 		tc := tls.Client(nc, d.tls)
 		if err := tc.HandshakeContext(hctx); err != nil {
 			nc.Close()
+			if ctx.Err() == nil && hctx.Err() != nil {
+				// The handshake's own bound, not the caller's: say so, as
+				// net/http does.
+				return dialed{}, fmt.Errorf("TLS handshake timeout (tls_handshake_timeout %v): %w", d.handshake, err)
+			}
 			return dialed{}, err
 		}
 		st := tc.ConnectionState()
@@ -173,11 +178,29 @@ func (c *h1Conn) Reserve() error {
 	if !c.state.CompareAndSwap(h1Free, h1Reserved) {
 		return errors.New("h1: connection busy")
 	}
-	if c.used && c.pending() {
+	if c.used && c.stale() {
 		c.fail(errH1Stale)
 		return errH1Stale
 	}
 	return nil
+}
+
+// stale reports whether the server closed the idle connection or sent
+// something nobody asked for. Over http, a MSG_PEEK at the socket tells.
+// Over TLS the socket cannot: crypto/tls may hold decrypted bytes that
+// arrived in one record with the last response's end, and a record at the
+// socket may be a session ticket, which is not stray. So the connection
+// is read through TLS with a deadline already past: bytes or an end are
+// stale, the timeout alone means nothing is there (crypto/tls keeps a
+// connection usable after a timeout).
+func (c *h1Conn) stale() bool {
+	if c.tls == nil {
+		return c.pending()
+	}
+	c.nc.SetReadDeadline(time.Unix(1, 0))
+	_, err := c.br.Peek(1)
+	c.nc.SetReadDeadline(time.Time{})
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // Release gives back a reservation that was not used.
