@@ -62,7 +62,11 @@ func newWireServer(t *testing.T, o wiretest.Options) *wireServer {
 // (name, url, name, url, ...).
 func config(path env.Path, nameURL ...string) env.Config {
 	cfg := env.Config{Transport: path, SourceSchemas: map[string]env.SourceSchema{}}
-	if path == pathH1 {
+	switch path {
+	case env.PathSockets:
+		// "sockets" in paths is the nethttp engine; pathH1 the default, h1.
+		cfg.Defaults.Engine = env.EngineNetHTTP
+	case pathH1:
 		cfg.Transport = env.PathSockets
 		cfg.Defaults.Engine = env.EngineH1
 	}

@@ -203,12 +203,14 @@ type Settings struct {
 	// Default: 10s.
 	TLSHandshakeTimeout time.Duration
 
-	// Engine is the sockets path's HTTP client engine: "nethttp" (net/http's
-	// Transport, every protocol and setting) or "h1" (the library's own
-	// HTTP/1.1 client, internal/h1: fewer allocations and less CPU per
-	// call). A schema that h1 cannot serve as configured (HTTP/2 or h2c
-	// possible, a proxy) uses nethttp, and says so once at startup. The
-	// legacy path ignores it. Default: "nethttp".
+	// Engine is the sockets path's HTTP client engine: "h1" (the library's
+	// own HTTP/1.1 client, internal/h1: fewer allocations and less CPU per
+	// call) or "nethttp" (net/http's Transport, every protocol and
+	// setting). A schema that h1 cannot serve as configured (HTTP/2 or h2c
+	// possible, a proxy) uses nethttp; when h1 was set explicitly, the
+	// sockets path says so once when it builds the schema's pool. The
+	// legacy path ignores it. Default: "h1", which serves the schemas that
+	// speak plain HTTP/1.1 (http URLs, and https with http_version 1.1).
 	Engine string
 
 	// HTTPVersion is the HTTP version spoken to the source schema: "1.1",
@@ -477,7 +479,7 @@ var builtin = Settings{
 	HeaderTimeout:          DefaultHeaderTimeout,
 	RequestTimeout:         Off,
 	TLSHandshakeTimeout:    10 * time.Second,
-	Engine:                 EngineNetHTTP,
+	Engine:                 EngineH1,
 	HTTPVersion:            "2",
 	VersionPolicy:          "or_lower",
 	HTTP2: HTTP2Settings{

@@ -101,7 +101,7 @@ func TestBuiltInSettings(t *testing.T) {
 		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 		HeaderTimeout:          100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
-		Engine: "nethttp", HTTPVersion: "2", VersionPolicy: "or_lower",
+		Engine: "h1", HTTPVersion: "2", VersionPolicy: "or_lower",
 		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},
 		TLS:           env.TLSSettings{InsecureSkipVerify: env.Disabled},
 		Proxy:         "off",

@@ -32,9 +32,12 @@ func TestBuiltInDefaultsReachTheConnection(t *testing.T) {
 	tr := openTransport(t, env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {URL: srv.URL}}}, "products")
 	p := tr.pool
 
+	if p.h1 == nil {
+		t.Fatal("the built-in engine for an http schema is not h1")
+	}
 	var dialLeft time.Duration
-	dial := p.tr.DialContext
-	p.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := p.h1.dial
+	p.h1.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if d, ok := ctx.Deadline(); ok {
 			dialLeft = time.Until(d)
 		}

@@ -10,9 +10,11 @@
 package sockets
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -75,12 +77,31 @@ func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error)
 		return nil, err
 	}
 	if engine, key, why := engineFor(s.Settings, s.URL.Scheme); engine != s.Settings.Engine {
-		s.Log.Info("engine h1 does not serve this source schema as configured: it uses nethttp", "source_schema", s.Name, "key", key, "reason", why)
+		// Said at Info when the configuration asked for h1; when h1 is
+		// only the default, falling back is the documented rule (Debug).
+		level := slog.LevelDebug
+		if askedH1(s) {
+			level = slog.LevelInfo
+		}
+		s.Log.Log(context.Background(), level, "engine h1 does not serve this source schema as configured: it uses nethttp", "source_schema", s.Name, "key", key, "reason", why)
 	}
 	if s.Settings.TLS.InsecureSkipVerify.On() {
 		s.Log.Warn("TLS certificate verification is OFF for this source schema: anyone on the network path can read and change its traffic", "source_schema", s.Name, "key", "tls.insecure_skip_verify")
 	}
 	return &poolTransport{pool: p}, nil
+}
+
+// askedH1 reports whether s's configuration sets engine h1 itself, for
+// the schema or in its defaults, rather than taking the built-in default.
+func askedH1(s *backend.Schema) bool {
+	if s.Config == nil {
+		return false
+	}
+	e := s.Config.Defaults.Engine
+	if ss, ok := s.Config.SourceSchemas[s.Name]; ok && ss.Engine != "" {
+		e = ss.Engine
+	}
+	return e == env.EngineH1
 }
 
 // Front returns nil: the sockets path is bound to the schema's address, and
