@@ -57,9 +57,10 @@ func FramingOf(req *http.Request) (Framing, error) {
 		}
 	}
 	if !f.Chunked {
-		// An empty body goes with Content-Length: 0 except for GET and
-		// HEAD ("many servers expect a Content-Length", transfer.go).
-		f.SendLength = f.ContentLength > 0 || (req.Method != "" && req.Method != http.MethodGet && req.Method != http.MethodHead)
+		// An empty body goes with Content-Length: 0 for POST, PUT and
+		// PATCH only ("many servers expect a Content-Length for these
+		// methods", transfer.go's shouldSendContentLength).
+		f.SendLength = f.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch
 	}
 	return f, nil
 }
@@ -78,14 +79,20 @@ func Check(req *http.Request) error {
 	if req.Method == http.MethodConnect {
 		return errors.New("h1: CONNECT is not served by the h1 engine")
 	}
-	if host(req) == "" {
+	if req.URL.Host == "" {
 		return errors.New("h1: no Host in request URL")
 	}
 	if !httpguts.ValidHostHeader(host(req)) {
 		return fmt.Errorf("h1: invalid Host %q", host(req))
 	}
-	if hasCTL(req.URL.RequestURI()) {
+	// The request target is RequestURI(), in which the path is escaped:
+	// a control byte can come only from the opaque part, the query or the
+	// scheme an opaque "//" target carries (checked without building it).
+	if u := req.URL; hasCTL(u.RawQuery) || (u.Opaque != "" && (hasCTL(u.Opaque) || hasCTL(u.Scheme))) {
 		return errors.New("h1: can't write control character in Request.URL")
+	}
+	if req.Header == nil {
+		return errors.New("h1: nil Request.Header")
 	}
 	for k, vv := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
@@ -118,21 +125,21 @@ func AppendRequest(dst []byte, req *http.Request, f Framing) []byte {
 	dst = append(dst, ' ')
 	dst = appendRequestURI(dst, req)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
-	dst = append(dst, host(req)...)
+	dst = appendHost(dst, host(req))
 	dst = append(dst, "\r\n"...)
 	ua := defaultUserAgent
 	if vv, ok := req.Header["User-Agent"]; ok {
 		ua = ""
 		if len(vv) > 0 {
-			ua = trimOWS(vv[0])
+			ua = vv[0]
 		}
 	}
 	if ua != "" {
 		dst = append(dst, "User-Agent: "...)
-		dst = append(dst, ua...)
+		dst = append(dst, trimOWS(ua)...)
 		dst = append(dst, "\r\n"...)
 	}
-	if req.Close && !hasToken(req.Header["Connection"], "close") {
+	if req.Close && !hasToken(firstValue(req.Header["Connection"]), "close") {
 		dst = append(dst, "Connection: close\r\n"...)
 	}
 	switch {
@@ -255,15 +262,47 @@ func trimOWS(s string) string {
 	return s
 }
 
-func hasToken(vv []string, token string) bool {
-	for _, v := range vv {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
+// firstValue is http.Header.Get's value: the first one, or "".
+func firstValue(vv []string) string {
+	if len(vv) == 0 {
+		return ""
+	}
+	return vv[0]
+}
+
+// hasToken reports whether v holds token (ASCII, lower case) between
+// space, tab or comma boundaries, case-insensitively, as net/http decides
+// whether a Connection header already says close.
+func hasToken(v, token string) bool {
+	for i := 0; i+len(token) <= len(v); i++ {
+		if i > 0 && !tokenBoundary(v[i-1]) {
+			continue
+		}
+		if end := i + len(token); end != len(v) && !tokenBoundary(v[end]) {
+			continue
+		}
+		if strings.EqualFold(v[i:i+len(token)], token) {
+			return true
 		}
 	}
 	return false
+}
+
+func tokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+
+// appendHost appends host as the Host header carries it: an IPv6 zone
+// ("[fe80::1%en0]:8080") is left out, as net/http does (RFC 6874: the zone
+// is local to the sender).
+func appendHost(dst []byte, host string) []byte {
+	if strings.HasPrefix(host, "[") {
+		if pct := strings.IndexByte(host, '%'); pct >= 0 {
+			if end := strings.IndexByte(host[pct:], ']'); end >= 0 {
+				dst = append(dst, host[:pct]...)
+				return append(dst, host[pct+end:]...)
+			}
+		}
+	}
+	return append(dst, host...)
 }
 
 func hasCTL(s string) bool {
