@@ -587,8 +587,14 @@ func TestHostileCrowd(t *testing.T) {
 			if len(failed) > 0 {
 				t.Errorf("%d of %d requests failed (missed their 2s deadline?); first: %v", len(failed), callers, failed[0])
 			}
-			if onSockets(path) && overtaken > 500 {
-				t.Errorf("a request was overtaken by %d that asked after it, want at most 500", overtaken)
+			// A caller takes its number before it reaches the pool: with up
+			// to 2,000 runnable callers on two Ps, one preempted in between
+			// can wait behind hundreds (8 to 733 on h1, 87 to 348 on
+			// nethttp, 82 to 523 on legacy in six runs). A pool that is not
+			// first come, first served lets a caller be overtaken by nearly
+			// the whole crowd (1,924 to 1,971 before the FIFO queue).
+			if onSockets(path) && overtaken > callers/2 {
+				t.Errorf("a request was overtaken by %d that asked after it, want at most %d", overtaken, callers/2)
 			}
 		})
 	}
