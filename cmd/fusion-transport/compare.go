@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/benchrun"
 	"github.com/fusiongo/transport/internal/corpus"
 	"github.com/fusiongo/transport/internal/schemas"
 )
@@ -67,35 +67,16 @@ type compareSide struct {
 // pair legacy vs sockets, as it always was.
 const defaultSides = "legacy,sockets"
 
-// sideNames lists what -sides accepts, for its help and its errors.
-const sideNames = "legacy, sockets (the configuration's own engine), sockets:" + env.EngineNetHTTP + " or sockets:" + env.EngineH1
-
-// parseSides parses -sides: two or three comma-separated side names, each
-// at most once.
+// parseSides parses -sides with the grammar bench's -paths shares
+// (benchrun.ParseSides): two or three side names, each at most once.
 func parseSides(list string) ([]compareSide, error) {
-	var sides []compareSide
-	for item := range strings.SplitSeq(list, ",") {
-		item = strings.TrimSpace(item)
-		var side compareSide
-		switch item {
-		case "legacy":
-			side = compareSide{name: item, path: env.PathLegacy}
-		case "sockets":
-			side = compareSide{name: item, path: env.PathSockets}
-		case "sockets:" + env.EngineNetHTTP, "sockets:" + env.EngineH1:
-			side = compareSide{name: item, path: env.PathSockets, engine: strings.TrimPrefix(item, "sockets:")}
-		case "":
-			return nil, errors.New("an empty side between commas")
-		default:
-			return nil, fmt.Errorf("unknown side %q: want %s", item, sideNames)
-		}
-		if slices.ContainsFunc(sides, func(s compareSide) bool { return s.name == item }) {
-			return nil, fmt.Errorf("side %q is listed twice", item)
-		}
-		sides = append(sides, side)
+	parsed, err := benchrun.ParseSides(list)
+	if err != nil {
+		return nil, err
 	}
-	if n := len(sides); n < 2 || n > 3 {
-		return nil, fmt.Errorf("%d %s: want two or three", n, plural(n, "side", "sides"))
+	sides := make([]compareSide, len(parsed))
+	for i, p := range parsed {
+		sides[i] = compareSide{name: p.Name, path: p.Path(), engine: p.Engine}
 	}
 	return sides, nil
 }
@@ -118,13 +99,6 @@ func (s compareSide) config(cfg env.Config) env.Config {
 // connections.
 var compareSideOptions func(side string, cfg env.Config) []transport.Option
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f compareFlags
 	var sides string
@@ -144,7 +118,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Float64Var(&f.rules.TimingRatio, "timing-ratio", 0, "report a timing difference when one side took more than this many times as long as the other (0: timing is not compared)")
 	fs.DurationVar(&f.rules.TimingMin, "timing-min", 0, "least extra time that makes a timing difference, with -timing-ratio")
 	fs.BoolVar(&f.progress, "progress", false, "print \"compared N/M\" on stderr about once a second, for long corpora")
-	fs.StringVar(&sides, "sides", defaultSides, "the `sides` set side by side, comma-separated, two or three of "+sideNames+"; the first is compared with each of the others")
+	fs.StringVar(&sides, "sides", defaultSides, "the `sides` set side by side, comma-separated, two or three of "+benchrun.SideNames+"; the first is compared with each of the others")
 	fs.BoolVar(&f.verbose, "v", false, "list every request and its differences before the grouped report")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport compare [flags]

@@ -239,8 +239,8 @@ func TestParseSides(t *testing.T) {
 		t.Errorf("ParseSides(legacy,sockets) = %v, %v; want DefaultSides", got, err)
 	}
 	for bad, want := range map[string]string{
-		"legacy": "1 side(s): want two or three",
-		"legacy,sockets,sockets:h1,sockets:nethttp": "4 side(s): want two or three",
+		"legacy": "1 side: want two or three",
+		"legacy,sockets,sockets:h1,sockets:nethttp": "4 sides: want two or three",
 		"legacy,sockets:h2":                         `unknown side "sockets:h2"`,
 		"sockets,sockets":                           `side "sockets" is listed twice`,
 		"legacy,,sockets":                           "an empty side between commas",

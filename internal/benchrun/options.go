@@ -130,8 +130,17 @@ type Side struct {
 	// Engine is the gateway's -engine, which sets the engine of the
 	// defaults and of every source schema: env.EngineNetHTTP or
 	// env.EngineH1. Empty: the configuration's own (Options.GatewayConfig,
-	// FUSION_DEFAULTS__ENGINE), nethttp unless they say otherwise.
+	// FUSION_DEFAULTS__ENGINE), the built-in default unless they say
+	// otherwise.
 	Engine string
+}
+
+// Path is the path the side runs: legacy for Switch "0", else sockets.
+func (s Side) Path() env.Path {
+	if s.Switch == "0" {
+		return env.PathLegacy
+	}
+	return env.PathSockets
 }
 
 // DefaultSides are the sides of a run whose Options.Sides is nil: Before
@@ -166,7 +175,11 @@ func ParseSides(list string) ([]Side, error) {
 		out = append(out, s)
 	}
 	if n := len(out); n < 2 || n > 3 {
-		return nil, fmt.Errorf("%d side(s): want two or three", n)
+		word := "sides"
+		if n == 1 {
+			word = "side"
+		}
+		return nil, fmt.Errorf("%d %s: want two or three", n, word)
 	}
 	return out, nil
 }
