@@ -97,14 +97,14 @@ type h1Conn struct {
 	err       atomic.Pointer[error]     // set once, when the connection closes
 	hook      atomic.Pointer[stateHook] // the pool's state hook
 
-	br    *bufio.Reader // holder; reads through readerOf
-	wbuf  []byte        // holder: the request being written
-	used  bool          // holder: a request was sent on it before
+	br    *bufio.Reader   // holder; reads through readerOf
+	wbuf  []byte          // holder: the request being written
+	used  bool            // holder: a request was sent on it before
 	ctx   context.Context // holder: the request's context when it can end (Done not nil); nil otherwise
 	stop  func() bool     // holder: stops the context's AfterFunc; nil if none
-	timed bool        // holder: a deadline is set on nc
-	reuse bool        // holder: the request allows reuse (not req.Close)
-	read  int64       // holder: bytes read on nc so far
+	timed bool            // holder: a deadline is set on nc
+	reuse bool            // holder: the request allows reuse (not req.Close)
+	read  int64           // holder: bytes read on nc so far
 }
 
 // stateHook is the pool's hook, boxed for the atomic pointer.
