@@ -21,7 +21,7 @@ import (
 // The h1 engine: HTTP/1.1 written and read on the goroutine of the request
 // that holds the connection, with no goroutine of its own, by package
 // internal/h1. It serves the schemas that would speak HTTP/1.1 anyway and
-// use no proxy (see engineFor); the pool around it is the nethttp engine's,
+// use no proxy (see EngineFor); the pool around it is the nethttp engine's,
 // rules unchanged. See docs/design.md, "The h1 engine".
 
 // oneWriteMax bounds the request that leaves in one write: request line,

@@ -69,7 +69,7 @@ func (Backend) Key(s *backend.Schema) (backend.Key, error) {
 		return nil, err
 	}
 	ps := poolSettings(s.Settings)
-	ps.Engine, _, _ = engineFor(s.Settings, s.URL.Scheme)
+	ps.Engine, _, _ = EngineFor(s.Settings, s.URL.Scheme)
 	return &key{scheme: s.URL.Scheme, addr: backend.HostPort(s.URL), settings: ps, tlsDigest: digest, tls: tlsCfg}, nil
 }
 
@@ -80,7 +80,7 @@ func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error)
 	if err != nil {
 		return nil, err
 	}
-	if engine, key, why := engineFor(s.Settings, s.URL.Scheme); engine != s.Settings.Engine {
+	if engine, key, why := EngineFor(s.Settings, s.URL.Scheme); engine != s.Settings.Engine {
 		// Said at Info when the configuration asked for h1; when h1 is
 		// only the default, falling back is the documented rule (Debug).
 		level := slog.LevelDebug

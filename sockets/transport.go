@@ -134,12 +134,12 @@ func newH1Pool(k *key, dial func(ctx context.Context, network, addr string) (net
 	return &p
 }
 
-// engineFor returns the engine that serves a schema with settings s at a
-// URL of scheme: the one its engine setting asks for, except that h1
-// serves only what would be HTTP/1.1 without a proxy anyway. When h1 was
-// asked for and cannot serve, key names the setting that decided it and
-// why says what it needs.
-func engineFor(s env.Settings, scheme string) (engine, key, why string) {
+// EngineFor returns the engine the sockets path serves a source schema
+// with, given its effective settings s and its URL's scheme: the one its
+// engine setting asks for, except that h1 serves only what would be
+// HTTP/1.1 without a proxy anyway. When h1 was asked for and cannot serve,
+// key names the setting that decided it and why says what it needs.
+func EngineFor(s env.Settings, scheme string) (engine, key, why string) {
 	if s.Engine != env.EngineH1 {
 		return env.EngineNetHTTP, "", ""
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -70,6 +71,9 @@ Flags:
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Key, v.Value, v.Origin)
 		}
 		tw.Flush()
+		if line := servedEngine(cfg, name); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
 	}
 	return 0
 }
@@ -98,4 +102,23 @@ func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Wr
 		fmt.Fprintln(stdout, line)
 	}
 	return 0
+}
+
+// servedEngine says which engine the sockets path would serve the schema
+// with, when that is not the one its engine setting names: h1 falls back to
+// nethttp where it cannot serve (sockets.EngineFor).
+func servedEngine(cfg env.Config, name string) string {
+	settings, ok := cfg.Effective(name)
+	if !ok {
+		return ""
+	}
+	u, err := url.Parse(cfg.SourceSchemas[name].URL)
+	if err != nil {
+		return ""
+	}
+	engine, key, why := sockets.EngineFor(settings, u.Scheme)
+	if engine == settings.Engine {
+		return ""
+	}
+	return fmt.Sprintf("  on the sockets path this schema uses engine %s: %s (%s)", engine, why, key)
 }

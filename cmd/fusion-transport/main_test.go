@@ -94,7 +94,7 @@ func TestCompareBadConfig(t *testing.T) {
 func TestConfigCommand(t *testing.T) {
 	dir := t.TempDir()
 	oldFile, newFile := filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml")
-	os.WriteFile(oldFile, []byte("defaults:\n  connect_timeout: 5s\nsource_schemas:\n  products:\n    url: http://127.0.0.1:4001/graphql\n    conn_lifetime: 30s\n  reviews:\n    url: http://127.0.0.1:4002/graphql\n"), 0o600)
+	os.WriteFile(oldFile, []byte("defaults:\n  connect_timeout: 5s\nsource_schemas:\n  products:\n    url: http://127.0.0.1:4001/graphql\n    conn_lifetime: 30s\n  reviews:\n    url: http://127.0.0.1:4002/graphql\n  secure:\n    url: https://127.0.0.1:4004/graphql\n"), 0o600)
 	os.WriteFile(newFile, []byte("defaults:\n  connect_timeout: 5s\nsource_schemas:\n  products:\n    url: http://127.0.0.1:4001/graphql\n    conn_lifetime: 60s\n  reviews:\n    url: http://127.0.0.1:4002/graphql\n    request_timeout: 3s\n  accounts:\n    url: http://127.0.0.1:4003/graphql\n"), 0o600)
 
 	var out, errOut bytes.Buffer
@@ -105,10 +105,17 @@ func TestConfigCommand(t *testing.T) {
 		"source schema products",
 		"connect_timeout", "5s", "file " + oldFile + " (defaults)",
 		"conn_lifetime", "30s", "built-in default",
+		// h1, the default, cannot serve an https schema that may speak
+		// HTTP/2: the command says which engine serves it instead.
+		"source schema secure",
+		"on the sockets path this schema uses engine nethttp: over https HTTP/2 is negotiated by ALPN",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("config output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if n := strings.Count(out.String(), "on the sockets path this schema uses engine"); n != 1 {
+		t.Errorf("%d engine lines, want 1 (only for the https schema):\n%s", n, out.String())
 	}
 
 	out.Reset()
