@@ -555,7 +555,9 @@ func TestEngineRequestBodies(t *testing.T) {
 	}{
 		{"small, known length", func() io.Reader { return strings.NewReader(`{"query":"{ ok }"}`) }, `{"query":"{ ok }"}`, "", "18"},
 		{"large, known length", func() io.Reader { return strings.NewReader(big) }, big, "", "144000"},
-		{"unknown length", func() io.Reader { return io.MultiReader(strings.NewReader(big[:70000]), strings.NewReader(big[70000:])) }, big, "chunked", ""},
+		{"unknown length", func() io.Reader {
+			return io.MultiReader(strings.NewReader(big[:70000]), strings.NewReader(big[70000:]))
+		}, big, "chunked", ""},
 		{"none", nil, "", "", "0"},
 	}
 	forEngines(t, func(t *testing.T, engine string) {
