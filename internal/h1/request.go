@@ -136,7 +136,7 @@ func AppendRequest(dst []byte, req *http.Request, f Framing) []byte {
 	}
 	if ua != "" {
 		dst = append(dst, "User-Agent: "...)
-		dst = append(dst, trimOWS(ua)...)
+		dst = append(dst, trimString(ua)...)
 		dst = append(dst, "\r\n"...)
 	}
 	if req.Close && !hasToken(firstValue(req.Header["Connection"]), "close") {
@@ -164,7 +164,7 @@ func AppendRequest(dst []byte, req *http.Request, f Framing) []byte {
 		for _, v := range req.Header[k] {
 			dst = append(dst, k...)
 			dst = append(dst, ": "...)
-			dst = append(dst, trimOWS(v)...)
+			dst = append(dst, trimString(v)...)
 			dst = append(dst, "\r\n"...)
 		}
 	}
@@ -251,17 +251,6 @@ func host(req *http.Request) string {
 	return req.URL.Host
 }
 
-// trimOWS is textproto.TrimString: leading and trailing spaces and tabs.
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // firstValue is http.Header.Get's value: the first one, or "".
 func firstValue(vv []string) string {
 	if len(vv) == 0 {
@@ -281,7 +270,7 @@ func hasToken(v, token string) bool {
 		if end := i + len(token); end != len(v) && !tokenBoundary(v[end]) {
 			continue
 		}
-		if strings.EqualFold(v[i:i+len(token)], token) {
+		if asciiEqualFold(v[i:i+len(token)], token) {
 			return true
 		}
 	}
