@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"reflect"
@@ -23,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/h1"
 	"github.com/fusiongo/transport/internal/testpki"
@@ -87,6 +89,34 @@ func TestEngineFallback(t *testing.T) {
 			lines := fallbackLines(logs.String())
 			if len(lines) != 1 || !strings.Contains(lines[0], "source_schema=products") || !strings.Contains(lines[0], "key="+c.wantKey) {
 				t.Errorf("fallback lines %q, want exactly one naming source_schema=products and key=%s; log:\n%s", lines, c.wantKey, logs.String())
+			}
+		})
+	}
+}
+
+// TestEngineFallbackQuietByDefault: when h1 is only the built-in default
+// (no engine set anywhere), an https schema that may speak HTTP/2 is served
+// by nethttp without an Info line (that is the documented rule, not a
+// surprise), and the same line is there at Debug.
+func TestEngineFallbackQuietByDefault(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	srv := newWireServer(t, wiretest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}, ALPN: []string{"h2", "http/1.1"}})
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		t.Run(level.String(), func(t *testing.T) {
+			cfg := withSchema(env.PathSockets, srv.URL(), func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile })
+			cfg.Defaults.Engine = "" // the built-in default, h1
+			var logs logBuffer
+			inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))))
+			resp, _ := post(t, inv, context.Background(), "products")
+			if resp.ProtoMajor != 2 {
+				t.Errorf("got %s, want HTTP/2 from nethttp", resp.Proto)
+			}
+			lines := fallbackLines(logs.String())
+			switch {
+			case level == slog.LevelInfo && len(lines) != 0:
+				t.Errorf("Info log has fallback lines %q for an engine nobody set", lines)
+			case level == slog.LevelDebug && (len(lines) != 1 || !strings.Contains(lines[0], "level=DEBUG") || !strings.Contains(lines[0], "key=http_version")):
+				t.Errorf("Debug log fallback lines %q, want one at DEBUG naming key=http_version", lines)
 			}
 		})
 	}
