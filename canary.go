@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"time"
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/operation"
@@ -145,28 +147,40 @@ func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Res
 
 // canaryPost is Post under a canary: the gateway request's share decides
 // the path. A query that failed on sockets without a response is sent
-// again on legacy; a mutation, or any request that got a response, is
-// not.
+// again on legacy, within what is left of the call's bounds; a mutation,
+// or any request that got a response, is not.
 func (inv *invoker) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
 		return nil, err
 	}
 	s := e.judge
-	if s == nil {
-		return e.serve.post(ctx, body)
+	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
+		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.serve.post(ctx, body) })
 	}
-	if s.Sockets(inv.canary.key(ctx)) {
-		start := s.Start()
-		resp, err := e.candidate.post(ctx, body)
-		record(ctx, s, canary.Sockets, resp, err, start)
-		if err == nil || ctx.Err() != nil || operation.Of(body) != operation.Query {
-			return resp, err
-		}
+	// One guard over both attempts: a re-send spends what is left of the
+	// header and request bounds, it never starts them again.
+	g, bctx := e.serve.spanBounds(ctx, http.MethodPost, e.serve.url)
+	start := s.Start()
+	resp, err := e.candidate.post(bctx, body)
+	record(ctx, s, canary.Sockets, resp, err, start)
+	if err != nil && bctx.Err() == nil && operation.Of(body) == operation.Query {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
+		start = s.Start()
+		resp, err = e.serve.post(bctx, body)
+		record(ctx, s, canary.Legacy, resp, err, start)
+	}
+	return g.finish(resp, err)
+}
+
+// canaryLegacy sends a call on legacy and records its outcome, if s is
+// the schema's canary state.
+func canaryLegacy(ctx context.Context, s *canary.Schema, send func() (*http.Response, error)) (*http.Response, error) {
+	if s == nil {
+		return send()
 	}
 	start := s.Start()
-	resp, err := e.serve.post(ctx, body)
+	resp, err := send()
 	record(ctx, s, canary.Legacy, resp, err, start)
 	return resp, err
 }
@@ -181,27 +195,50 @@ func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request
 		return nil, err
 	}
 	s := e.judge
-	if s == nil {
-		return e.serve.do(ctx, req)
+	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
+		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.serve.do(ctx, req) })
 	}
-	if s.Sockets(inv.canary.key(ctx)) {
-		start := s.Start()
-		resp, err := e.candidate.do(ctx, req)
-		record(ctx, s, canary.Sockets, resp, err, start)
-		if err == nil || ctx.Err() != nil {
-			return resp, err
-		}
-		again, ok := resendable(req)
-		if !ok {
-			return resp, err
-		}
-		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
-		req = again
-	}
+	g, bctx := e.serve.spanBounds(ctx, req.Method, req.URL)
 	start := s.Start()
-	resp, err := e.serve.do(ctx, req)
-	record(ctx, s, canary.Legacy, resp, err, start)
-	return resp, err
+	resp, err := e.candidate.do(bctx, req)
+	record(ctx, s, canary.Sockets, resp, err, start)
+	if err != nil && bctx.Err() == nil {
+		if again, ok := resendable(req); ok {
+			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
+			start = s.Start()
+			resp, err = e.serve.do(bctx, again)
+			record(ctx, s, canary.Legacy, resp, err, start)
+		}
+	}
+	return g.finish(resp, err)
+}
+
+// spannedCall is the bounds of a call that may take two attempts (a
+// canary's sockets attempt and its re-send on legacy): one guard over
+// both, so that the second gets only what the first left.
+type spannedCall struct {
+	guard bound.Guard
+	t     bound.Target
+}
+
+// spanBounds starts the bounds of r (header_timeout, request_timeout) over
+// a call of several attempts, and returns the context to send them with.
+// The header bound is the whole of r's, even where r's transport times the
+// header itself: each attempt still runs its own bounds inside.
+func (r *route) spanBounds(ctx context.Context, method string, u *url.URL) (*spannedCall, context.Context) {
+	c := &spannedCall{t: bound.Target{Schema: r.name, Method: method, URL: u}}
+	return c, c.guard.Begin(ctx, c.t, r.headerTimeout, r.requestTimeout)
+}
+
+// finish ends the call's bounds with its last attempt's result: the
+// response body keeps the bounds alive until it is closed; an error that
+// the bounds caused says so.
+func (c *spannedCall) finish(resp *http.Response, err error) (*http.Response, error) {
+	resp, ferr := c.guard.Finish(resp, err)
+	if ferr == nil || err != nil {
+		return resp, ferr // err already names the schema
+	}
+	return result(c.t, resp, ferr)
 }
 
 // maxResendBody bounds the body canaryDo reads to tell a query from a

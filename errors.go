@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
 )
 
 // Errors of every path. errors.Is matches them in an error from any
@@ -22,6 +23,15 @@ var (
 	// and port (compared as URLs are: host case-insensitive, default ports
 	// filled in). Nothing is sent.
 	ErrWrongTarget = backend.ErrWrongTarget
+
+	// ErrReloaded is wrapped by the error for a request that a Reload
+	// overtook before it was sent (it waited for a connection of a
+	// transport the reload replaced) and that cannot go as it is under the
+	// new configuration: a Do whose URL is not on the schema's new address,
+	// or a request whose schema moved to a new address with other header
+	// rules. Nothing was sent, and retry does not send it again. A Post
+	// goes to the schema's new URL; see docs/design.md, "Reload".
+	ErrReloaded = bound.ErrReloaded
 
 	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
 	// the connection over to another protocol (101 Switching Protocols) when

@@ -265,7 +265,7 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 			r.timed = ht
 		}
 	}
-	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, builtins(settings, name, inv.log, rules.Added()), be.Middleware(s))
+	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, builtins(settings, name, inv.log), be.Middleware(s))
 	pipeline := middleware.Chain(sender{r}, mws...)
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {
@@ -300,16 +300,14 @@ func (inv *invoker) traced(name string, path env.Path) []func(http.RoundTripper)
 }
 
 // builtins returns the built-in middleware that settings switch on, in the
-// order they run: Dedupe (identical in-flight queries share one request),
-// then Retry (each attempt goes on through the rest of the pipeline).
-// keyHeaders are the headers the schema's rules add: they join
-// Authorization and Cookie in the dedupe key, so that two users' queries
-// that differ only in a forwarded header (a tenant, say) never share an
-// answer.
-func builtins(settings env.Settings, schema string, log *slog.Logger, keyHeaders []string) []func(http.RoundTripper) http.RoundTripper {
+// order they run: Dedupe (identical in-flight queries share one request;
+// its key holds every header of the request, the rules' and the caller's,
+// so two users never share an answer), then Retry (each attempt goes on
+// through the rest of the pipeline).
+func builtins(settings env.Settings, schema string, log *slog.Logger) []func(http.RoundTripper) http.RoundTripper {
 	var out []func(http.RoundTripper) http.RoundTripper
 	if settings.Dedupe.On() {
-		out = append(out, middleware.Dedupe(keyHeaders...))
+		out = append(out, middleware.Dedupe())
 	}
 	if r := settings.Retry; r.MaxAttempts > 1 {
 		out = append(out, middleware.Retry(middleware.RetryConfig{

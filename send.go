@@ -263,7 +263,12 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 				gqlhttp.CloseBody(req)
 				return nil, ErrClosed // drained, not replaced
 			}
-			r = next
+			moved, merr := r.moveTo(next, req)
+			if merr != nil {
+				gqlhttp.CloseBody(req)
+				return nil, merr
+			}
+			r, req = next, moved
 			continue
 		}
 		if req, err = backend.Rewind(req); err != nil {
@@ -307,4 +312,33 @@ func asksUpgrade(req *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// moveTo returns req, which r's transport was drained before sending, as
+// it goes to next, the schema's route in the configuration now in force:
+// never the old request on a new address.
+//
+//   - A Post, and a Do for r's URL itself, takes next's URL and Host.
+//   - Another Do keeps its URL if it points at next's scheme, host and
+//     port, as a Do sent after the reload would.
+//   - The request carries r's header rules and went through the
+//     middleware: to the same address as before it goes as it is, as it
+//     would have a moment earlier; to a new address only if next's rules
+//     are equal.
+//
+// Any other request fails, unsent, with an error that names the schema and
+// wraps ErrReloaded. Its bounds stay those the call began with.
+func (r *route) moveTo(next *route, req *http.Request) (*http.Request, error) {
+	out := req
+	if req.URL.String() == r.url.String() && (req.Host == "" || req.Host == r.postTemplate.Host) {
+		out = new(http.Request)
+		*out = *req
+		out.URL, out.Host = next.url, next.postTemplate.Host
+	} else if !backend.SameTarget(req.URL, next.url) {
+		return nil, fmt.Errorf("source schema %q: %w to %s before the request for %s was sent; it was not sent", r.name, ErrReloaded, next.url.Redacted(), req.URL.Redacted())
+	}
+	if !backend.SameTarget(r.url, next.url) && !r.rules.Equal(next.rules) {
+		return nil, fmt.Errorf("source schema %q: %w to %s with other header rules before the request was sent; it was not sent", r.name, ErrReloaded, next.url.Redacted())
+	}
+	return out, nil
 }

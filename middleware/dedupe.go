@@ -10,8 +10,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -21,23 +24,36 @@ const maxSharedBody = 32 << 20
 // Dedupe returns a middleware that lets identical queries in flight at the
 // same time share one source schema request, as HotChocolate's request
 // deduplication does. Mutations, subscriptions and requests whose kind
-// operation.Of cannot tell always go on their own.
+// operation.Of cannot tell always go on their own, and so does a request
+// with trailers.
 //
-// Two queries are identical if their method, URL, Host, body and
-// Authorization and Cookie header values are equal, and the values of
-// keyHeaders too: name there any other header that changes the answer (a
-// forwarded tenant header, say). Other headers of the first caller's request
-// are the ones sent.
+// Two queries are identical if their method, URL, Host and body are equal,
+// and every header of the two requests is, name and values, but for the
+// headers that are new for every call and say nothing about who asks: the
+// trace context (Traceparent, Tracestate, B3, X-B3-Traceid, X-B3-Spanid,
+// X-B3-Parentspanid, X-B3-Sampled, X-B3-Flags) and X-Request-Id, in any
+// case. With them in the key, no two calls would ever share (a tracing
+// middleware writes a new span into each); Baggage stays in, since it may
+// carry a user's identity. So no two users share an
+// answer whatever header tells them apart: Authorization, Cookie, a tenant
+// or user header a rule forwarded, one the caller set itself. The headers
+// are those Dedupe sees: a header that a middleware inside it adds (Token
+// in the order this package recommends) is not in the key, so a TokenFunc
+// whose value depends on the caller must run outside Dedupe. The first
+// caller's trace context headers are the ones sent.
 //
 // The first caller starts the shared request; the callers that arrive while
 // it runs wait for its result. Each caller waits only as long as its own
 // context allows, and gets its context's error when it ends; the shared
 // request runs on with the first caller's context values but without its
 // cancellation or deadline, and is cancelled only once every caller has
-// gone. Each
-// caller gets its own *http.Response: a copy with cloned Header and Trailer
-// and its own reader over the body, which is read whole once. A failure to
-// read that body is every caller's RoundTrip error.
+// gone. Once the shared response's headers are in, each caller tells its
+// own header bound so (bound.HeadersIn): the shared read of the body runs
+// under each caller's body bounds (its deadline, request_timeout), never
+// under a header timeout. Each caller gets its own *http.Response: a copy
+// with cloned Header and Trailer and its own reader over the body, which is
+// read whole once. A failure to read that body is every caller's RoundTrip
+// error.
 //
 // A response is not shared if its body is over 32 MiB or it streams
 // (multipart/mixed incremental delivery, text/event-stream): the first
@@ -49,20 +65,30 @@ const maxSharedBody = 32 << 20
 //
 // golang.org/x/sync/singleflight is not used: its callers cannot leave on
 // their own context, and the call is not cancelled when they all have.
-func Dedupe(keyHeaders ...string) Middleware {
-	return newDedupe(nil, maxSharedBody, keyHeaders)
+func Dedupe() Middleware {
+	return newDedupe(nil, maxSharedBody)
+}
+
+// notInDedupeKey lists, in canonical form, the request headers that Dedupe
+// leaves out of its key (see Dedupe for why).
+var notInDedupeKey = [...]string{
+	"Traceparent", // W3C Trace Context: the calling span's id, new per call
+	"Tracestate",  // W3C Trace Context: vendor data of that span
+	"B3",          // Zipkin B3 single header: trace and span ids
+	"X-B3-Traceid",
+	"X-B3-Spanid",
+	"X-B3-Parentspanid",
+	"X-B3-Sampled",
+	"X-B3-Flags",
+	"X-Request-Id", // a correlation id, new per gateway request
 }
 
 // newDedupe is Dedupe with a hook that is called, if non-nil, each time a
 // caller has joined a call, with the number of callers now waiting on it,
 // and the largest body to share.
-func newDedupe(joined func(waiters int), maxBody int64, keyHeaders []string) Middleware {
-	headers := []string{"Authorization", "Cookie"}
-	for _, h := range keyHeaders {
-		headers = append(headers, http.CanonicalHeaderKey(h))
-	}
+func newDedupe(joined func(waiters int), maxBody int64) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deduper{wrapped: wrap(next), headers: headers, joined: joined, maxBody: maxBody, calls: make(map[callKey]*call)}
+		return &deduper{wrapped: wrap(next), joined: joined, maxBody: maxBody, calls: make(map[callKey]*call)}
 	}
 }
 
@@ -70,9 +96,8 @@ func newDedupe(joined func(waiters int), maxBody int64, keyHeaders []string) Mid
 // and shares only its own calls.
 type deduper struct {
 	wrapped
-	headers []string // canonical names of the headers in the key
-	joined  func(waiters int)
-	maxBody int64
+	joined  func(waiters int) // immutable
+	maxBody int64             // immutable
 
 	mu    sync.Mutex
 	calls map[callKey]*call // in flight
@@ -85,8 +110,9 @@ type callKey [sha256.Size]byte
 
 // call is one shared request.
 type call struct {
-	done   chan struct{}      // closed once the result is set
-	cancel context.CancelFunc // ends the shared request
+	headers chan struct{}      // closed once the shared request's RoundTrip returned: its headers are in, or it failed
+	done    chan struct{}      // closed once the result is set, after headers
+	cancel  context.CancelFunc // ends the shared request
 
 	// Guarded by deduper.mu.
 	waiters    int  // callers waiting, the first caller included
@@ -106,7 +132,8 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != operation.Query {
+	if c.kind != operation.Query || len(c.req.Trailer) > 0 {
+		// Trailers are not in the key: a request with them goes alone.
 		return d.next.RoundTrip(c.req)
 	}
 	k := d.key(c.req, c.body)
@@ -115,7 +142,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	cl, inFlight := d.calls[k]
 	if !inFlight {
 		ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
-		cl = &call{done: make(chan struct{}), cancel: cancel}
+		cl = &call{headers: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
 		d.calls[k] = cl
 		// The shared request is a deep copy with its own body: the first
 		// caller may leave, and reuse its request and body, while it is
@@ -134,6 +161,13 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	closeBody(c.req) // the shared request has a copy
 
 	ctx := req.Context()
+	// Until the shared response's headers are in, the caller waits under
+	// its header bound; from then on, under its body bounds only.
+	select {
+	case <-cl.headers:
+		bound.HeadersIn(ctx)
+	case <-ctx.Done():
+	}
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
@@ -181,6 +215,7 @@ func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
 // context of the first caller.
 func (d *deduper) run(leaderCtx context.Context, k callKey, cl *call, req *http.Request) {
 	resp, err := d.next.RoundTrip(req)
+	close(cl.headers)
 	var body []byte
 	var stream *http.Response
 	if err == nil {
@@ -254,15 +289,26 @@ func (cl *call) response(req *http.Request) *http.Response {
 	return &r
 }
 
-// key hashes the parts of req that make requests identical. Each part is
-// length-prefixed, so that no two different lists of parts hash alike.
+// key hashes the parts of req that make requests identical: method, URL,
+// Host, body and every header but those in notInDedupeKey, by name in
+// sorted order. Each part is length-prefixed, so that no two different
+// lists of parts hash alike.
 func (d *deduper) key(req *http.Request, body []byte) callKey {
 	h := sha256.New()
 	writePart(h, []byte(req.Method))
 	writePart(h, []byte(req.URL.String()))
 	writePart(h, []byte(req.Host))
 	writePart(h, body)
-	for _, name := range d.headers {
+	var buf [24]string // enough for most requests' headers, on the stack
+	names := buf[:0]
+	for name := range req.Header {
+		if !notInKey(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	writeLen(h, len(names))
+	for _, name := range names {
 		values := req.Header[name]
 		writePart(h, []byte(name))
 		writeLen(h, len(values))
@@ -273,6 +319,18 @@ func (d *deduper) key(req *http.Request, body []byte) callKey {
 	var k callKey
 	h.Sum(k[:0])
 	return k
+}
+
+// notInKey reports whether header name, in any case, is one of
+// notInDedupeKey. A name the caller put in the map in another case is
+// sent as it is, so it is matched without case.
+func notInKey(name string) bool {
+	for _, n := range notInDedupeKey {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 func writePart(h hash.Hash, p []byte) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +63,7 @@ func newGate(t *testing.T, opts ...func(*gate)) *gate {
 		for k, v := range g.header {
 			w.Header()[k] = v
 		}
-		io.WriteString(w, echo(r.URL.RequestURI(), r.Header.Get("Authorization"), r.Header.Get("Cookie"), body))
+		io.WriteString(w, echo(r.URL.RequestURI(), r.Header.Get("Authorization"), r.Header.Get("Cookie"), body)+identityOf(r.Header))
 		io.WriteString(w, strings.Repeat(".", g.pad))
 	})
 	t.Cleanup(g.open) // before the server closes: cleanups run last first
@@ -78,7 +80,9 @@ func echo(uri, auth, cookie, body string) string {
 // caller is one request of a dedupe test.
 type caller struct {
 	body, query, auth, cookie, tenant string
-	opaque                            bool // the body can be read once: no GetBody
+	extra                             http.Header // more headers, as they are (any case), echoed back
+	opaque                            bool        // the body can be read once: no GetBody
+	trailer                           bool        // the request declares a trailer
 }
 
 func (c caller) bodyOrQuery() string {
@@ -95,12 +99,44 @@ func (c caller) request(t *testing.T, ctx context.Context, base string) *http.Re
 			req.Header.Set(k, v)
 		}
 	}
+	for k, v := range c.extra {
+		req.Header[k] = v
+	}
+	if c.trailer {
+		req.Trailer = http.Header{"X-Sum": nil}
+	}
 	return req
 }
 
 // want is the answer to c's own request.
 func (c caller) want() string {
-	return echo("/graphql"+c.query, c.auth, c.cookie, c.bodyOrQuery())
+	return echo("/graphql"+c.query, c.auth, c.cookie, c.bodyOrQuery()) + c.identity()
+}
+
+// identity is what a gate echoes of c's tenant and extra headers, the ones
+// that are not trace context: the headers that tell users apart.
+func (c caller) identity() string {
+	h := http.Header{}
+	if c.tenant != "" {
+		h.Set("X-Tenant", c.tenant)
+	}
+	for k, v := range c.extra {
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	return identityOf(h)
+}
+
+// identityOf is the part of a gate's echo that holds the headers of h
+// that tell users apart, in a stable order.
+func identityOf(h http.Header) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		switch k {
+		case "X-Tenant", "X-Role", "X-Ab", "X-A", "X-User-Id", "Baggage":
+			fmt.Fprintf(&b, " %s=%s", k, strings.Join(h[k], ","))
+		}
+	}
+	return b.String()
 }
 
 // result is what one caller got.
@@ -137,30 +173,39 @@ func TestDedupeSharing(t *testing.T) {
 	q := caller{}
 	tests := []struct {
 		name         string
-		keyHeaders   []string
 		callers      []caller
 		wantJoins    int // callers that take part in dedupe
 		wantRequests int // requests that reach the source schema
 	}{
-		{"identical queries share", nil, []caller{q, q, q, q, q}, 5, 1},
-		{"bodies without GetBody share", nil, []caller{{opaque: true}, q, {opaque: true}}, 3, 1},
-		{"same Authorization shares", nil, []caller{{auth: "Bearer a"}, {auth: "Bearer a"}}, 2, 1},
-		{"different Authorization", nil, []caller{{auth: "Bearer a"}, {auth: "Bearer b"}}, 2, 2},
-		{"Authorization or none", nil, []caller{{auth: "Bearer a"}, {}}, 2, 2},
-		{"different Cookie", nil, []caller{{cookie: "s=1"}, {cookie: "s=2"}}, 2, 2},
-		{"different variables", nil, []caller{{body: `{"query":"{ a }","variables":{"x":1}}`}, {body: `{"query":"{ a }","variables":{"x":2}}`}}, 2, 2},
-		{"different URL", nil, []caller{{query: "?v=1"}, {query: "?v=2"}}, 2, 2},
-		{"other headers not in the key", nil, []caller{{tenant: "a"}, {tenant: "b"}}, 2, 1},
-		{"key header", []string{"x-tenant"}, []caller{{tenant: "a"}, {tenant: "b"}, {tenant: "a"}}, 3, 2},
-		{"mutations never shared", nil, []caller{{body: mutationBody}, {body: mutationBody, opaque: true}, {body: mutationBody}}, 0, 3},
-		{"subscriptions never shared", nil, []caller{{body: subscriptionBody}, {body: subscriptionBody}}, 0, 2},
-		{"persisted queries never shared", nil, []caller{{body: persistedBody}, {body: persistedBody}}, 0, 2},
+		{"identical queries share", []caller{q, q, q, q, q}, 5, 1},
+		{"bodies without GetBody share", []caller{{opaque: true}, q, {opaque: true}}, 3, 1},
+		{"same Authorization shares", []caller{{auth: "Bearer a"}, {auth: "Bearer a"}}, 2, 1},
+		{"different Authorization", []caller{{auth: "Bearer a"}, {auth: "Bearer b"}}, 2, 2},
+		{"Authorization or none", []caller{{auth: "Bearer a"}, {}}, 2, 2},
+		{"different Cookie", []caller{{cookie: "s=1"}, {cookie: "s=2"}}, 2, 2},
+		{"different variables", []caller{{body: `{"query":"{ a }","variables":{"x":1}}`}, {body: `{"query":"{ a }","variables":{"x":2}}`}}, 2, 2},
+		{"different URL", []caller{{query: "?v=1"}, {query: "?v=2"}}, 2, 2},
+		{"every header in the key", []caller{{tenant: "a"}, {tenant: "b"}, {tenant: "a"}}, 3, 2},
+		{"a header or none", []caller{{tenant: "a"}, {}}, 2, 2},
+		{"a header's values in order", []caller{{extra: http.Header{"X-Role": {"a", "b"}}}, {extra: http.Header{"X-Role": {"b", "a"}}}}, 2, 2},
+		{"names and values apart", []caller{{extra: http.Header{"X-Ab": {"c"}}}, {extra: http.Header{"X-A": {"bc"}}}}, 2, 2},
+		{"a header in another case", []caller{{extra: http.Header{"x-user-id": {"alice"}}}, {extra: http.Header{"x-user-id": {"bob"}}}}, 2, 2},
+		{"trace context not in the key", []caller{
+			{extra: http.Header{"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, "Tracestate": {"a=1"}, "X-Request-Id": {"r1"}, "X-B3-Traceid": {"1"}, "B3": {"1-2"}}},
+			{extra: http.Header{"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}, "Tracestate": {"a=2"}, "X-Request-Id": {"r2"}, "X-B3-Traceid": {"2"}, "B3": {"3-4"}}},
+			{extra: http.Header{"traceparent": {"x"}, "x-request-id": {"r3"}}},
+		}, 3, 1},
+		{"baggage in the key", []caller{{extra: http.Header{"Baggage": {"user=alice"}}}, {extra: http.Header{"Baggage": {"user=bob"}}}}, 2, 2},
+		{"trailers never shared", []caller{{trailer: true}, {trailer: true}}, 0, 2},
+		{"mutations never shared", []caller{{body: mutationBody}, {body: mutationBody, opaque: true}, {body: mutationBody}}, 0, 3},
+		{"subscriptions never shared", []caller{{body: subscriptionBody}, {body: subscriptionBody}}, 0, 2},
+		{"persisted queries never shared", []caller{{body: persistedBody}, {body: persistedBody}}, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGate(t)
 			hook, joins := joinCounter()
-			rt := middleware.Chain(g.transport(), middleware.DedupeWithHook(hook, maxBody, tt.keyHeaders...))
+			rt := middleware.Chain(g.transport(), middleware.DedupeWithHook(hook, maxBody))
 
 			out := make(chan result, len(tt.callers))
 			for i, c := range tt.callers {

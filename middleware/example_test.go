@@ -97,10 +97,9 @@ func ExampleFromOAuth2() {
 	// Authorization: Bearer abc
 }
 
-// ExampleDedupe shares identical queries in flight; X-Tenant joins the
-// headers that tell queries apart, since the source schema answers each
-// tenant differently.
+// ExampleDedupe shares identical queries in flight. Every header but the
+// trace context is in the key: two tenants or users never share an answer.
 func ExampleDedupe() {
-	rt := middleware.Chain(http.DefaultTransport, middleware.Dedupe("X-Tenant"))
+	rt := middleware.Chain(http.DefaultTransport, middleware.Dedupe())
 	_ = &http.Client{Transport: rt}
 }

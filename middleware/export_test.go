@@ -4,6 +4,6 @@ package middleware
 // a shared request, with the number of callers now waiting on it, and with
 // maxBody as the largest body to share (Dedupe: 32 MiB). Tests use joined
 // to release a blocked server only once every caller waits.
-func DedupeWithHook(joined func(waiters int), maxBody int64, keyHeaders ...string) Middleware {
-	return newDedupe(joined, maxBody, keyHeaders)
+func DedupeWithHook(joined func(waiters int), maxBody int64) Middleware {
+	return newDedupe(joined, maxBody)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -194,8 +195,8 @@ func (r *retrier) retryable(ctx context.Context, resp *http.Response, err error)
 	if err == nil {
 		return slices.Contains(r.cfg.Statuses, resp.StatusCode)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) {
+		return false // an overtaken request fails the same way each time
 	}
 	// retryablehttp only finds a certificate error directly under a
 	// *url.Error; one wrapped deeper is found here.

@@ -18,6 +18,13 @@ import (
 	"time"
 )
 
+// ErrReloaded is the cause of a request that a Reload overtook before it
+// was sent and that cannot go as it is under the new configuration
+// (transport.ErrReloaded). Retry does not send it again. It lives here, the
+// leaf package of the request's bounds and errors, so that package
+// middleware can know it.
+var ErrReloaded = errors.New("reloaded")
+
 // HeaderTimeoutError is the cause of a request cancelled because its
 // response headers did not arrive within the bound. It matches
 // context.DeadlineExceeded with errors.Is and reports Timeout() true.
@@ -90,14 +97,76 @@ func urlErrorOp(method string) string {
 
 // Guard is one request in flight: its bounds, and the wrapper of its body
 // that names the source schema in read errors.
+//
+// Ownership: Begin sets every field but header and released before the
+// request is sent; after that only header (the timer's state) and released
+// change, atomically, and body is set by Finish, on the request's
+// goroutine, before anyone reads the body.
 type Guard struct {
 	target      Target
 	headerCause HeaderTimeoutError // its Bound is zero without a header bound
 	cancel      context.CancelCauseFunc
 	stopRequest context.CancelFunc // nil: no request bound
-	timer       *time.Timer
-	body        io.ReadCloser
-	released    atomic.Bool // release ran
+	timer       *time.Timer        // nil: no header bound
+	// header is the header timer's state: headerArmed until the timer
+	// fires (headerFired) or the headers are in (headerIn, by Finish or
+	// HeadersIn), whichever comes first; it never changes after that.
+	header atomic.Int32
+	// outer is the guard of an enclosing call whose header bound also
+	// runs (a canary's re-send spends the first attempt's bounds): the
+	// headers being in stop its timer too. Set by Begin.
+	outer    *Guard
+	ctx      guardCtx // the context Begin returns with a header bound: it finds g for HeadersIn
+	body     io.ReadCloser
+	released atomic.Bool // release ran
+}
+
+// The states of Guard.header.
+const (
+	headerArmed int32 = iota
+	headerIn
+	headerFired
+)
+
+// guardCtx is the context of a request under a header bound: the
+// Context, which it is in every other way, and its Guard, for HeadersIn.
+type guardCtx struct {
+	context.Context
+	g *Guard
+}
+
+type guardKey struct{}
+
+func (c *guardCtx) Value(key any) any {
+	if _, ok := key.(guardKey); ok {
+		return c.g
+	}
+	return c.Context.Value(key)
+}
+
+// HeadersIn tells the header bound of the request whose context is ctx
+// (and of the calls it is part of) that its response headers are in: the
+// header timer stops, and only the body bounds (deadline, request bound)
+// still apply. Finish does this for the request path's own calls; a
+// middleware that reads a response body before its RoundTrip returns
+// (dedupe's shared read) calls it for its caller, so that the read is not
+// cut by a header timeout. It does nothing for a context without a header
+// bound, or once the bound has passed.
+func HeadersIn(ctx context.Context) {
+	g, _ := ctx.Value(guardKey{}).(*Guard)
+	for ; g != nil; g = g.outer {
+		g.headersIn()
+	}
+}
+
+// headersIn stops g's header timer and reports whether it had fired
+// before. g has a header bound.
+func (g *Guard) headersIn() (fired bool) {
+	if g.header.CompareAndSwap(headerArmed, headerIn) {
+		g.timer.Stop()
+		return false
+	}
+	return g.header.Load() == headerFired
 }
 
 // Start returns the context to send a request with, and its Guard. The
@@ -122,14 +191,21 @@ func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Durati
 		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &RequestTimeoutError{Bound: request})
 	}
 	if headerBound {
+		g.outer, _ = ctx.Value(guardKey{}).(*Guard)
 		ctx, g.cancel = context.WithCancelCause(ctx)
 		g.headerCause.Bound = header
+		g.ctx = guardCtx{Context: ctx, g: g}
+		ctx = &g.ctx
 		g.timer = time.AfterFunc(header, g.expire)
 	}
 	return ctx
 }
 
-func (g *Guard) expire() { g.cancel(&g.headerCause) }
+func (g *Guard) expire() {
+	if g.header.CompareAndSwap(headerArmed, headerFired) {
+		g.cancel(&g.headerCause)
+	}
+}
 
 // Finish takes the round trip's result. It stops the header timer; the
 // context stays alive until the response body is closed. If the header
@@ -139,7 +215,7 @@ func (g *Guard) expire() { g.cancel(&g.headerCause) }
 // just too late. The caller names the source schema around it; the body's
 // read errors are named here.
 func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
-	fired := g.timer != nil && !g.timer.Stop()
+	fired := g.timer != nil && g.headersIn()
 	if err != nil {
 		g.release()
 		var hte *HeaderTimeoutError

@@ -665,3 +665,73 @@ func TestCloseReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadersIn: once HeadersIn says a request's headers are in, its
+// header bound and that of the call around it (a canary's first attempt)
+// no longer end its context, and Finish reports no timeout; its request
+// bound still does. A bound that passed before stays passed.
+func TestHeadersIn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nested  bool // a guard inside another, as a canary's attempt
+		request time.Duration
+		late    bool // HeadersIn comes after the header bound passed
+	}{
+		{"one guard", false, 0, false},
+		{"nested guards", true, 0, false},
+		{"request bound still applies", false, short, false},
+		{"after the bound passed", false, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			var outer *bound.Guard
+			if tc.nested {
+				ctx, outer = bound.Start(ctx, bound.Target{Schema: "s"}, short, 0)
+			}
+			ctx, g := bound.Start(ctx, bound.Target{Schema: "s"}, short, tc.request)
+			if tc.late {
+				<-ctx.Done()
+			}
+			bound.HeadersIn(ctx)
+			// Wait for twice the header bound: a timer still armed fires.
+			passed := make(chan struct{})
+			time.AfterFunc(2*short, func() { close(passed) })
+			select {
+			case <-passed:
+			case <-ctx.Done():
+			}
+			err := context.Cause(ctx)
+			var hte *bound.HeaderTimeoutError
+			var rte *bound.RequestTimeoutError
+			switch {
+			case tc.late:
+				if !errors.As(err, &hte) {
+					t.Errorf("context ended with %v, want the header timeout that passed before HeadersIn", err)
+				}
+			case tc.request > 0:
+				if !errors.As(err, &rte) {
+					t.Errorf("context ended with %v, want the request timeout", err)
+				}
+			case err != nil:
+				t.Errorf("context ended with %v after HeadersIn", err)
+			}
+			resp := &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok"))}
+			got, ferr := g.Finish(resp, nil)
+			if tc.late {
+				if !errors.As(ferr, &hte) {
+					t.Errorf("Finish after the bound passed: %v, want the header timeout", ferr)
+				}
+				return
+			}
+			if ferr != nil {
+				t.Fatalf("Finish: %v", ferr)
+			}
+			got.Body.Close()
+			if outer != nil {
+				if _, err := outer.Finish(&http.Response{Body: io.NopCloser(strings.NewReader(""))}, nil); err != nil {
+					t.Errorf("the outer guard's Finish: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -180,6 +180,17 @@ func New(spec Spec) (Rules, error) {
 	return r, nil
 }
 
+// Equal reports whether r and o add the same headers to every request:
+// the same names, expressions (by their source), renames, static values,
+// computed names and bound. Computed values are compared by name: their
+// functions are the Go options', fixed for an invoker's life.
+func (r Rules) Equal(o Rules) bool {
+	return slices.Equal(r.names, o.names) && r.maxBytes == o.maxBytes &&
+		slices.Equal(r.rename, o.rename) && slices.Equal(r.set, o.set) &&
+		slices.EqualFunc(r.matching, o.matching, func(a, b *regexp.Regexp) bool { return a.String() == b.String() }) &&
+		slices.EqualFunc(r.values, o.values, func(a, b valueRule) bool { return a.name == b.name })
+}
+
 // Names returns the forwarded header names, canonical, in list order.
 func (r Rules) Names() []string { return append([]string(nil), r.names...) }
 
