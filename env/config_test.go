@@ -185,21 +185,28 @@ func TestPath(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
+// kv is a KeyError's Key and Value, as the tests compare them.
+type kv struct {
+	Key   string
+	Value any
+}
+
+// validateCase is a row of the validator's table: TestValidate checks its
+// message and key errors, TestValidateHidesSecrets plants secrets into it.
+type validateCase struct {
+	name    string
+	cfg     env.Config
+	wantErr string // empty: valid
+	want    []kv
+}
+
+// validateCases is the validator's table of cases, valid and invalid.
+func validateCases() []validateCase {
 	products := func(s env.SourceSchema) map[string]env.SourceSchema {
 		return map[string]env.SourceSchema{"products": s}
 	}
 	const url = "http://products/graphql"
-	type kv struct {
-		Key   string
-		Value any
-	}
-	tests := []struct {
-		name    string
-		cfg     env.Config
-		wantErr string // empty: valid
-		want    []kv
-	}{
+	return []validateCase{
 		{name: "zero Config"},
 		{name: "full", cfg: env.Config{
 			Transport:      env.PathSockets,
@@ -294,7 +301,10 @@ func TestValidate(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
+}
+
+func TestValidate(t *testing.T) {
+	for _, tt := range validateCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
 			if tt.wantErr == "" {

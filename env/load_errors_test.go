@@ -12,18 +12,23 @@ import (
 	"github.com/fusiongo/transport/env"
 )
 
-// TestLoadKeyErrors covers each kind of bad key: the full message, and the
-// Key and Value of the one *KeyError.
-func TestLoadKeyErrors(t *testing.T) {
+// loadKeyErrorCase is a row of the loader's table: a file and variables
+// that hold one bad key, its message, and the Key and Value of its
+// *KeyError.
+type loadKeyErrorCase struct {
+	name    string
+	yaml    string
+	vars    map[string]string
+	wantErr string
+	key     string
+	value   any
+}
+
+// loadKeyErrorCases is the loader's table: TestLoadKeyErrors checks each
+// case, TestLoadHidesSecrets plants secrets into it.
+func loadKeyErrorCases() []loadKeyErrorCase {
 	const schema = "source_schemas:\n  products:\n    url: http://products/graphql\n"
-	tests := []struct {
-		name    string
-		yaml    string
-		vars    map[string]string
-		wantErr string
-		key     string
-		value   any
-	}{
+	return []loadKeyErrorCase{
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
@@ -247,9 +252,14 @@ func TestLoadKeyErrors(t *testing.T) {
 			key:     env.SwitchVar, value: "yes!",
 		},
 	}
-	for _, tt := range tests {
+}
+
+// TestLoadKeyErrors covers each kind of bad key: the full message, and the
+// Key and Value of the one *KeyError.
+func TestLoadKeyErrors(t *testing.T) {
+	for _, tt := range loadKeyErrorCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := env.Loader{LookupEnv: lookupEnv(tt.vars)}.Load(writeConfig(t, tt.yaml))
+			cfg, err := env.Loader{LookupEnv: lookupEnv(tt.vars), Environ: environ(tt.vars)}.Load(writeConfig(t, tt.yaml))
 			if err == nil {
 				t.Fatalf("Load() = %+v, want error %q", cfg, tt.wantErr)
 			}
