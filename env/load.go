@@ -229,7 +229,7 @@ func decode(raw map[string]any) (Config, error) {
 				s.URL = u
 			case nil:
 			default:
-				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", u)
+				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", shown(key+".url", u))
 			}
 			s.ForwardHeaders = stringList(&errs, key+".forward_headers", sm["forward_headers"])
 			cfg.SourceSchemas[name] = s
@@ -461,7 +461,7 @@ func section(errs *errorList, key string, v any) (map[string]any, bool) {
 	case map[string]any:
 		return x, true
 	}
-	errs.add(key, v, nil, "invalid value %v: want a mapping", v)
+	errs.add(key, v, nil, "invalid value %v: want a mapping", shown(key, v))
 	return nil, false
 }
 
