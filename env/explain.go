@@ -38,7 +38,7 @@ func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 	for _, f := range files {
 		k := koanf.New(".")
 		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
-			return Config{}, nil, fmt.Errorf("config file %s: %w", f, err)
+			return Config{}, nil, fmt.Errorf("config file %s: %w", f, redactYAML(err))
 		}
 		for _, key := range k.Keys() {
 			origin[key] = "file " + f

@@ -494,6 +494,10 @@ func TestLoadFileErrors(t *testing.T) {
 	notMapping := writeConfig(t, "- transport\n- sockets\n")
 	valid := writeConfig(t, issueYAML)
 	huge := writeConfig(t, "# "+strings.Repeat("x", env.MaxConfigFileBytes)+"\n")
+	// yaml's errors quote the value that does not fit, which may be a
+	// secret: a file that is all one token, a url tagged as a number.
+	scalar := writeConfig(t, "Bearer "+setSecretDefaults+"\n")
+	tagged := writeConfig(t, "source_schemas:\n  p:\n    url: !!int http://svc:"+urlSecret+"@p/graphql\n")
 	tests := []struct {
 		name    string
 		files   []string
@@ -537,6 +541,16 @@ func TestLoadFileErrors(t *testing.T) {
 			files:   []string{notMapping},
 			wantErr: "config file " + notMapping + ": yaml: unmarshal errors:\n  line 1: cannot unmarshal !!seq into map[string]interface {}",
 		},
+		{
+			name:    "YAML that is one token",
+			files:   []string{scalar},
+			wantErr: "config file " + scalar + ": yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `[redacted]` into map[string]interface {}",
+		},
+		{
+			name:    "YAML value of the wrong tag",
+			files:   []string{tagged},
+			wantErr: "config file " + tagged + ": yaml: cannot decode !!str `[redacted]` as a !!int",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -552,6 +566,7 @@ func TestLoadFileErrors(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
 			}
+			checkNoSecret(t, "Load()", err)
 			var ke *env.KeyError
 			if errors.As(err, &ke) {
 				t.Errorf("errors.As(*KeyError) = %+v, want no KeyError for a file error", ke)
