@@ -44,14 +44,14 @@ func (l *errorList) add(key string, value any, err error, format string, args ..
 // secretKey reports whether the value of key, a dotted key path or a
 // variable's name, is a secret in itself: headers.set, a headers section
 // (which holds it), and what a typo of either makes (headers.sett,
-// FUSION_DEFAULTS__HEADERS__SETS), since their values were meant as the
-// same secrets.
+// header.set, FUSION_DEFAULTS__HEADERS__SETS), since their values were meant
+// as the same secrets.
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
 	if strings.HasPrefix(k, strings.ToLower(envPrefix)) {
 		k = strings.ReplaceAll(k, "__", ".")
 	}
-	return strings.Contains(k, "headers.set") || k == "headers" || strings.HasSuffix(k, ".headers")
+	return strings.Contains(k, "headers.set") || strings.Contains(k, "header.set") || k == "headers" || strings.HasSuffix(k, ".headers")
 }
 
 // shown returns v, the value of key, as an error may show it: redact.Value

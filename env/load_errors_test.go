@@ -340,6 +340,12 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 			key:     "defaults.headers.sett", value: "[redacted]",
 		},
 		{
+			name:    "unknown key header, holding set",
+			yaml:    schema + "    header:\n      set: {Authorization: " + setSecretSchema + "}\n",
+			wantErr: "source_schemas.products.header: unknown key (docs/configuration.md lists the keys)",
+			key:     "source_schemas.products.header", value: map[string]any{"set": "[redacted]"},
+		},
+		{
 			name:    "unknown variable near headers.set",
 			vars:    map[string]string{"FUSION_DEFAULTS__HEADERS__SETS": "X-Api-Key=" + setSecretEnv},
 			wantErr: "FUSION_DEFAULTS__HEADERS__SETS: unknown key defaults.headers.sets",
