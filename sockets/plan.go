@@ -21,9 +21,9 @@ type Change struct {
 	// pool, "url path" and "url userinfo" among them.
 	Reasons []string
 	// Also lists, for a replaced schema, what else differs: the
-	// per-request settings and url parts a kept schema would list. Only
-	// keys are named, never values, so a changed secret shows as its key
-	// (headers.set, proxy, "url userinfo").
+	// per-request settings and url parts a kept schema would list. Reasons
+	// and Also name keys, never values, so a changed secret shows as the
+	// key that holds it: proxy, headers.set, "url userinfo".
 	Also []string
 }
 
