@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
 )
@@ -210,7 +211,8 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 	be := inv.engines[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
-	u, err := url.Parse(sc.URL)
+	// redact.Parse: url.Parse's error quotes the URL, password and all.
+	u, err := redact.Parse(sc.URL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("source_schemas.%s.url: %w", name, err)
 	}

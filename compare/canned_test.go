@@ -135,12 +135,17 @@ func TestRunRejects(t *testing.T) {
 			`request "q": path "/x" is relative and Options.URLs has no URL for source schema "s"`},
 		{"URL not absolute", []compare.Request{post}, legacy, sockets, map[string]string{"accounts": "/graphql"},
 			`source schema "accounts": URL "/graphql" is not absolute`},
+		{"URL with a password not absolute", []compare.Request{post}, legacy, sockets, map[string]string{"accounts": "svc:s3cr3t-pw@accounts/graphql"},
+			`source schema "accounts": URL "xxxxx@accounts/graphql" is not absolute`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			report, err := compare.Run(context.Background(), tt.corpus, tt.a, tt.b, compare.Options{URLs: tt.urls})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("Run error = %v, want one containing %q", err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cr3t-pw") {
+				t.Errorf("Run error = %v holds the URL's password", err)
 			}
 			if report != nil {
 				t.Errorf("Run returned a report with its error")

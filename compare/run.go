@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // GatewayURL is the URL of the gateway request that Run puts in the context
@@ -247,7 +248,7 @@ func resolveTargets(corpus []Request, urls map[string]string) ([]*url.URL, error
 	for schema, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("compare: source schema %q: URL %q is not absolute (scheme and host)", schema, raw)
+			return nil, fmt.Errorf("compare: source schema %q: URL %q is not absolute (scheme and host)", schema, redact.URL(raw))
 		}
 		bases[schema] = u
 	}

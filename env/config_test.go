@@ -185,21 +185,28 @@ func TestPath(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
+// kv is a KeyError's Key and Value, as the tests compare them.
+type kv struct {
+	Key   string
+	Value any
+}
+
+// validateCase is a row of the validator's table: TestValidate checks its
+// message and key errors, TestValidateHidesSecrets plants secrets into it.
+type validateCase struct {
+	name    string
+	cfg     env.Config
+	wantErr string // empty: valid
+	want    []kv
+}
+
+// validateCases is the validator's table of cases, valid and invalid.
+func validateCases() []validateCase {
 	products := func(s env.SourceSchema) map[string]env.SourceSchema {
 		return map[string]env.SourceSchema{"products": s}
 	}
 	const url = "http://products/graphql"
-	type kv struct {
-		Key   string
-		Value any
-	}
-	tests := []struct {
-		name    string
-		cfg     env.Config
-		wantErr string // empty: valid
-		want    []kv
-	}{
+	return []validateCase{
 		{name: "zero Config"},
 		{name: "full", cfg: env.Config{
 			Transport:      env.PathSockets,
@@ -266,6 +273,75 @@ func TestValidate(t *testing.T) {
 			wantErr: "forward_headers[1]: invalid header name \"\"\nforward_headers[2]: invalid header name \"X Id\"",
 			want:    []kv{{"forward_headers[1]", ""}, {"forward_headers[2]", "X Id"}},
 		},
+		// Secrets in the values: the message and the KeyError's Value
+		// show them redacted (TestValidateHidesSecrets plants more into
+		// every case).
+		{
+			name:    "url with a password, port out of range",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "http://svc:" + urlSecret + "@127.0.0.1:99999/graphql"})},
+			wantErr: `source_schemas.products.url: invalid url "http://svc:xxxxx@127.0.0.1:99999/graphql": port 99999 is not between 1 and 65535`,
+			want:    []kv{{"source_schemas.products.url", "http://svc:xxxxx@127.0.0.1:99999/graphql"}},
+		},
+		{
+			name:    "url with a password that does not parse",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "http://svc:" + urlSecret + "@[::1"})},
+			wantErr: `source_schemas.products.url: invalid url "http://xxxxx@[::1": parse "http://xxxxx@[::1": missing ']' in host`,
+			want:    []kv{{"source_schemas.products.url", "http://xxxxx@[::1"}},
+		},
+		{
+			name:    "url with a '/' in the password",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "http://svc:" + urlSecret + "/x@products/graphql"})},
+			wantErr: `source_schemas.products.url: invalid url "http://xxxxx@products/graphql": parse "http://xxxxx@products/graphql": invalid port "xxxxx" after host`,
+			want:    []kv{{"source_schemas.products.url", "http://xxxxx@products/graphql"}},
+		},
+		{
+			name:    "url with a password and no //",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "svc:" + urlSecret + "@products/graphql"})},
+			wantErr: `source_schemas.products.url: invalid url "xxxxx@products/graphql": want scheme http or https`,
+			want:    []kv{{"source_schemas.products.url", "xxxxx@products/graphql"}},
+		},
+		{
+			name:    "url with a password and another scheme",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "ftp://svc:" + urlSecret + "@products/graphql"})},
+			wantErr: `source_schemas.products.url: invalid url "ftp://svc:xxxxx@products/graphql": want scheme http or https`,
+			want:    []kv{{"source_schemas.products.url", "ftp://svc:xxxxx@products/graphql"}},
+		},
+		{
+			name:    "h2c over https, url with a password",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: "https://svc:" + urlSecret + "@products/graphql", Settings: env.Settings{HTTPVersion: "h2c"}})},
+			wantErr: `source_schemas.products.http_version: invalid value "h2c" for url https://svc:xxxxx@products/graphql: h2c is cleartext HTTP/2 and needs an http url (use "2" over https)`,
+			want:    []kv{{"source_schemas.products.http_version", "h2c"}},
+		},
+		{
+			name:    "proxy with a password and another scheme",
+			cfg:     env.Config{Defaults: env.Settings{Proxy: "ftp://pu:" + proxySecret + "@proxy:21"}},
+			wantErr: `defaults.proxy: invalid proxy "ftp://pu:xxxxx@proxy:21": want off, environment, or a URL with scheme http, https or socks5`,
+			want:    []kv{{"defaults.proxy", "ftp://pu:xxxxx@proxy:21"}},
+		},
+		{
+			name:    "proxy with a password that does not parse",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: url, Settings: env.Settings{Proxy: "http://pu:" + proxySecret + "@[::1"}})},
+			wantErr: `source_schemas.products.proxy: invalid proxy "http://xxxxx@[::1": parse "http://xxxxx@[::1": missing ']' in host`,
+			want:    []kv{{"source_schemas.products.proxy", "http://xxxxx@[::1"}},
+		},
+		{
+			name:    "proxy with a password and no host",
+			cfg:     env.Config{Defaults: env.Settings{Proxy: "http://pu:" + proxySecret + "@"}},
+			wantErr: `defaults.proxy: invalid proxy "http://pu:xxxxx@": no host`,
+			want:    []kv{{"defaults.proxy", "http://pu:xxxxx@"}},
+		},
+		{
+			name:    "set value with CR LF in defaults",
+			cfg:     env.Config{Defaults: env.Settings{Headers: env.HeaderSettings{Set: map[string]string{"Authorization": "Bearer " + setSecretDefaults + "\r\n"}}}},
+			wantErr: `defaults.headers.set.Authorization: invalid header value [redacted]: control characters such as CR or LF are not allowed`,
+			want:    []kv{{"defaults.headers.set.Authorization", "[redacted]"}},
+		},
+		{
+			name:    "set name invalid in a schema",
+			cfg:     env.Config{SourceSchemas: products(env.SourceSchema{URL: url, Settings: env.Settings{Headers: env.HeaderSettings{Set: map[string]string{"X Api Key": setSecretSchema}}}})},
+			wantErr: `source_schemas.products.headers.set.X Api Key: invalid header name "X Api Key"`,
+			want:    []kv{{"source_schemas.products.headers.set.X Api Key", "[redacted]"}},
+		},
 		{
 			name: "every problem, schemas in name order",
 			cfg: env.Config{
@@ -294,7 +370,10 @@ func TestValidate(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
+}
+
+func TestValidate(t *testing.T) {
+	for _, tt := range validateCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
 			if tt.wantErr == "" {

@@ -2,7 +2,10 @@ package env
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // KeyError reports a bad configuration value: the key path (such as
@@ -11,7 +14,9 @@ import (
 type KeyError struct {
 	// Key is the dotted key path or the environment variable.
 	Key string
-	// Value is the offending value as read, nil when the key is missing.
+	// Value is the offending value as read, nil when the key is missing,
+	// with its secrets hidden as in Reason: a URL's password as xxxxx, a
+	// headers.set value as [redacted] (docs/configuration.md, "Secrets").
 	Value any
 	// Reason says what is wrong, for example `invalid duration "2x"`.
 	Reason string
@@ -29,8 +34,64 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // errorList collects KeyErrors so that one Load reports every problem.
 type errorList []error
 
+// add appends a KeyError. Its Value is shown(key, value): an error is
+// printed and logged, so it must hold no secret; a Reason that shows the
+// value must show it through shown or redact as well.
 func (l *errorList) add(key string, value any, err error, format string, args ...any) {
-	*l = append(*l, &KeyError{Key: key, Value: value, Reason: fmt.Sprintf(format, args...), Err: err})
+	*l = append(*l, &KeyError{Key: key, Value: shown(key, value), Reason: fmt.Sprintf(format, args...), Err: err})
+}
+
+// secretKey reports whether the value of key, a dotted key path or a
+// variable's name, is a secret in itself: headers.set, a headers section
+// (which holds it), and what a typo of either makes (headers.sett,
+// header.set, FUSION_DEFAULTS__HEADERS__SETS), since their values were meant
+// as the same secrets.
+func secretKey(key string) bool {
+	k := strings.ToLower(key)
+	if strings.HasPrefix(k, strings.ToLower(envPrefix)) {
+		k = strings.ReplaceAll(k, "__", ".")
+	}
+	return strings.Contains(k, "headers.set") || strings.Contains(k, "header.set") || k == "headers" || strings.HasSuffix(k, ".headers")
+}
+
+// shown returns v, the value of key, as an error may show it: redact.Value
+// for a secret key (secretKey), and otherwise v with every URL in it, however
+// deep in lists and mappings, with its password hidden (redact.URL). A value
+// without secrets is returned as it is.
+func shown(key string, v any) any {
+	if v == nil {
+		return nil
+	}
+	if secretKey(key) {
+		return redact.Value
+	}
+	switch x := v.(type) {
+	case string:
+		return redact.URL(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			out[i] = shown(fmt.Sprintf("%s[%d]", key, i), item)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			out[k] = shown(key+"."+k, item)
+		}
+		return out
+	}
+	return v
+}
+
+// shownQuoted is shown for a string, quoted as %q would quote it, except
+// redact.Value for a secret key: a placeholder in quotes would read as the
+// value itself.
+func shownQuoted(key, v string) string {
+	if secretKey(key) {
+		return redact.Value
+	}
+	return strconv.Quote(redact.URL(v))
 }
 
 // addAll appends the errors in err, flattening a joined list. A KeyError for

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
@@ -15,7 +16,9 @@ type Value struct {
 	// Key is the setting's key path under the source schema, e.g.
 	// "tls.ca_file" or "url".
 	Key string
-	// Value is the effective value as a file would write it.
+	// Value is the effective value as a file would write it, with its
+	// secrets hidden: a url's or proxy's password as xxxxx, each
+	// headers.set value as [redacted] (its header name stays).
 	Value string
 	// Origin says where it came from: "built-in default", "file
 	// transport.yaml (defaults)", "file transport.yaml", "environment
@@ -24,7 +27,8 @@ type Value struct {
 }
 
 // Explain loads like Load and also reports, for every source schema, every
-// effective setting with its origin, in key order.
+// effective setting with its origin, in key order. The values are for
+// people to read: secrets are hidden (see Value).
 func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 	cfg, err := l.Load(files...)
 	if err != nil {
@@ -34,7 +38,7 @@ func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 	for _, f := range files {
 		k := koanf.New(".")
 		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
-			return Config{}, nil, fmt.Errorf("config file %s: %w", f, err)
+			return Config{}, nil, fmt.Errorf("config file %s: %w", f, redactYAML(err))
 		}
 		for _, key := range k.Keys() {
 			origin[key] = "file " + f
@@ -66,7 +70,7 @@ func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 			}
 			return "built-in default"
 		}
-		vals := []Value{{Key: "url", Value: sc.URL, Origin: from("url")}}
+		vals := []Value{{Key: "url", Value: redact.URL(sc.URL), Origin: from("url")}}
 		fwd := slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders)
 		fwdOrigin := from("forward_headers")
 		if o, ok := lookupOrigin(origin, "forward_headers"); ok {
@@ -77,7 +81,7 @@ func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 		}
 		vals = append(vals, Value{Key: "forward_headers", Value: fmt.Sprint(fwd), Origin: fwdOrigin})
 		for _, f := range settingFields {
-			vals = append(vals, Value{Key: f.key, Value: f.format(&eff), Origin: from(f.key)})
+			vals = append(vals, Value{Key: f.key, Value: f.display(&eff), Origin: from(f.key)})
 		}
 		out[name] = vals
 	}
@@ -99,7 +103,9 @@ func lookupOrigin(origin map[string]string, key string) (string, bool) {
 }
 
 // DiffSettings returns the keys whose values differ between a and b, in
-// key order.
+// key order. It compares the values themselves, secrets included, and
+// returns only keys: a changed headers.set value or proxy password is a
+// changed key.
 func DiffSettings(a, b Settings) []string {
 	var keys []string
 	for _, f := range settingFields {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // field is one setting key: how a file value decodes into Settings, and how
@@ -17,7 +19,20 @@ type field struct {
 	decode  func(errs *errorList, key string, v any, s *Settings)
 	inherit func(dst, parent *Settings)
 	isSet   func(s *Settings) bool
-	format  func(s *Settings) string
+	// format writes the value as a file would, secrets included: what
+	// DiffSettings compares, so that a changed secret is a change.
+	format func(s *Settings) string
+	// show writes the value for people (Explain, the config command) with
+	// its secrets hidden; nil for a key that holds none: format then.
+	show func(s *Settings) string
+}
+
+// display is the value of the key in s as Explain shows it.
+func (f field) display(s *Settings) string {
+	if f.show != nil {
+		return f.show(s)
+	}
+	return f.format(s)
 }
 
 var settingFields = []field{
@@ -45,13 +60,13 @@ var settingFields = []field{
 	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }),
 	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }),
 	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }),
-	stringField("proxy", func(s *Settings) *string { return &s.Proxy }),
+	urlField("proxy", func(s *Settings) *string { return &s.Proxy }),
 	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }),
 	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }),
 	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }),
 	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }),
 	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }),
-	mapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }),
+	secretMapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }),
 	limitField("headers.max_forwarded_bytes", func(s *Settings) *int { return &s.Headers.MaxForwardedBytes }),
 	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }),
 	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }),
@@ -140,7 +155,7 @@ func stringField(key string, p func(*Settings) *string) field {
 		decode: func(e *errorList, k string, v any, s *Settings) {
 			str, ok := scalarString(v)
 			if !ok {
-				e.add(k, v, nil, "invalid value %v: want a string", v)
+				e.add(k, v, nil, "invalid value %v: want a string", shown(k, v))
 				return
 			}
 			*p(s) = strings.TrimSpace(str)
@@ -154,6 +169,15 @@ func stringField(key string, p func(*Settings) *string) field {
 			return *p(s)
 		},
 	}
+}
+
+// urlField is a string setting that holds a URL, such as proxy: shown with
+// its password hidden.
+func urlField(key string, p func(*Settings) *string) field {
+	f := stringField(key, p)
+	format := f.format
+	f.show = func(s *Settings) string { return redact.URL(format(s)) }
+	return f
 }
 
 func enumField(key string, allowed []string, p func(*Settings) *string) field {
@@ -278,22 +302,24 @@ func mapField(key string, p func(*Settings) *map[string]string) field {
 				for name, val := range x {
 					str, ok := scalarString(val)
 					if !ok {
-						e.add(k+"."+name, val, nil, "invalid value %v: want a string", val)
+						e.add(k+"."+name, val, nil, "invalid value %v: want a string", shown(k+"."+name, val))
 						continue
 					}
 					out[name] = str
 				}
 			case string: // from the environment: Name=Value,Name=Value
-				for _, pair := range splitList(x) {
+				for i, pair := range splitList(x) {
 					name, val, ok := strings.Cut(pair, "=")
 					if !ok {
-						e.add(k, v, nil, "invalid value %q: want Name=Value pairs, comma-separated", x)
+						// Which item, since a secret's value is not shown:
+						// a pair without "=" is most often a bare value.
+						e.add(k, v, nil, "invalid value %s: want Name=Value pairs, comma-separated; item %d has no \"=\"", shownQuoted(k, x), i+1)
 						return
 					}
 					out[strings.TrimSpace(name)] = strings.TrimSpace(val)
 				}
 			default:
-				e.add(k, v, nil, "invalid value %v: want a mapping of header names", v)
+				e.add(k, v, nil, "invalid value %v: want a mapping of header names", shown(k, v))
 				return
 			}
 			*p(s) = out
@@ -317,6 +343,20 @@ func mapField(key string, p func(*Settings) *map[string]string) field {
 			return "{" + strings.Join(names, ", ") + "}"
 		},
 	}
+}
+
+// secretMapField is a mapping of header names to secret values, such as
+// headers.set: shown with its names and every value as redact.Value.
+func secretMapField(key string, p func(*Settings) *map[string]string) field {
+	f := mapField(key, p)
+	f.show = func(s *Settings) string {
+		names := sortedStrings(*p(s))
+		for i, n := range names {
+			names[i] = n + ": " + redact.Value
+		}
+		return "{" + strings.Join(names, ", ") + "}"
+	}
+	return f
 }
 
 func inheritZero[T comparable](dst *T, parent T) {

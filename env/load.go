@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
@@ -19,7 +22,8 @@ import (
 // Load builds the configuration from the built-in defaults, then each YAML
 // file in order (a later file overrides an earlier one key by key), then the
 // process environment. It reports every bad key at once, each error naming
-// its key path and value; see KeyError.
+// its key path and value, with secrets hidden (a URL's password as xxxxx, a
+// headers.set value as [redacted]); see KeyError.
 func Load(files ...string) (Config, error) {
 	return Loader{LookupEnv: os.LookupEnv, Environ: os.Environ}.Load(files...)
 }
@@ -45,7 +49,7 @@ func (l Loader) Load(files ...string) (Config, error) {
 	}
 	for _, f := range files {
 		if err := k.Load(boundedFile(f), yaml.Parser()); err != nil {
-			return Config{}, fmt.Errorf("config file %s: %w", f, err)
+			return Config{}, fmt.Errorf("config file %s: %w", f, redactYAML(err))
 		}
 	}
 	envMap, origin, envErr := l.environment(k.MapKeys("source_schemas"))
@@ -229,7 +233,7 @@ func decode(raw map[string]any) (Config, error) {
 				s.URL = u
 			case nil:
 			default:
-				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", u)
+				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", shown(key+".url", u))
 			}
 			s.ForwardHeaders = stringList(&errs, key+".forward_headers", sm["forward_headers"])
 			cfg.SourceSchemas[name] = s
@@ -461,7 +465,7 @@ func section(errs *errorList, key string, v any) (map[string]any, bool) {
 	case map[string]any:
 		return x, true
 	}
-	errs.add(key, v, nil, "invalid value %v: want a mapping", v)
+	errs.add(key, v, nil, "invalid value %v: want a mapping", shown(key, v))
 	return nil, false
 }
 
@@ -508,6 +512,24 @@ func (f boundedFile) ReadBytes() ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes (env.MaxConfigFileBytes); is it the right file?", MaxConfigFileBytes)
 	}
 	return b, nil
+}
+
+// yamlQuoted matches a value that a yaml error quotes, in backquotes:
+// "cannot unmarshal !!str `...` into ...", "cannot decode !!str `...` as a
+// !!int".
+var yamlQuoted = regexp.MustCompile("`[^`]*`")
+
+// redactYAML returns a file's parse error with every value it quotes
+// hidden: the error names a line, not a key, so any value may be a secret
+// (a file that is all one token, a url or headers.set value with the wrong
+// tag). The new error does not wrap the old, whose text holds the value; a
+// file system error, which quotes no value, is returned as it is.
+func redactYAML(err error) error {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) || !yamlQuoted.MatchString(err.Error()) {
+		return err
+	}
+	return errors.New(yamlQuoted.ReplaceAllLiteralString(err.Error(), "`"+redact.Value+"`"))
 }
 
 // Read is not supported: the file needs a parser.

@@ -12,18 +12,23 @@ import (
 	"github.com/fusiongo/transport/env"
 )
 
-// TestLoadKeyErrors covers each kind of bad key: the full message, and the
-// Key and Value of the one *KeyError.
-func TestLoadKeyErrors(t *testing.T) {
+// loadKeyErrorCase is a row of the loader's table: a file and variables
+// that hold one bad key, its message, and the Key and Value of its
+// *KeyError.
+type loadKeyErrorCase struct {
+	name    string
+	yaml    string
+	vars    map[string]string
+	wantErr string
+	key     string
+	value   any
+}
+
+// loadKeyErrorCases is the loader's table: TestLoadKeyErrors checks each
+// case, TestLoadHidesSecrets plants secrets into it.
+func loadKeyErrorCases() []loadKeyErrorCase {
 	const schema = "source_schemas:\n  products:\n    url: http://products/graphql\n"
-	tests := []struct {
-		name    string
-		yaml    string
-		vars    map[string]string
-		wantErr string
-		key     string
-		value   any
-	}{
+	return []loadKeyErrorCase{
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
@@ -246,10 +251,115 @@ func TestLoadKeyErrors(t *testing.T) {
 			wantErr: `FUSION_SOCKETS_TRANSPORT: invalid value "yes!": want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)`,
 			key:     env.SwitchVar, value: "yes!",
 		},
+		// Secrets in the values, from files and variables: the message
+		// and the KeyError's Value show them redacted
+		// (TestLoadHidesSecrets plants more into every case).
+		{
+			name:    "url with a password, port out of range",
+			yaml:    "source_schemas:\n  products:\n    url: http://svc:" + urlSecret + "@127.0.0.1:99999/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http://svc:xxxxx@127.0.0.1:99999/graphql": port 99999 is not between 1 and 65535`,
+			key:     "source_schemas.products.url", value: "http://svc:xxxxx@127.0.0.1:99999/graphql",
+		},
+		{
+			name:    "url with a password that does not parse, from a variable",
+			vars:    map[string]string{"FUSION_SOURCE_SCHEMAS__PRODUCTS__URL": "http://svc:" + urlSecret + "@[::1"},
+			wantErr: `source_schemas.products.url: invalid url "http://xxxxx@[::1": parse "http://xxxxx@[::1": missing ']' in host (set by FUSION_SOURCE_SCHEMAS__PRODUCTS__URL)`,
+			key:     "source_schemas.products.url", value: "http://xxxxx@[::1",
+		},
+		{
+			name:    "url a list holding a password",
+			yaml:    "source_schemas:\n  products:\n    url: [\"http://svc:" + urlSecret + "@products/graphql\"]\n",
+			wantErr: "source_schemas.products.url: invalid value [http://svc:xxxxx@products/graphql]: want a URL string",
+			key:     "source_schemas.products.url", value: []any{"http://svc:xxxxx@products/graphql"},
+		},
+		{
+			name:    "schema written as a url with a password",
+			yaml:    "source_schemas:\n  products: http://svc:" + urlSecret + "@products/graphql\n",
+			wantErr: "source_schemas.products: invalid value http://svc:xxxxx@products/graphql: want a mapping",
+			key:     "source_schemas.products", value: "http://svc:xxxxx@products/graphql",
+		},
+		{
+			name:    "proxy with a password and another scheme",
+			yaml:    "defaults:\n  proxy: ftp://pu:" + proxySecret + "@proxy:21\n",
+			wantErr: `defaults.proxy: invalid proxy "ftp://pu:xxxxx@proxy:21": want off, environment, or a URL with scheme http, https or socks5`,
+			key:     "defaults.proxy", value: "ftp://pu:xxxxx@proxy:21",
+		},
+		{
+			name:    "proxy with a password that does not parse, from a variable",
+			vars:    map[string]string{"FUSION_DEFAULTS__PROXY": "http://pu:" + proxySecret + "@[::1"},
+			wantErr: `defaults.proxy: invalid proxy "http://xxxxx@[::1": parse "http://xxxxx@[::1": missing ']' in host (set by FUSION_DEFAULTS__PROXY)`,
+			key:     "defaults.proxy", value: "http://xxxxx@[::1",
+		},
+		{
+			name:    "proxy a mapping holding a password",
+			yaml:    "defaults:\n  proxy: {url: \"http://pu:" + proxySecret + "@proxy:3128\"}\n",
+			wantErr: "defaults.proxy: invalid value map[url:http://pu:xxxxx@proxy:3128]: want a string",
+			key:     "defaults.proxy", value: map[string]any{"url": "http://pu:xxxxx@proxy:3128"},
+		},
+		{
+			name:    "set value with CR LF in a schema",
+			yaml:    schema + "    headers:\n      set: {Authorization: \"Bearer " + setSecretSchema + "\\r\\n\"}\n",
+			wantErr: "source_schemas.products.headers.set.Authorization: invalid header value [redacted]: control characters such as CR or LF are not allowed",
+			key:     "source_schemas.products.headers.set.Authorization", value: "[redacted]",
+		},
+		{
+			name:    "set value not a string",
+			yaml:    "defaults:\n  headers:\n    set: {X-Api-Key: [" + setSecretDefaults + "]}\n",
+			wantErr: "defaults.headers.set.X-Api-Key: invalid value [redacted]: want a string",
+			key:     "defaults.headers.set.X-Api-Key", value: "[redacted]",
+		},
+		{
+			name:    "set not a mapping",
+			yaml:    "defaults:\n  headers:\n    set: [" + setSecretDefaults + "]\n",
+			wantErr: "defaults.headers.set: invalid value [redacted]: want a mapping of header names",
+			key:     "defaults.headers.set", value: "[redacted]",
+		},
+		{
+			name:    "headers not a mapping",
+			yaml:    "defaults:\n  headers: \"Authorization: Bearer " + setSecretDefaults + "\"\n",
+			wantErr: "defaults.headers: invalid value [redacted]: want a mapping",
+			key:     "defaults.headers", value: "[redacted]",
+		},
+		{
+			name:    "set pair without = from a variable",
+			vars:    map[string]string{"FUSION_DEFAULTS__HEADERS__SET": "X-Gateway=fusion,Bearer " + setSecretEnv},
+			wantErr: `defaults.headers.set: invalid value [redacted]: want Name=Value pairs, comma-separated; item 2 has no "=" (set by FUSION_DEFAULTS__HEADERS__SET)`,
+			key:     "defaults.headers.set", value: "[redacted]",
+		},
+		{
+			name:    "set name invalid, from a variable",
+			yaml:    schema,
+			vars:    map[string]string{"FUSION_SOURCE_SCHEMAS__PRODUCTS__HEADERS__SET": "X Api Key=" + setSecretEnv},
+			wantErr: `source_schemas.products.headers.set.X Api Key: invalid header name "X Api Key"`,
+			key:     "source_schemas.products.headers.set.X Api Key", value: "[redacted]",
+		},
+		{
+			name:    "unknown key near headers.set",
+			yaml:    "defaults:\n  headers:\n    sett: {X-Api-Key: " + setSecretDefaults + "}\n",
+			wantErr: "defaults.headers.sett: unknown key (did you mean headers.set?)",
+			key:     "defaults.headers.sett", value: "[redacted]",
+		},
+		{
+			name:    "unknown key header, holding set",
+			yaml:    schema + "    header:\n      set: {Authorization: " + setSecretSchema + "}\n",
+			wantErr: "source_schemas.products.header: unknown key (docs/configuration.md lists the keys)",
+			key:     "source_schemas.products.header", value: map[string]any{"set": "[redacted]"},
+		},
+		{
+			name:    "unknown variable near headers.set",
+			vars:    map[string]string{"FUSION_DEFAULTS__HEADERS__SETS": "X-Api-Key=" + setSecretEnv},
+			wantErr: "FUSION_DEFAULTS__HEADERS__SETS: unknown key defaults.headers.sets",
+			key:     "FUSION_DEFAULTS__HEADERS__SETS", value: "[redacted]",
+		},
 	}
-	for _, tt := range tests {
+}
+
+// TestLoadKeyErrors covers each kind of bad key: the full message, and the
+// Key and Value of the one *KeyError.
+func TestLoadKeyErrors(t *testing.T) {
+	for _, tt := range loadKeyErrorCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := env.Loader{LookupEnv: lookupEnv(tt.vars)}.Load(writeConfig(t, tt.yaml))
+			cfg, err := env.Loader{LookupEnv: lookupEnv(tt.vars), Environ: environ(tt.vars)}.Load(writeConfig(t, tt.yaml))
 			if err == nil {
 				t.Fatalf("Load() = %+v, want error %q", cfg, tt.wantErr)
 			}
@@ -390,6 +500,10 @@ func TestLoadFileErrors(t *testing.T) {
 	notMapping := writeConfig(t, "- transport\n- sockets\n")
 	valid := writeConfig(t, issueYAML)
 	huge := writeConfig(t, "# "+strings.Repeat("x", env.MaxConfigFileBytes)+"\n")
+	// yaml's errors quote the value that does not fit, which may be a
+	// secret: a file that is all one token, a url tagged as a number.
+	scalar := writeConfig(t, "Bearer "+setSecretDefaults+"\n")
+	tagged := writeConfig(t, "source_schemas:\n  p:\n    url: !!int http://svc:"+urlSecret+"@p/graphql\n")
 	tests := []struct {
 		name    string
 		files   []string
@@ -433,6 +547,16 @@ func TestLoadFileErrors(t *testing.T) {
 			files:   []string{notMapping},
 			wantErr: "config file " + notMapping + ": yaml: unmarshal errors:\n  line 1: cannot unmarshal !!seq into map[string]interface {}",
 		},
+		{
+			name:    "YAML that is one token",
+			files:   []string{scalar},
+			wantErr: "config file " + scalar + ": yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `[redacted]` into map[string]interface {}",
+		},
+		{
+			name:    "YAML value of the wrong tag",
+			files:   []string{tagged},
+			wantErr: "config file " + tagged + ": yaml: cannot decode !!str `[redacted]` as a !!int",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -448,6 +572,7 @@ func TestLoadFileErrors(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
 			}
+			checkNoSecret(t, "Load()", err)
 			var ke *env.KeyError
 			if errors.As(err, &ke) {
 				t.Errorf("errors.As(*KeyError) = %+v, want no KeyError for a file error", ke)

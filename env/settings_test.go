@@ -161,7 +161,7 @@ func TestSettingErrors(t *testing.T) {
 		{"proxy", "  proxy: ftp://proxy:21\n", nil, `source_schemas.p.proxy: invalid proxy "ftp://proxy:21": want off, environment, or a URL with scheme http, https or socks5`},
 		{"codec", "  decompression: [br]\n", nil, `source_schemas.p.decompression[0]: invalid value "br": allowed gzip, zstd`},
 		{"regexp", "  headers:\n      forward_matching: [\"(\"]\n", nil, "source_schemas.p.headers.forward_matching[0]: invalid regular expression \"(\""},
-		{"set value", "  headers:\n      set: {X-A: \"a\\r\\nb\"}\n", nil, `source_schemas.p.headers.set.X-A: invalid header value "a\r\nb": control characters such as CR or LF are not allowed`},
+		{"set value", "  headers:\n      set: {X-A: \"a\\r\\nb\"}\n", nil, `source_schemas.p.headers.set.X-A: invalid header value [redacted]: control characters such as CR or LF are not allowed`},
 		{"toggle", "  dedupe: maybe\n", nil, `source_schemas.p.dedupe: invalid value maybe: want true or false`},
 		{"attempts", "  retry:\n      max_attempts: 0\n", nil, `source_schemas.p.retry.max_attempts: invalid value 0: want a whole number of tries, at least 1 (1 does not retry)`},
 		{"status", "  retry:\n      statuses: [99]\n", nil, `source_schemas.p.retry.statuses[0]: invalid status 99: want a number from 100 to 599`},

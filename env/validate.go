@@ -9,13 +9,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fusiongo/transport/internal/redact"
 	"golang.org/x/net/http/httpguts"
 )
 
 // Validate reports every problem of c, each naming its key path and value:
 // an unknown path, a source schema without a usable URL, a header name that
-// is not a valid token, a negative limit. A valid Config can be passed to
-// transport.New and Invoker.Reload.
+// is not a valid token, a negative limit. Secrets are hidden: a URL's or
+// proxy's password shows as xxxxx, a headers.set value as [redacted]. A
+// valid Config can be passed to transport.New and Invoker.Reload.
 func (c Config) Validate() error {
 	var errs errorList
 	switch c.Transport {
@@ -134,7 +136,9 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 			errs.add(prefix+".headers.set."+name, v, nil, "invalid header name %q", name)
 		}
 		if !httpguts.ValidHeaderFieldValue(v) {
-			errs.add(prefix+".headers.set."+name, v, nil, "invalid header value %q: control characters such as CR or LF are not allowed", v)
+			// The value is the secret a static header carries: the
+			// reason names the header and what is wrong, never the value.
+			errs.add(prefix+".headers.set."+name, v, nil, "invalid header value %s: control characters such as CR or LF are not allowed", redact.Value)
 		}
 	}
 }
@@ -159,23 +163,25 @@ func validateEffective(errs *errorList, key string, u *url.URL, s Settings) {
 	}
 }
 
-// checkProxy accepts off, environment, or an absolute proxy URL.
+// checkProxy accepts off, environment, or an absolute proxy URL. Its
+// errors show the URL with its password hidden (redact.URL).
 func checkProxy(v string) error {
 	switch strings.ToLower(v) {
 	case "off", "environment":
 		return nil
 	}
-	u, err := url.Parse(v)
+	shown := redact.URL(v)
+	u, err := redact.Parse(v)
 	if err != nil {
-		return fmt.Errorf("invalid proxy %q: %w", v, err)
+		return fmt.Errorf("invalid proxy %q: %w", shown, err)
 	}
 	switch u.Scheme {
 	case "http", "https", "socks5", "socks5h":
 	default:
-		return fmt.Errorf("invalid proxy %q: want off, environment, or a URL with scheme http, https or socks5", v)
+		return fmt.Errorf("invalid proxy %q: want off, environment, or a URL with scheme http, https or socks5", shown)
 	}
 	if u.Host == "" {
-		return fmt.Errorf("invalid proxy %q: no host", v)
+		return fmt.Errorf("invalid proxy %q: no host", shown)
 	}
 	return nil
 }
@@ -198,27 +204,29 @@ func sortedStrings(m map[string]string) []string {
 	return keys
 }
 
-// checkURL requires an absolute http or https URL.
+// checkURL requires an absolute http or https URL. Its errors show the URL
+// with its password hidden (redact.URL).
 func checkURL(raw string) error {
 	if raw == "" {
 		return fmt.Errorf("missing url: every source schema needs its GraphQL endpoint, for example http://127.0.0.1:4001/graphql")
 	}
-	u, err := url.Parse(raw)
+	shown := redact.URL(raw)
+	u, err := redact.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("invalid url %q: %w", raw, err)
+		return fmt.Errorf("invalid url %q: %w", shown, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("invalid url %q: want scheme http or https", raw)
+		return fmt.Errorf("invalid url %q: want scheme http or https", shown)
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return fmt.Errorf("invalid url %q: no host", raw)
+		return fmt.Errorf("invalid url %q: no host", shown)
 	}
 	if h := u.Hostname(); !utf8.ValidString(h) || strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return fmt.Errorf("invalid url %q: host %q is not valid UTF-8 or holds spaces or control characters", raw, h)
+		return fmt.Errorf("invalid url %q: host %q is not valid UTF-8 or holds spaces or control characters", shown, h)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("invalid url %q: port %s is not between 1 and 65535", raw, p)
+			return fmt.Errorf("invalid url %q: port %s is not between 1 and 65535", shown, p)
 		}
 	}
 	return nil

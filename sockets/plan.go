@@ -18,8 +18,13 @@ type Change struct {
 	// Reasons lists what differs: setting keys, "url address" for a new
 	// scheme, host or port, "tls files" for changed certificate contents;
 	// for a kept schema, the per-request settings that change without a new
-	// pool.
+	// pool, "url path" and "url userinfo" among them.
 	Reasons []string
+	// Also lists, for a replaced schema, what else differs: the
+	// per-request settings and url parts a kept schema would list. Reasons
+	// and Also name keys, never values, so a changed secret shows as the
+	// key that holds it: proxy, headers.set, "url userinfo".
+	Also []string
 }
 
 // Plan tells, without building anything, what Reload(next) would do to
@@ -54,12 +59,9 @@ func Plan(prev, next env.Config) []Change {
 		a, b := planKey(&prev, name), planKey(&next, name)
 		pa, _ := prev.Effective(name)
 		pb, _ := next.Effective(name)
+		perRequest := append(env.DiffSettings(pa, pb), urlChanges(prev.SourceSchemas[name].URL, next.SourceSchemas[name].URL)...)
 		if a.Equal(b) {
-			c := Change{Schema: name, Action: "kept", Reasons: env.DiffSettings(pa, pb)}
-			if prev.SourceSchemas[name].URL != next.SourceSchemas[name].URL {
-				c.Reasons = append(c.Reasons, "url path")
-			}
-			out = append(out, c)
+			out = append(out, Change{Schema: name, Action: "kept", Reasons: perRequest})
 			continue
 		}
 		var reasons []string
@@ -70,7 +72,33 @@ func Plan(prev, next env.Config) []Change {
 		if a.tlsDigest != b.tlsDigest {
 			reasons = append(reasons, "tls files")
 		}
-		out = append(out, Change{Schema: name, Action: "replaced", Reasons: reasons})
+		c := Change{Schema: name, Action: "replaced", Reasons: reasons}
+		for _, r := range perRequest {
+			if !slices.Contains(reasons, r) {
+				c.Also = append(c.Also, r)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// urlChanges names what differs between two urls of a schema besides its
+// address: "url userinfo" (the user or password) and "url path" (path,
+// query or fragment, or another spelling of the same address, such as the
+// host in capitals). The config command prints these names instead of the
+// urls, which may hold a password.
+func urlChanges(a, b string) []string {
+	if a == b {
+		return nil
+	}
+	ua, ub := parseURL(a), parseURL(b)
+	var out []string
+	if ua.User.String() != ub.User.String() {
+		out = append(out, "url userinfo")
+	}
+	if ua.EscapedPath() != ub.EscapedPath() || ua.RawQuery != ub.RawQuery || ua.Fragment != ub.Fragment || (out == nil && backend.SameTarget(ua, ub)) {
+		out = append(out, "url path")
 	}
 	return out
 }

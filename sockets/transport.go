@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // newPool validates nothing (env.Config.Validate did) and maps a source
@@ -180,7 +181,8 @@ func proxyFunc(name, v string, lookupEnv func(string) (string, bool)) (func(*htt
 	case "environment":
 		return backend.ProxyFromEnvironment(lookupEnv), nil
 	}
-	u, err := url.Parse(v)
+	// redact.Parse: url.Parse's error quotes the URL, password and all.
+	u, err := redact.Parse(v)
 	if err != nil {
 		return nil, fmt.Errorf("source_schemas.%s.proxy: %w", name, err)
 	}

@@ -26,11 +26,15 @@ func runConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
 Config loads the configuration as the transport would (built-in defaults,
 then each FILE in order, then the FUSION_* environment variables) and prints,
 per source schema, every effective setting with where it came from. It exits
-2 if the configuration is invalid, naming every bad key.
+2 if the configuration is invalid, naming every bad key. Secrets are never
+printed: a url's or proxy's password shows as xxxxx, a headers.set value as
+[redacted].
 
 With -diff it loads OLD and NEW (each one file, with the same environment)
 and prints what a sockets reload from OLD to NEW would do to each source
-schema: keep its pool and warm connections, or replace it, and why.
+schema: keep its pool and warm connections, or replace it, and why. It names
+the keys that change, never their values: a new password or headers.set
+value shows as "url userinfo", proxy or headers.set.
 
 Flags:
 `)
@@ -94,6 +98,9 @@ func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Wr
 		switch {
 		case c.Action == "replaced":
 			line += ": changed " + strings.Join(c.Reasons, ", ")
+			if len(c.Also) > 0 {
+				line += "; per-request settings change too: " + strings.Join(c.Also, ", ")
+			}
 		case c.Action == "kept" && len(c.Reasons) > 0:
 			line += ": warm connections stay; per-request settings change: " + strings.Join(c.Reasons, ", ")
 		case c.Action == "kept":

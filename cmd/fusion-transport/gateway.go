@@ -17,6 +17,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/benchgw"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -199,7 +200,8 @@ func parseSchemaList(list string) (map[string]string, error) {
 		name, u, ok := strings.Cut(item, "=")
 		name, u = strings.TrimSpace(name), strings.TrimSpace(u)
 		if !ok || name == "" || u == "" {
-			return nil, fmt.Errorf("-schemas: invalid item %q: want name=url", item)
+			// The item is most often a url without its name.
+			return nil, fmt.Errorf("-schemas: invalid item %q: want name=url", redact.URL(item))
 		}
 		if !slices.Contains(benchgw.SourceSchemas, name) {
 			return nil, fmt.Errorf("-schemas: unknown source schema %q: want one of %s", name, strings.Join(benchgw.SourceSchemas, ", "))

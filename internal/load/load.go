@@ -24,8 +24,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // DeepRecursionQuery is the benchmark's query, a copy of
@@ -167,16 +168,18 @@ type target struct {
 	addr, host, path string
 }
 
+// parseTarget parses Config.URL. Its errors show the URL with its password
+// hidden (redact.URL): the load command prints them.
 func parseTarget(raw string) (target, error) {
-	u, err := url.Parse(raw)
+	u, err := redact.Parse(raw)
 	if err != nil {
-		return target{}, fmt.Errorf("invalid url %q: %w", raw, err)
+		return target{}, fmt.Errorf("invalid url %q: %w", redact.URL(raw), err)
 	}
 	if u.Scheme != "http" {
-		return target{}, fmt.Errorf("invalid url %q: want an http URL", raw)
+		return target{}, fmt.Errorf("invalid url %q: want an http URL", redact.URL(raw))
 	}
 	if u.Host == "" {
-		return target{}, fmt.Errorf("invalid url %q: no host", raw)
+		return target{}, fmt.Errorf("invalid url %q: no host", redact.URL(raw))
 	}
 	addr := u.Host
 	if u.Port() == "" {

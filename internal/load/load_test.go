@@ -137,11 +137,17 @@ func TestRunErrors(t *testing.T) {
 		{"no host", Config{URL: "http:///graphql"}, "no host"},
 		{"bad url", Config{URL: "http://[::1"}, "invalid url"},
 		{"negative", Config{URL: "http://127.0.0.1:1/", VUs: -1}, "must not be negative"},
+		// A password in -url is not printed.
+		{"https with a password", Config{URL: "https://u:s3cr3t-pw@127.0.0.1:1/graphql"}, `invalid url "https://u:xxxxx@127.0.0.1:1/graphql": want an http URL`},
+		{"bad url with a password", Config{URL: "http://u:s3cr3t-pw@[::1"}, `invalid url "http://xxxxx@[::1": parse "http://xxxxx@[::1": missing ']' in host`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Run: %v, want an error containing %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cr3t-pw") {
+				t.Errorf("Run: %v holds the password", err)
 			}
 		})
 	}

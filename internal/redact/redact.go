@@ -1,0 +1,118 @@
+// Package redact hides the secrets a configuration holds wherever the
+// transport shows a configured value: in errors, log lines and the
+// fusion-transport config command. Two kinds of value are secret: the
+// userinfo of a url or proxy URL, and the values of headers.set (an API key
+// or a bearer token is what a static header is for).
+package redact
+
+import (
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Value stands in for a secret value, such as a headers.set value, where
+// the transport shows it; the header's name is shown as it is.
+const Value = "[redacted]"
+
+// hidden stands in for the userinfo of a URL that does not parse. It is
+// what url.URL.Redacted writes for a password, so that every redacted URL
+// looks alike.
+const hidden = "xxxxx"
+
+// URL returns raw with its password hidden. A URL that parses is shown as
+// url.URL.Redacted shows it: the user name stays, the password becomes
+// xxxxx. A URL that does not parse, or has no "//" before its host, has
+// everything between "://" (or its start) and the last "@" hidden: without
+// a parse, nothing tells where the user name ends or where the authority
+// does (a password may hold '/', '?' or '#'), so the whole span goes. A URL
+// without userinfo is returned as it was written.
+func URL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Opaque == "" {
+		if _, ok := u.User.Password(); !ok {
+			return raw // nothing to hide; shown as the user wrote it
+		}
+		return u.Redacted()
+	}
+	return hideUserinfo(raw)
+}
+
+// userinfoSpan returns the bounds of what hideUserinfo hides in raw:
+// from after "://" (or the start) to the last "@"; ok is false when raw
+// holds no "@" there.
+func userinfoSpan(raw string) (start, end int, ok bool) {
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(raw[start:], "@")
+	if at < 0 {
+		return 0, 0, false
+	}
+	return start, start + at, true
+}
+
+func hideUserinfo(raw string) string {
+	start, end, ok := userinfoSpan(raw)
+	if !ok {
+		return raw
+	}
+	return raw[:start] + hidden + raw[end:]
+}
+
+// Parse is url.Parse with its error redacted: the error is a *url.Error
+// whose URL is URL(raw), and whose cause, when it quotes a piece of the
+// userinfo (url.Parse says `invalid port ":s3cr" after host` of
+// http://user:s3cr/et@host, and `invalid URL escape "%zz"` of a password
+// holding %zz), quotes xxxxx instead. url.Parse's own error quotes raw as it
+// is, and for a raw with '#' only the part before it, so redacting its
+// text after the fact could miss the password.
+func Parse(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err == nil {
+		return u, nil
+	}
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return nil, err
+	}
+	return nil, &url.Error{Op: ue.Op, URL: URL(raw), Err: redactCause(raw, ue.Err)}
+}
+
+// redactCause returns cause, or, if its text quotes a piece (two bytes or
+// more) of raw's userinfo, an error with that text and each such piece
+// quoted as xxxxx. The replacement does not wrap cause: its text is the
+// secret.
+func redactCause(raw string, cause error) error {
+	start, end, ok := userinfoSpan(raw)
+	if !ok || cause == nil {
+		return cause
+	}
+	secret := raw[start:end]
+	text := cause.Error()
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(text); {
+		if text[i] != '"' {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		quoted, err := strconv.QuotedPrefix(text[i:])
+		if err != nil {
+			b.WriteString(text[i:])
+			break
+		}
+		if piece, err := strconv.Unquote(quoted); err == nil && len(piece) >= 2 && strings.Contains(secret, piece) {
+			b.WriteString(strconv.Quote(hidden))
+			changed = true
+		} else {
+			b.WriteString(quoted)
+		}
+		i += len(quoted)
+	}
+	if !changed {
+		return cause
+	}
+	return errors.New(b.String())
+}
