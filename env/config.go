@@ -253,7 +253,9 @@ type Settings struct {
 	Retry RetrySettings
 
 	// Dedupe makes identical in-flight queries share one source schema
-	// request. Default: Disabled.
+	// request: same method, URL, Host, body and every header but the
+	// trace context and X-Request-Id (middleware.Dedupe), so two users
+	// never share an answer. Default: Disabled.
 	Dedupe Toggle
 }
 
