@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"io"
 	"mime"
 	"net/http"
@@ -292,13 +291,17 @@ func (cl *call) response(req *http.Request) *http.Response {
 // key hashes the parts of req that make requests identical: method, URL,
 // Host, body and every header but those in notInDedupeKey, by name in
 // sorted order. Each part is length-prefixed, so that no two different
-// lists of parts hash alike.
+// lists of parts hash alike. The parts but the body are gathered in a
+// buffer on the stack and the body is hashed apart, so that the key
+// allocates only the URL's string for a request of ordinary size.
 func (d *deduper) key(req *http.Request, body []byte) callKey {
-	h := sha256.New()
-	writePart(h, []byte(req.Method))
-	writePart(h, []byte(req.URL.String()))
-	writePart(h, []byte(req.Host))
-	writePart(h, body)
+	var stack [1024]byte
+	b := stack[:0]
+	b = appendPart(b, req.Method)
+	b = appendPart(b, req.URL.String())
+	b = appendPart(b, req.Host)
+	bodySum := sha256.Sum256(body)
+	b = append(b, bodySum[:]...)
 	var buf [24]string // enough for most requests' headers, on the stack
 	names := buf[:0]
 	for name := range req.Header {
@@ -307,18 +310,22 @@ func (d *deduper) key(req *http.Request, body []byte) callKey {
 		}
 	}
 	slices.Sort(names)
-	writeLen(h, len(names))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(names)))
 	for _, name := range names {
 		values := req.Header[name]
-		writePart(h, []byte(name))
-		writeLen(h, len(values))
+		b = appendPart(b, name)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(values)))
 		for _, v := range values {
-			writePart(h, []byte(v))
+			b = appendPart(b, v)
 		}
 	}
-	var k callKey
-	h.Sum(k[:0])
-	return k
+	return sha256.Sum256(b)
+}
+
+// appendPart appends s to b with its length in front.
+func appendPart(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // notInKey reports whether header name, in any case, is one of
@@ -331,17 +338,6 @@ func notInKey(name string) bool {
 		}
 	}
 	return false
-}
-
-func writePart(h hash.Hash, p []byte) {
-	writeLen(h, len(p))
-	h.Write(p)
-}
-
-func writeLen(h hash.Hash, n int) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
 }
 
 // onClose is a response body that calls close after closing.
