@@ -4,7 +4,8 @@
 // tells whether it is a query, a mutation or a subscription, selecting the
 // operation by operationName as a server does, or Unknown when that cannot
 // be told for sure, for instance because servers that read the members
-// differently would run different operations.
+// differently would run different operations. OfParams does the same for
+// the URL parameters of a GET request.
 //
 // Retry and deduplication (package middleware), the comparison recorder
 // (package compare) and shadow mode (package shadow) use it to decide what

@@ -161,6 +161,39 @@ func TestOfBodies(t *testing.T) {
 	}
 }
 
+func TestOfParams(t *testing.T) {
+	tests := []struct {
+		name     string
+		rawQuery string
+		want     operation.Kind
+		document bool
+	}{
+		{"query", "query=%7B+a+%7D", operation.Query, true},
+		{"named query with variables", "query=query+Q%28%24n%3A+Int%29+%7B+a%28n%3A+%24n%29+%7D&operationName=Q&variables=%7B%22n%22%3A1%7D", operation.Query, true},
+		{"mutation", "query=mutation%7Bx%7D", operation.Mutation, true},
+		{"operationName picks the query", "query=query+A%7Ba%7D+mutation+B%7Bb%7D&operationName=A", operation.Query, true},
+		{"no parameters", "", operation.Unknown, false},
+		{"no document", "extensions=%7B%22persistedQuery%22%3A%7B%7D%7D&x=1", operation.Unknown, false},
+		{"empty document", "query=", operation.Unknown, true},
+		{"query given twice", "query=%7Ba%7D&query=mutation%7Bb%7D", operation.Unknown, true},
+		{"query given twice, both queries", "query=%7Ba%7D&query=%7Bb%7D", operation.Query, true},
+		{"case variant of query", "query=%7Ba%7D&Query=mutation%7Bb%7D", operation.Unknown, true},
+		{"only a case variant of query", "QUERY=%7Ba%7D", operation.Unknown, true},
+		{"escaped name", "%71uery=%7Ba%7D", operation.Query, true},
+		{"case variant of operationName", "query=query+A%7Ba%7D+mutation+B%7Bb%7D&operationName=A&OperationName=B", operation.Unknown, true},
+		{"semicolon", "x=1;query=mutation%7Bb%7D", operation.Unknown, true},
+		{"malformed escape", "query=%7Ba%7D&q=%zz", operation.Unknown, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, document := operation.OfParams(tt.rawQuery)
+			if kind != tt.want || document != tt.document {
+				t.Errorf("OfParams(%q) = %v, %v; want %v, %v", tt.rawQuery, kind, document, tt.want, tt.document)
+			}
+		})
+	}
+}
+
 func TestKindString(t *testing.T) {
 	for k, want := range map[operation.Kind]string{
 		operation.Unknown:      "unknown",
