@@ -147,8 +147,10 @@ func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Res
 
 // canaryPost is Post under a canary: the gateway request's share decides
 // the path. A query that failed on sockets without a response is sent
-// again on legacy, within what is left of the call's bounds; a mutation,
-// or any request that got a response, is not.
+// again on legacy, within what is left of the call's bounds; anything
+// else operation.Of does not call a query (a mutation, or a body that
+// servers would read differently), or any request that got a response,
+// is not.
 func (inv *invoker) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
@@ -186,8 +188,9 @@ func canaryLegacy(ctx context.Context, s *canary.Schema, send func() (*http.Resp
 }
 
 // canaryDo is Do under a canary, as canaryPost. A request that failed on
-// sockets goes again on legacy when it is a GET, or a POST whose body can
-// be read again (GetBody) and holds a query.
+// sockets goes again on legacy when it is a GET whose URL holds a query or
+// no document, or a POST whose body can be read again (GetBody) and holds
+// a query.
 func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
@@ -246,10 +249,15 @@ func (c *spannedCall) finish(resp *http.Response, err error) (*http.Response, er
 const maxResendBody = 1 << 20
 
 // resendable returns a copy of req to send again on legacy, if req is a
-// query: a GET or HEAD without a body, or a request whose body GetBody
-// gives again and holds a query.
+// query: a GET or HEAD without a body whose URL has no parameter that can
+// be the document, or whose parameters are a query (operation.OfParams),
+// or a request whose body GetBody gives again and holds a query
+// (operation.Of).
 func resendable(req *http.Request) (*http.Request, bool) {
 	if (req.Method == http.MethodGet || req.Method == http.MethodHead) && (req.Body == nil || req.Body == http.NoBody) {
+		if kind, document := operation.OfParams(req.URL.RawQuery); document && kind != operation.Query {
+			return nil, false
+		}
 		return req, true
 	}
 	if req.GetBody == nil {

@@ -78,10 +78,11 @@ type RecorderOptions struct {
 	// RecordMutations records every request. Default false: only requests
 	// that are safe to replay are recorded, the others skipped and
 	// counted, because a comparison sends each request twice: a GET or
-	// HEAD, unless its query parameter holds a mutation or subscription,
-	// and a request whose body runs queries only, as operation.Of tells
-	// (the rule shadow mode follows). A request whose operation cannot be
-	// told, such as a persisted query sent by hash, is skipped.
+	// HEAD without a query parameter, or whose query parameter is a query
+	// (operation.OfParams), and a request whose body runs queries only, as
+	// operation.Of tells (the rule shadow mode follows). A request whose
+	// operation cannot be told, such as a persisted query sent by hash or
+	// a GET whose query parameter does not parse, is skipped.
 	RecordMutations bool
 
 	// Rand returns a number in [0, 1) that decides whether a request is
@@ -483,17 +484,13 @@ func (r *Recorder) write(line []byte) error {
 }
 
 // repeatable reports whether replaying a request is safe: a GET or HEAD
-// whose query parameter, if any, is a query (GraphQL over HTTP allows only
-// queries over GET), or a request whose JSON body runs queries only.
+// whose URL has no parameter that can be the document, or whose parameters
+// are a query (operation.OfParams), or a request whose JSON body runs
+// queries only (operation.Of).
 func repeatable(method string, body []byte, u *url.URL) bool {
 	if method == http.MethodGet || method == http.MethodHead {
-		q := u.Query()
-		if !q.Has("query") {
-			return true
-		}
-		doc, _ := json.Marshal(map[string]string{"query": q.Get("query"), "operationName": q.Get("operationName")})
-		kind := operation.Of(doc)
-		return kind != operation.Mutation && kind != operation.Subscription
+		kind, document := operation.OfParams(u.RawQuery)
+		return !document || kind == operation.Query
 	}
 	return operation.Of(body) == operation.Query
 }

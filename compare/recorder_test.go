@@ -221,6 +221,16 @@ func TestRecorderBodies(t *testing.T) {
 		{name: "a mutation", method: "POST", path: "/graphql", body: strings.NewReader(`{"query":"mutation { del }"}`)},
 		{name: "a subscription in a batch", method: "POST", path: "/graphql", body: strings.NewReader(`[{"query":"{ a }"},{"query":"subscription S { s }"}]`)},
 		{name: "a mutation in a GET", method: "GET", path: "/graphql?query=mutation%7Bx%7D"},
+		// A GET with a query parameter is replayed only when that is a
+		// query: one that cannot be told is skipped, as a body would be.
+		{name: "a GET whose document does not parse", method: "GET", path: "/graphql?query=%7B+a"},
+		{name: "a GET with an empty document", method: "GET", path: "/graphql?query="},
+		{name: "a GET with a case variant of query holding a mutation", method: "GET", path: "/graphql?query=%7B+a+%7D&Query=mutation%7Bx%7D"},
+		{name: "a GET with the query parameter twice", method: "GET", path: "/graphql?query=%7B+a+%7D&query=mutation%7Bx%7D"},
+		{name: "a GET whose parameters a Go server does not parse", method: "GET", path: "/graphql?x=1;query=mutation%7Bx%7D"},
+		{name: "a GET of a persisted query by hash has no document", method: "GET", path: "/graphql?extensions=%7B%7D", record: true,
+			wantEntry: compare.Request{Schema: "accounts", Method: "GET", Path: "/graphql?extensions=%7B%7D"}},
+		{name: "a case variant of query holding a mutation", method: "POST", path: "/graphql", body: strings.NewReader(`{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`)},
 		{name: "mutation as a word elsewhere is no mutation", method: "POST", path: "/graphql", record: true,
 			body:      strings.NewReader(`{"query":"# mutation\nquery Q($mutation: Int) @mutation { a(x: \"mutation\", y: \"\"\"mutation\"\"\") { mutation } }"}`),
 			wantEntry: compare.Request{Schema: "accounts", Body: []byte(`{"query":"# mutation\nquery Q($mutation: Int) @mutation { a(x: \"mutation\", y: \"\"\"mutation\"\"\") { mutation } }"}`)}},

@@ -200,6 +200,7 @@ func TestDedupeSharing(t *testing.T) {
 		{"mutations never shared", []caller{{body: mutationBody}, {body: mutationBody, opaque: true}, {body: mutationBody}}, 0, 3},
 		{"subscriptions never shared", []caller{{body: subscriptionBody}, {body: subscriptionBody}}, 0, 2},
 		{"persisted queries never shared", []caller{{body: persistedBody}, {body: persistedBody}}, 0, 2},
+		{"case variants of query with a mutation never shared", []caller{{body: caseVariantBody}, {body: caseVariantBody, opaque: true}}, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,9 @@
 // JSON bodies (operation.Of). A mutation is never sent twice, a
 // subscription never shared, and a request whose kind cannot be told for
 // sure (a persisted query without its document, a GET request, a body over
-// 1 MiB, anything that does not parse) is treated like a mutation. Both read
+// 1 MiB, anything that does not parse, a body that servers read
+// differently, such as one with a "query" member and a case variant of it
+// that encoding/json takes instead) is treated like a mutation. Both read
 // the body up to that size: through GetBody if the request has it, else
 // from Body, and then send a copy of the request whose body can be read
 // again.

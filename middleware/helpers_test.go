@@ -18,6 +18,9 @@ const (
 	mutationBody     = `{"query":"mutation { addReview(text: \"great\") { id } }"}`
 	subscriptionBody = `{"query":"subscription { reviewAdded { id } }"}`
 	persistedBody    = `{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"abc"}}}`
+	// caseVariantBody runs the mutation on a Go source schema: encoding/json
+	// reads "Query" as "query", the last one winning (issue 17, item 3).
+	caseVariantBody = `{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`
 )
 
 // newRequest builds a POST of body to url with ctx. With rewindable, the

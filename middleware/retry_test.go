@@ -46,6 +46,8 @@ func TestRetryAttempts(t *testing.T) {
 		{"subscription never retried", subscriptionBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
 		{"persisted query never retried", persistedBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
 		{"batch with a mutation never retried", `[` + queryBody + `,` + mutationBody + `]`, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"case variant of query with a mutation never retried", caseVariantBody, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
+		{"batch with a case variant entry never retried", `[` + queryBody + `,` + caseVariantBody + `]`, fastRetry(3), []step{{status: 503}, {status: 200}}, 1, 503},
 		{"Retry-After seconds", queryBody, fastRetry(3), []step{{status: 429, header: map[string]string{"Retry-After": "0"}}, {status: 200}}, 2, 200},
 		{"Retry-After HTTP-date", queryBody, fastRetry(3), []step{{status: 503, header: map[string]string{"Retry-After": longAgo}}, {status: 200}}, 2, 200},
 		{"Retry-After capped at WaitMax", queryBody, fastRetry(3), []step{{status: 429, header: map[string]string{"Retry-After": "3600"}}, {status: 200}}, 2, 200},

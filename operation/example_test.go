@@ -13,6 +13,9 @@ func ExampleOf() {
 		`{"query":"subscription { reviewAdded { id } }"}`,
 		`[{"query":"{ a }"},{"query":"query Q { b }"}]`,
 		`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"ab12"}}}`,
+		// encoding/json reads "Query" as "query", the last one winning: a
+		// Go server runs the mutation, a JavaScript server the query.
+		`{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`,
 	} {
 		fmt.Println(operation.Of([]byte(body)))
 	}
@@ -21,5 +24,6 @@ func ExampleOf() {
 	// mutation
 	// subscription
 	// query
+	// unknown
 	// unknown
 }

@@ -3,7 +3,9 @@
 // object ({"query": "...", "operationName": "..."}) or a batch of them, and
 // tells whether it is a query, a mutation or a subscription, selecting the
 // operation by operationName as a server does, or Unknown when that cannot
-// be told for sure.
+// be told for sure, for instance because servers that read the members
+// differently would run different operations. OfParams does the same for
+// the URL parameters of a GET request.
 //
 // Retry and deduplication (package middleware), the comparison recorder
 // (package compare) and shadow mode (package shadow) use it to decide what
@@ -12,7 +14,10 @@
 // depending on the others.
 package operation
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Kind is the kind of GraphQL operation that a source schema request runs.
 // The zero value is Unknown, which callers treat as unsafe to repeat or
@@ -41,20 +46,37 @@ func (k Kind) String() string {
 }
 
 // Of returns the kind of operation that body, a GraphQL-over-HTTP JSON
-// request, asks a source schema to run.
+// request, asks a source schema to run: Query only if every server that
+// reads it as described here runs a query.
 //
 // body is either one request object ({"query": "...", "operationName":
-// "..."}) or a batch, a JSON array of them; a batch is a Query only if every
-// entry is. The document is read just far enough to find its operation
-// definitions: the one named by operationName, or the only one if
-// operationName is absent, null or empty. A shorthand selection set
-// ("{ a }") is a query.
+// "..."}) or a batch, a JSON array of them; a batch is a Query if every
+// entry is, and Unknown otherwise. The document is read just far enough to
+// find its operation definitions: the one named by operationName, or the
+// only one if operationName is absent, null or empty. A shorthand selection
+// set ("{ a }") is a query.
+//
+// Servers differ in the members they read. A Go server decodes the body
+// with encoding/json, which matches a member name to "query" or
+// "operationName" without case once unescaped ("Query", "QUERY",
+// "\u0051uery", "operationname"), lets the last match win and skips a
+// null; encoding/json/v2, when it matches without case, also ignores '_'
+// and '-'; a JavaScript server matches names exactly and keeps the last;
+// other parsers keep the first. So Of takes every member whose name
+// matches "query" in any of these ways as a document, and every member
+// whose name matches "operationName" as a name (null or "" meaning none),
+// adds none to the names unless a member is named exactly "operationName",
+// and selects an operation for every document with every name. It returns
+// a kind only if every selection is an operation of that kind.
 //
 // Unknown is returned whenever the answer is not certain: invalid JSON or
-// GraphQL, a persisted-query request without "query", a "query" or
-// "operationName" member given twice (servers disagree on which one wins),
-// several operations and no operationName, a name that matches no operation
-// or more than one, an empty batch.
+// GraphQL; no member named exactly "query" (a persisted-query request, or
+// a document that only a case-insensitive reading finds); a member read as
+// "query" that is not a string, null included, or one read as
+// "operationName" that is neither a string nor null; more than 8 members
+// read as either; selections of different kinds, or a selection that
+// fails (several operations and no name, a name that matches no operation
+// or more than one); an empty batch.
 func Of(body []byte) Kind {
 	// Once the body is known to be valid JSON, the walk over it (json.go)
 	// can skip values without checking them, at a fraction of
@@ -77,55 +99,99 @@ func Of(body []byte) Kind {
 	return Query
 }
 
-// requestKind returns the kind of one request object, valid JSON.
+// maxCandidates bounds the members of one request object that are read as
+// "query", and those read as "operationName": past it, the combinations
+// are not tried and the answer is Unknown.
+const maxCandidates = 8
+
+// docBufSize is how much of an escaped document is unescaped on the
+// stack; a longer one goes to the heap.
+const docBufSize = 1024
+
+// requestKind returns the kind of one request object, valid JSON, as Of
+// documents it.
 func requestKind(obj []byte) Kind {
-	var query, name string
-	var haveQuery, haveName bool
-	// The member names match exactly, unlike encoding/json's struct
-	// decoding, which would also take "Query" for "query"; and a member
-	// given twice makes the answer Unknown, since servers disagree on which
-	// one wins.
+	var queries, names [maxCandidates][]byte // member values as in obj
+	var nq, nn int
+	var exactQuery, exactName bool
 	ok := members(obj, func(key, value []byte) bool {
-		switch {
-		case memberIs(key, "query"):
-			var q *string
-			if haveQuery || json.Unmarshal(value, &q) != nil || q == nil {
+		role, exact := memberRole(key)
+		switch role {
+		case roleQuery:
+			if value[0] != '"' || nq == maxCandidates {
 				return false
 			}
-			query, haveQuery = *q, true
-		case memberIs(key, "operationName"):
-			var n *string
-			if haveName || json.Unmarshal(value, &n) != nil {
+			queries[nq] = value
+			nq++
+			exactQuery = exactQuery || exact
+		case roleName:
+			if value[0] != '"' && value[0] != 'n' || nn == maxCandidates { // a string or null
 				return false
 			}
-			if n != nil {
-				name = *n
-			}
-			haveName = true
+			names[nn] = value
+			nn++
+			exactName = exactName || exact
 		}
 		return true // variables, extensions, persisted-query ids
 	})
-	if !ok || !haveQuery {
+	if !ok || !exactQuery {
 		return Unknown
 	}
-	ops, ok := scanOperations(query)
-	if !ok {
-		return Unknown
+	var docBuf [docBufSize]byte
+	var opsBuf [8]definition
+	kind := Unknown
+	for i, q := range queries[:nq] {
+		if seen(queries[:i], q) {
+			continue
+		}
+		doc := unquote(docBuf[:0], q)
+		ops, ok := scanOperations(doc, opsBuf[:0])
+		if !ok {
+			return Unknown
+		}
+		// The names: each member's, and none if some reading finds none.
+		for j := 0; j <= nn; j++ {
+			var name []byte
+			switch {
+			case j < nn && seen(names[:j], names[j]):
+				continue
+			case j < nn && names[j][0] == '"':
+				name = unquote(nil, names[j])
+			case j < nn: // null: none
+			case exactName:
+				continue
+			}
+			k := selectOperation(doc, ops, name)
+			if k == Unknown || kind != Unknown && k != kind {
+				return Unknown
+			}
+			kind = k
+		}
 	}
-	return selectOperation(ops, name)
+	return kind
+}
+
+// seen reports whether v is among earlier.
+func seen(earlier [][]byte, v []byte) bool {
+	for _, e := range earlier {
+		if bytes.Equal(e, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // definition is an operation definition found in a document.
 type definition struct {
-	kind Kind
-	name string // empty if anonymous
+	kind      Kind
+	name, end int // where its name is in the document; empty if anonymous
 }
 
 // selectOperation returns the kind of the operation that a server runs for
 // name, as the GraphQL spec's GetOperation does, or Unknown if it is
 // ambiguous or missing.
-func selectOperation(ops []definition, name string) Kind {
-	if name == "" {
+func selectOperation(doc []byte, ops []definition, name []byte) Kind {
+	if len(name) == 0 {
 		if len(ops) == 1 {
 			return ops[0].kind
 		}
@@ -133,7 +199,7 @@ func selectOperation(ops []definition, name string) Kind {
 	}
 	kind, found := Unknown, 0
 	for _, op := range ops {
-		if op.name == name {
+		if bytes.Equal(doc[op.name:op.end], name) {
 			kind = op.kind
 			found++
 		}
@@ -144,14 +210,14 @@ func selectOperation(ops []definition, name string) Kind {
 	return kind
 }
 
-// scanOperations lists the operation definitions of an executable GraphQL
-// document. It follows the lexical grammar (ignored tokens, strings, block
-// strings, comments) and the shape of each top-level definition, but does
-// not look inside selection sets beyond balancing brackets. Anything that
-// is not an operation or fragment definition makes it fail.
-func scanOperations(doc string) ([]definition, bool) {
+// scanOperations appends the operation definitions of an executable
+// GraphQL document to ops. It follows the lexical grammar (ignored tokens,
+// strings, block strings, comments) and the shape of each top-level
+// definition, but does not look inside selection sets beyond balancing
+// brackets. Anything that is not an operation or fragment definition makes
+// it fail.
+func scanOperations(doc []byte, ops []definition) ([]definition, bool) {
 	s := scanner{src: doc}
-	var ops []definition
 	for {
 		s.skipIgnored()
 		if s.eof() {
@@ -165,7 +231,7 @@ func scanOperations(doc string) ([]definition, bool) {
 			continue
 		}
 		var op definition
-		switch s.name() {
+		switch string(s.name()) {
 		case "query":
 			op.kind = Query
 		case "mutation":
@@ -181,7 +247,9 @@ func scanOperations(doc string) ([]definition, bool) {
 			return nil, false
 		}
 		s.skipIgnored()
-		op.name = s.name()
+		op.name = s.pos
+		s.name()
+		op.end = s.pos
 		if !s.skipToSelectionSet() {
 			return nil, false
 		}
@@ -192,7 +260,7 @@ func scanOperations(doc string) ([]definition, bool) {
 // scanner reads a GraphQL document byte by byte; every token that matters
 // for finding definitions is ASCII.
 type scanner struct {
-	src string
+	src []byte
 	pos int
 }
 
@@ -208,7 +276,7 @@ func (s *scanner) skipIgnored() {
 			s.pos++
 		case c == '#':
 			s.skipComment()
-		case len(s.src)-s.pos >= 3 && s.src[s.pos:s.pos+3] == "\uFEFF":
+		case len(s.src)-s.pos >= 3 && string(s.src[s.pos:s.pos+3]) == "\uFEFF":
 			s.pos += 3
 		default:
 			return
@@ -223,9 +291,9 @@ func (s *scanner) skipComment() {
 	}
 }
 
-// name reads a Name token (/[_A-Za-z][_0-9A-Za-z]*/) and returns it, or ""
-// if none starts here.
-func (s *scanner) name() string {
+// name reads a Name token (/[_A-Za-z][_0-9A-Za-z]*/) and returns it, or
+// nothing if none starts here.
+func (s *scanner) name() []byte {
 	start := s.pos
 	for !s.eof() {
 		c := s.peek()
@@ -257,7 +325,7 @@ func (s *scanner) skipToSelectionSet() bool {
 		case '@':
 			s.pos++
 		default:
-			if s.name() == "" {
+			if len(s.name()) == 0 {
 				return false
 			}
 		}
@@ -268,7 +336,8 @@ func (s *scanner) skipToSelectionSet() bool {
 // including nested groups, strings and comments, and checks that brackets
 // match.
 func (s *scanner) skipGroup() bool {
-	var open []byte
+	var stack [64]byte // deeper nesting goes to the heap
+	open := stack[:0]
 	for !s.eof() {
 		switch c := s.peek(); c {
 		case '{', '(', '[':
@@ -310,14 +379,14 @@ func opener(c byte) byte {
 // skipString skips a string value or block string that starts at the
 // current '"'.
 func (s *scanner) skipString() bool {
-	if len(s.src)-s.pos >= 3 && s.src[s.pos:s.pos+3] == `"""` {
+	if len(s.src)-s.pos >= 3 && string(s.src[s.pos:s.pos+3]) == `"""` {
 		s.pos += 3
 		for !s.eof() {
 			rest := s.src[s.pos:]
 			switch {
-			case len(rest) >= 4 && rest[:4] == `\"""`: // the one escape of a block string
+			case len(rest) >= 4 && string(rest[:4]) == `\"""`: // the one escape of a block string
 				s.pos += 4
-			case len(rest) >= 3 && rest[:3] == `"""`:
+			case len(rest) >= 3 && string(rest[:3]) == `"""`:
 				s.pos += 3
 				return true
 			default:

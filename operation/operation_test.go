@@ -3,6 +3,7 @@ package operation_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/fusiongo/transport/operation"
@@ -110,7 +111,33 @@ func TestOfBodies(t *testing.T) {
 		{"operationName not a string", `{"query":"{a}","operationName":1}`, operation.Unknown},
 		{"query twice", `{"query":"{a}","query":"mutation{b}"}`, operation.Unknown},
 		{"operationName twice", `{"query":"query A{a} mutation B{b}","operationName":"A","operationName":"B"}`, operation.Unknown},
-		{"member names are case-sensitive", `{"Query":"{a}"}`, operation.Unknown},
+		{"only a case variant of query", `{"Query":"{a}"}`, operation.Unknown},
+
+		// Issue 17, item 3: encoding/json (gqlgen, graph-gophers) matches
+		// member names without case, the last one winning, and skips a
+		// null; other servers match them exactly, or keep the first.
+		{"case variant of query after it", `{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`, operation.Unknown},
+		{"case variant of query before it", `{"QUERY":"mutation M { pay }","query":"query Q { a }"}`, operation.Unknown},
+		{"lower case query, upper case variant", `{"query":"{a}","qUeRy":"mutation{b}"}`, operation.Unknown},
+		{"escaped case variant", `{"query":"{a}","\u0051uery":"mutation{b}"}`, operation.Unknown},
+		{"case variant with delimiters (encoding/json/v2)", `{"query":"{a}","Q_u-ery":"mutation{b}"}`, operation.Unknown},
+		{"case variant that is a query too", `{"query":"{a}","Query":"query B { b }"}`, operation.Query},
+		{"query twice, both queries", `{"query":"{a}","query":"{b}"}`, operation.Query},
+		{"every reading a mutation", `{"query":"mutation{a}","QUERY":"mutation{b}"}`, operation.Mutation},
+		{"case variant null", `{"query":"{a}","Query":null}`, operation.Unknown},
+		{"case variant not a string", `{"query":"{a}","Query":1}`, operation.Unknown},
+		{"a non-ASCII name is another member", `{"query":"{a}","qu\u00e9ry":"mutation{b}","\u212Aquery":"mutation{c}"}`, operation.Query},
+		{"case variant of operationName", `{"query":"query A{a} mutation B{b}","operationName":"A","operationname":"B"}`, operation.Unknown},
+		{"case variants of operationName, both queries", `{"query":"query A{a} query B{b} mutation C{c}","operationName":"A","OperationName":"B"}`, operation.Query},
+		{"only a case variant of operationName", `{"query":"query A{a} mutation B{b}","OperationName":"A"}`, operation.Unknown},
+		{"only a case variant of operationName, one operation", `{"query":"query A{a}","OPERATIONNAME":"A"}`, operation.Query},
+		{"operationName then null", `{"query":"query A{a} mutation B{b}","operationName":"A","operationName":null}`, operation.Unknown},
+		{"operationName null twice", `{"query":"mutation{a}","operationName":null,"OperationName":null}`, operation.Mutation},
+		{"case variant of operationName not a string", `{"query":"{a}","OperationName":true}`, operation.Unknown},
+		{"8 query members", `{` + strings.Repeat(`"query":"{a}",`, 7) + `"query":"{a}"}`, operation.Query},
+		{"9 query members", `{` + strings.Repeat(`"query":"{a}",`, 8) + `"query":"{a}"}`, operation.Unknown},
+		{"9 operationName members", `{"query":"query A{a}",` + strings.Repeat(`"operationName":"A",`, 8) + `"operationName":"A"}`, operation.Unknown},
+		{"batch with a case variant entry", `[{"query":"query Q { a }"},{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}]`, operation.Unknown},
 		{"trailing data", `{"query":"{a}"} {"query":"mutation{b}"}`, operation.Unknown},
 		{"truncated", `{"query":"{a}"`, operation.Unknown},
 		{"not JSON", `query { a }`, operation.Unknown},
@@ -129,6 +156,39 @@ func TestOfBodies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := operation.Of([]byte(tt.body)); got != tt.want {
 				t.Errorf("Of(%s) = %v, want %v", tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOfParams(t *testing.T) {
+	tests := []struct {
+		name     string
+		rawQuery string
+		want     operation.Kind
+		document bool
+	}{
+		{"query", "query=%7B+a+%7D", operation.Query, true},
+		{"named query with variables", "query=query+Q%28%24n%3A+Int%29+%7B+a%28n%3A+%24n%29+%7D&operationName=Q&variables=%7B%22n%22%3A1%7D", operation.Query, true},
+		{"mutation", "query=mutation%7Bx%7D", operation.Mutation, true},
+		{"operationName picks the query", "query=query+A%7Ba%7D+mutation+B%7Bb%7D&operationName=A", operation.Query, true},
+		{"no parameters", "", operation.Unknown, false},
+		{"no document", "extensions=%7B%22persistedQuery%22%3A%7B%7D%7D&x=1", operation.Unknown, false},
+		{"empty document", "query=", operation.Unknown, true},
+		{"query given twice", "query=%7Ba%7D&query=mutation%7Bb%7D", operation.Unknown, true},
+		{"query given twice, both queries", "query=%7Ba%7D&query=%7Bb%7D", operation.Query, true},
+		{"case variant of query", "query=%7Ba%7D&Query=mutation%7Bb%7D", operation.Unknown, true},
+		{"only a case variant of query", "QUERY=%7Ba%7D", operation.Unknown, true},
+		{"escaped name", "%71uery=%7Ba%7D", operation.Query, true},
+		{"case variant of operationName", "query=query+A%7Ba%7D+mutation+B%7Bb%7D&operationName=A&OperationName=B", operation.Unknown, true},
+		{"semicolon", "x=1;query=mutation%7Bb%7D", operation.Unknown, true},
+		{"malformed escape", "query=%7Ba%7D&q=%zz", operation.Unknown, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, document := operation.OfParams(tt.rawQuery)
+			if kind != tt.want || document != tt.document {
+				t.Errorf("OfParams(%q) = %v, %v; want %v, %v", tt.rawQuery, kind, document, tt.want, tt.document)
 			}
 		})
 	}
@@ -180,12 +240,29 @@ func FuzzOf(f *testing.F) {
 		if b := operation.Of([]byte(batch)); b != wantBatch {
 			t.Errorf("batch with %v entry: %v, want %v", got, b, wantBatch)
 		}
+
+		// Whenever Of says query, every server's reading is a query.
+		if got == operation.Query {
+			checkEveryReadingAQuery(t, []byte(body))
+		}
+		// A member that a Go server reads as "query" after the document,
+		// holding a mutation, makes it no query; nor does a case variant
+		// of operationName naming one.
+		for _, variant := range []string{
+			strings.TrimSuffix(body, "}") + `,"Query":"mutation M { m }"}`,
+			strings.TrimSuffix(body, "}") + `,"\u0051UERY":"mutation M { m }"}`,
+			strings.TrimSuffix(request(t, query+" mutation Pay { pay }", &name), "}") + `,"operationname":"Pay"}`,
+		} {
+			if k := operation.Of([]byte(variant)); k == operation.Query {
+				t.Errorf("Of(%s) = query", variant)
+			}
+		}
 	})
 }
 
 // FuzzOfBody feeds raw bodies and checks Of's own JSON walk against
-// encoding/json: the body must get the kind of the canonical request that
-// encoding/json reads from it.
+// encoding/json: the body must get the kind that the rule Of documents
+// gives, applied to the members that encoding/json's tokenizer reads.
 func FuzzOfBody(f *testing.F) {
 	for _, seed := range []string{
 		`{"query":"{a}"}`,
@@ -195,6 +272,10 @@ func FuzzOfBody(f *testing.F) {
 		`{"extensions":{"persistedQuery":{}}}`,
 		`[`,
 		`{"query":"\"\"\"}`,
+		`{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`,
+		`{"query":"{a}","OPERATION_NAME":null,"operationName":"x"}`,
+		`{"query":"query A{a} query B{b}","operationName":"A","operationname":"B"}`,
+		`{"query":"{a\n\u0062 \ud83d\ude00 \ud800}"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -207,7 +288,7 @@ func FuzzOfBody(f *testing.F) {
 }
 
 // referenceKind reads body with encoding/json's decoder and classifies
-// the canonical request (or batch) that it finds.
+// it as Of documents.
 func referenceKind(t *testing.T, body []byte) operation.Kind {
 	if !json.Valid(body) {
 		return operation.Unknown
@@ -227,42 +308,190 @@ func referenceKind(t *testing.T, body []byte) operation.Kind {
 	return referenceRequest(t, body)
 }
 
-// referenceRequest is referenceKind for one request object.
+// readsAs reports whether a member named key (unescaped) is read as name
+// by some server: encoding/json's bytes.EqualFold, or encoding/json/v2's
+// case-insensitive match, which also leaves out '_' and '-'.
+func readsAs(key, name string) bool {
+	return strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(key), name)
+}
+
+// referenceRequest is referenceKind for one request object: every
+// document that a member read as "query" holds, with every name that a
+// member read as "operationName" holds (and none unless one is named so
+// exactly), classified as a canonical request.
 func referenceRequest(t *testing.T, body []byte) operation.Kind {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return operation.Unknown
 	}
-	var query, name *string
-	var haveQuery, haveName bool
+	var queries []string
+	var names []*string
+	exactQuery, exactName := false, false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			t.Fatalf("valid JSON, but: %v", err)
 		}
-		var err2 error
-		switch tok {
-		case "query":
-			if haveQuery {
-				return operation.Unknown
-			}
-			haveQuery, err2 = true, dec.Decode(&query)
-		case "operationName":
-			if haveName {
-				return operation.Unknown
-			}
-			haveName, err2 = true, dec.Decode(&name)
-		default:
-			var skip json.RawMessage
-			err2 = dec.Decode(&skip)
+		key := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("valid JSON, but: %v", err)
 		}
-		if err2 != nil {
-			return operation.Unknown // not a string
+		switch {
+		case readsAs(key, "query"):
+			var q *string
+			if json.Unmarshal(raw, &q) != nil || q == nil {
+				return operation.Unknown // not a string, or null
+			}
+			queries = append(queries, *q)
+			exactQuery = exactQuery || key == "query"
+		case readsAs(key, "operationName"):
+			var n *string
+			if json.Unmarshal(raw, &n) != nil {
+				return operation.Unknown // neither a string nor null
+			}
+			names = append(names, n)
+			exactName = exactName || key == "operationName"
 		}
 	}
-	if query == nil {
+	if !exactQuery || len(queries) > 8 || len(names) > 8 {
 		return operation.Unknown
 	}
-	canonical := request(t, *query, name)
-	return operation.Of([]byte(canonical))
+	if !exactName {
+		names = append(names, nil)
+	}
+	kind := operation.Unknown
+	for _, q := range queries {
+		for _, n := range names {
+			k := operation.Of([]byte(request(t, q, n)))
+			if k == operation.Unknown || kind != operation.Unknown && k != kind {
+				return operation.Unknown
+			}
+			kind = k
+		}
+	}
+	return kind
+}
+
+// goParams is what a Go GraphQL server decodes a request object into
+// (gqlgen's graphql.RawParams, graph-gophers' relay handler).
+type goParams struct {
+	Query         string `json:"query"`
+	OperationName string `json:"operationName"`
+}
+
+// FuzzOfMatchesEncodingJSON feeds raw bodies and checks that a Query from
+// Of is a query to every server: the request (or each entry of a batch)
+// that encoding/json decodes, as a Go server does, selects a query, and so
+// do the readings that match member names exactly and keep the last or
+// the first.
+func FuzzOfMatchesEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"query":"{a}"}`,
+		`{"query":"query Q { a }","Query":"mutation M { pay(amount: 100) }"}`,
+		`{"Query":"mutation M { pay }","query":"query Q { a }"}`,
+		`{"query":"{a}","QUERY":"mutation{b}"}`,
+		`{"query":"{a}","\u0051uery":"mutation{b}"}`,
+		`{"query":"{a}","qu\u0045ry":"mutation{b}"}`,
+		`{"query":"{a}","query":"mutation{b}"}`,
+		`{"query":"mutation{b}","query":"{a}"}`,
+		`{"query":"mutation{b}","Query":null}`,
+		`{"query":"{a}","Query":null}`,
+		`{"query":"query A{a} mutation B{b}","operationName":"A","operationname":"B"}`,
+		`{"query":"query A{a} mutation B{b}","operationName":"A","OperationName":null}`,
+		`{"query":"query A{a} mutation B{b}","OperationName":"B"}`,
+		`{"query":"query A{a} mutation B{b}","operationName":"A","operation_name":"B"}`,
+		`[{"query":"{a}"},{"query":"{a}","Query":"mutation{b}"}]`,
+		`[{"query":"{a}"},{"query":"query Q{b}","operationName":"Q"}]`,
+		`[{"query":"{a}"},null]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if operation.Of(body) != operation.Query {
+			return
+		}
+		checkEveryReadingAQuery(t, body)
+	})
+}
+
+// checkEveryReadingAQuery fails t unless every server's reading of body, a
+// request or a batch, selects a query.
+func checkEveryReadingAQuery(t *testing.T, body []byte) {
+	t.Helper()
+	var reqs []goParams
+	var err error
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		err = json.Unmarshal(body, &reqs)
+	} else {
+		var p goParams
+		err = json.Unmarshal(body, &p)
+		reqs = append(reqs, p)
+	}
+	if err != nil {
+		t.Fatalf("Of(%q) = query, but encoding/json does not decode it: %v", body, err)
+	}
+	for _, p := range reqs {
+		if k := operation.Of([]byte(request(t, p.Query, &p.OperationName))); k != operation.Query {
+			t.Errorf("Of(%q) = query, but encoding/json reads query %q, operationName %q: %v", body, p.Query, p.OperationName, k)
+		}
+	}
+	var entries []json.RawMessage
+	if json.Unmarshal(body, &entries) != nil {
+		entries = []json.RawMessage{body}
+	}
+	for _, e := range entries {
+		for _, last := range []bool{true, false} {
+			q, n := exactReading(t, e, last)
+			if q == nil {
+				t.Errorf("Of(%q) = query, but a reading of exact names keeping the last=%v finds no document", body, last)
+				continue
+			}
+			if k := operation.Of([]byte(request(t, *q, n))); k != operation.Query {
+				t.Errorf("Of(%q) = query, but a reading of exact names keeping the last=%v reads query %q, operationName %v: %v", body, last, *q, n, k)
+			}
+		}
+	}
+}
+
+// exactReading reads the members named exactly "query" and
+// "operationName" of obj as a JavaScript server does (JSON.parse: the last
+// wins) or, with last false, as a parser that keeps the first. A null or
+// missing member is nil.
+func exactReading(t *testing.T, obj []byte, last bool) (query, name *string) {
+	t.Helper()
+	var members []struct {
+		key   string
+		value json.RawMessage
+	}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("Of says query, but %q is no object", obj)
+	}
+	for dec.More() {
+		tok, _ := dec.Token()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, struct {
+			key   string
+			value json.RawMessage
+		}{tok.(string), raw})
+	}
+	var haveQuery, haveName bool
+	for _, m := range members {
+		var dst **string
+		switch {
+		case m.key == "query" && (last || !haveQuery):
+			dst, haveQuery = &query, true
+		case m.key == "operationName" && (last || !haveName):
+			dst, haveName = &name, true
+		default:
+			continue
+		}
+		*dst = nil
+		json.Unmarshal(m.value, dst)
+	}
+	return query, name
 }
