@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,23 +32,34 @@ import (
 // header in writes of its own; a body of unknown length goes chunked.
 const oneWriteMax = 64 << 10
 
-// h1Dialer opens the h1 engine's connections. Immutable after newPool.
+// h1Dialer opens the h1 engine's connections. Immutable after newPool,
+// but for once.
 type h1Dialer struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	addr      string
 	tls       *tls.Config   // nil over http; offers only http/1.1 by ALPN
 	handshake time.Duration // bounds the TLS handshake; 0: no bound of its own
 	maxHeader int64         // the response header bound (h1.ReadResponse)
+
+	// schema and log name the schema in noSocket's line; once makes it
+	// one line per pool.
+	schema string
+	log    *slog.Logger
+	once   sync.Once
 }
 
-// open dials a connection, with TLS over https.
+// open dials a connection, with TLS over https. A connection whose socket
+// cannot be looked at (peeker.init) carries one request (h1Conn.oneShot).
 func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 	nc, err := d.dial(ctx, "tcp", d.addr)
 	if err != nil {
 		return dialed{}, err
 	}
 	c := &h1Conn{nc: nc, maxHeader: d.maxHeader}
-	c.peeker.init(nc)
+	if err := c.peeker.init(nc); err != nil {
+		c.oneShot = true
+		d.noSocket(err)
+	}
 	if d.tls != nil {
 		hctx := ctx
 		if d.handshake > 0 {
@@ -71,6 +84,18 @@ func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 	return dialed{cc: c, written: &c.written}, nil
 }
 
+// noSocket says, once per pool, at Info, that the schema's connections
+// carry one request each, and why.
+func (d *h1Dialer) noSocket(why error) {
+	d.once.Do(func() {
+		if d.log == nil {
+			return // a pool built by a test
+		}
+		d.log.Info("h1 cannot look at the socket of this source schema's connections, so it cannot tell whether the server closed an idle one or wrote to it: each connection carries one request (Connection: close). A Dial hook shows the socket by returning a syscall.Conn, or a wrapper with a NetConn method (see SchemaOptions.Dial)",
+			"source_schema", d.schema, "reason", why.Error())
+	})
+}
+
 // The states of an h1Conn.
 const (
 	h1Free     int32 = iota // open, no request on it
@@ -91,6 +116,7 @@ type h1Conn struct {
 	nc        net.Conn                  // immutable after open (the TLS conn over https); Close and SetDeadline are safe from any goroutine
 	tls       *tls.ConnectionState      // immutable after open; nil over http; every response's TLS
 	maxHeader int64                     // immutable
+	oneShot   bool                      // immutable after open: the socket cannot be looked at, so the connection carries one request, which asks the server to close it
 	peeker                              // holder: looks at the socket before the connection is reused
 	written   atomic.Int64              // bytes written so far
 	state     atomic.Int32              // h1Free, h1Reserved or h1Busy
@@ -194,7 +220,10 @@ func (c *h1Conn) Reserve() error {
 // stale, the timeout alone means nothing is there (crypto/tls keeps a
 // connection usable after a timeout).
 func (c *h1Conn) stale() bool {
-	if c.tls == nil {
+	switch {
+	case c.oneShot:
+		return true // never reused; nothing to look at
+	case c.tls == nil:
 		return c.pending()
 	}
 	c.nc.SetReadDeadline(time.Unix(1, 0))
@@ -269,7 +298,7 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	}
 	reused := c.used
 	c.used = true
-	c.reuse = !req.Close
+	c.reuse = !req.Close && !c.oneShot
 	ctx := req.Context()
 	if ctx.Done() != nil {
 		c.ctx = ctx
@@ -342,6 +371,7 @@ func (c *h1Conn) write(req *http.Request) error {
 	if err != nil {
 		return err
 	}
+	f.Close = c.oneShot // the server closes too, usually first: TIME_WAIT then stays on its side
 	buf := h1.AppendRequest(c.wbuf[:0], req, f)
 	rest := int64(0)
 	if f.ContentLength > 0 {

@@ -5,8 +5,8 @@ package sockets
 import "errors"
 
 // peekFD does nothing where a non-blocking MSG_PEEK is not available:
-// peeker.init fails, and the pool relies on net/http's parked reader
-// alone.
+// peeker.init fails, so the pool relies on net/http's parked reader alone,
+// and each h1 connection carries one request (h1Conn.oneShot).
 func (pk *peeker) peekFD(uintptr) { pk.peekErr = errNoPeek }
 
 func peekSaw(n int, err error) bool { return false }

@@ -1,0 +1,453 @@
+//go:build unix
+
+package transport_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// The idle-stray suite: a server that writes to, or closes, a connection
+// while it is idle in the pool, between one caller's answer and the next
+// caller's request, with a Dial hook that wraps the connection as metrics
+// and logging hooks do, in clear and over TLS. A test waits until what the
+// server did has reached the client's socket (waitReadable) before the
+// next request, so the guard is what is tested, not a race: a stray that
+// leaves after the next request is indistinguishable from its answer.
+
+// embedConn is what a typical Dial hook returns: a struct that embeds
+// net.Conn to count or log, and offers nothing else. The h1 engine cannot
+// find the socket under it. closed, if set, is closed at its first Close.
+type embedConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *embedConn) Close() error {
+	if c.closed != nil {
+		c.once.Do(func() { close(c.closed) })
+	}
+	return c.Conn.Close()
+}
+
+// netConnConn is the same wrapper with the documented way to the socket:
+// a NetConn method, as *tls.Conn has.
+type netConnConn struct{ embedConn }
+
+func (c *netConnConn) NetConn() net.Conn { return c.Conn }
+
+// socketDial is a Dial hook that returns each connection as kind ("embed":
+// embedConn, "netconn": netConnConn, "raw": the *net.TCPConn itself), and
+// keeps the *net.TCPConn of each, so that a test can wait on the client's
+// socket. With reader set (an engine with a background reader: nethttp),
+// it tells when the first connection closes (not with raw).
+type socketDial struct {
+	kind   string
+	reader bool
+	mu     sync.Mutex
+	socks  []*net.TCPConn
+	closed chan struct{} // the first connection's, with reader
+}
+
+func (d *socketDial) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := c.(*net.TCPConn)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.socks = append(d.socks, tc)
+	var closed chan struct{}
+	if d.reader && len(d.socks) == 1 {
+		closed = make(chan struct{})
+		d.closed = closed
+	}
+	switch d.kind {
+	case "embed":
+		return &embedConn{Conn: tc, closed: closed}, nil
+	case "netconn":
+		return &netConnConn{embedConn{Conn: tc, closed: closed}}, nil
+	}
+	return tc, nil
+}
+
+// closedByReader waits, with reader set, until the engine has closed the
+// first connection: its background reader saw what the server did on it.
+// That is nethttp's guard; whether a request handed the connection in
+// the moment before can get the stray is TestStrayCrowd's to measure.
+func (d *socketDial) closedByReader(t *testing.T) {
+	t.Helper()
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed == nil {
+		return
+	}
+	select {
+	case <-closed:
+	case <-time.After(engineGuard):
+		t.Fatalf("the engine did not close the connection within %v of the server's act on it", engineGuard)
+	}
+}
+
+// sock returns the socket of the ith connection dialled.
+func (d *socketDial) sock(t *testing.T, i int) *net.TCPConn {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.socks) {
+		t.Fatalf("%d connections dialled, want at least %d", len(d.socks), i+1)
+	}
+	return d.socks[i]
+}
+
+// waitReadable waits until the client socket c has bytes or an end of
+// stream to read, or until a reader that was parked in Read on it (net/http's)
+// has returned with them: RawConn.Read takes the socket's read lock, which a
+// Read in progress holds, and then waits for readability without taking
+// any byte. It fails the test after engineGuard, closing c to end the wait.
+func waitReadable(t *testing.T, c *net.TCPConn) {
+	t.Helper()
+	if err := awaitReadable(c); err != nil {
+		t.Fatalf("what the server did on the idle connection: %v", err)
+	}
+}
+
+// awaitReadable is waitReadable for any goroutine: it returns an error
+// instead of failing the test.
+func awaitReadable(c *net.TCPConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		rc.Read(func(fd uintptr) bool {
+			_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return !errors.Is(err, syscall.EAGAIN)
+		}) // an error: the connection closed, which is readable enough
+	}()
+	guard := time.NewTimer(engineGuard)
+	defer guard.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-guard.C:
+		c.Close()
+		<-done
+		return fmt.Errorf("not in the client's socket within %v", engineGuard)
+	}
+}
+
+// idleServer is a loopback server written byte by byte, in clear or over
+// TLS, whose answers echo the request's X-User header:
+// {"data":{"user":"bob"}}. After its first answer to alice it waits until
+// the test calls idle, then does its act on the connection, now idle in
+// the client's pool, and tells idle it is done:
+//
+//   - "stray": writes a whole second response, carrying alice's data;
+//   - "close": closes the connection (over TLS: close_notify, then FIN);
+//   - "partial" (TLS): writes the first half of a TLS record of a stray
+//     response, and never the rest;
+//   - "ticket" (TLS 1.3): writes a NewSessionTicket, which is not stray;
+//   - "empty" (TLS 1.3): writes an application data record with no data,
+//     which is not stray either (RFC 8446, section 5.4).
+//
+// After "ticket" and "empty" it seals its later answers on that connection
+// itself (recordSealer): its tls.Conn's record counter is one behind.
+type idleServer struct {
+	*rawServer
+	url   string
+	act   string
+	next  chan struct{} // closed by idle: alice has read her answer
+	acted chan error    // the act is done (or failed)
+	once  sync.Once     // the act happens once, on the first connection alice used
+
+	mu      sync.Mutex
+	remotes []string // per request, in order: the connection that carried it
+	closes  []bool   // per request, in order: it asked to close the connection (Connection: close)
+}
+
+// aliceStray is the stray response: alice's data, nobody's answer.
+const aliceStray = `{"data":{"user":"alice","card":"4111 1111 1111 1111"}}`
+
+func answerFor(body string) string {
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+func userAnswer(user string) string { return `{"data":{"user":"` + user + `"}}` }
+
+// newIdleServer starts an idleServer; tlsCfg nil serves in clear.
+func newIdleServer(t *testing.T, act string, tlsCfg *tls.Config) *idleServer {
+	t.Helper()
+	s := &idleServer{act: act, next: make(chan struct{}), acted: make(chan error, 1)}
+	s.rawServer = newRawServer(t, func(c net.Conn, _ *bufio.Reader) {
+		var (
+			r      io.Reader = c
+			write            = func(b []byte) error { _, err := c.Write(b); return err }
+			tc     *tls.Conn
+			tap    *tlsTap
+			keylog strings.Builder
+		)
+		if tlsCfg != nil {
+			cfg := tlsCfg.Clone()
+			cfg.KeyLogWriter = &keylog // this connection's secrets, for a sealer
+			tap = &tlsTap{Conn: c}
+			tc = tls.Server(tap, cfg)
+			r = tc
+			write = func(b []byte) error { _, err := tc.Write(b); return err }
+		}
+		br := bufio.NewReader(r)
+		for {
+			req, err := readRequest(br)
+			if err != nil {
+				return
+			}
+			user := req.Header.Get("X-User")
+			s.mu.Lock()
+			s.remotes = append(s.remotes, c.RemoteAddr().String())
+			s.closes = append(s.closes, req.Close)
+			s.mu.Unlock()
+			if err := write([]byte(answerFor(userAnswer(user)))); err != nil {
+				return
+			}
+			first := false
+			if user == "alice" {
+				s.once.Do(func() { first = true })
+			}
+			if req.Close {
+				// As a server does: the connection ends with this answer,
+				// and there is no idle connection to act on.
+				if first {
+					s.acted <- nil
+				}
+				return
+			}
+			if !first {
+				continue
+			}
+			select {
+			case <-s.next:
+			case <-time.After(engineGuard):
+				s.acted <- errors.New("the test never said alice had read her answer")
+				return
+			}
+			var err2 error
+			closeAfter := false
+			switch s.act {
+			case "stray":
+				err2 = write([]byte(answerFor(aliceStray)))
+			case "close":
+				if tc != nil {
+					err2 = tc.Close()
+				} else {
+					err2 = c.Close()
+				}
+				closeAfter = true
+			case "partial":
+				tap.holdBack(true)
+				if err2 = write([]byte(answerFor(aliceStray))); err2 == nil {
+					held := tap.holdBack(false)
+					_, err2 = c.Write(held[:len(held)/2])
+				}
+			case "ticket", "empty":
+				var sealer *recordSealer
+				if sealer, err2 = newRecordSealer(keylog.String(), tc.ConnectionState().CipherSuite, tap.written()); err2 != nil {
+					break
+				}
+				if s.act == "ticket" {
+					_, err2 = c.Write(sealer.seal(recordTypeHandshake, newSessionTicketMsg()))
+				} else {
+					_, err2 = c.Write(sealer.seal(recordTypeApplicationData, nil))
+				}
+				// The tls.Conn's counter is behind now: later answers
+				// are sealed here.
+				write = func(b []byte) error { _, err := c.Write(sealer.seal(recordTypeApplicationData, b)); return err }
+			default:
+				err2 = fmt.Errorf("unknown act %q", s.act)
+			}
+			s.acted <- err2
+			if closeAfter || err2 != nil {
+				return
+			}
+		}
+	})
+	s.url = s.rawServer.url
+	if tlsCfg != nil {
+		s.url = "https" + strings.TrimPrefix(s.url, "http")
+	}
+	return s
+}
+
+// idle lets the server act on alice's idle connection and waits until it
+// has, and until its act has reached the client's socket c.
+func (s *idleServer) idle(t *testing.T, c *net.TCPConn) {
+	t.Helper()
+	close(s.next)
+	select {
+	case err := <-s.acted:
+		if err != nil {
+			t.Fatalf("the server's %s on the idle connection: %v", s.act, err)
+		}
+	case <-time.After(engineGuard):
+		t.Fatalf("the server did not %s within %v", s.act, engineGuard)
+	}
+	waitReadable(t, c)
+}
+
+func (s *idleServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.remotes)
+}
+
+// askedClose reports, per request, whether it asked to close its
+// connection.
+func (s *idleServer) askedClose() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.closes)
+}
+
+// postAs sends a Post as user (its X-User header) and returns the body,
+// or the error of the call or of the read.
+func postAs(inv transport.Invoker, user string) (string, error) {
+	ctx, cancel := context.WithTimeout(gatewayCtx("X-User", user), engineGuard)
+	defer cancel()
+	resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ user }"}`))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// idleConfig is the schema on engine at url with one connection at most,
+// forwarding X-User.
+func idleConfig(engine, url string, edit func(*env.SourceSchema)) env.Config {
+	cfg := engineConfig(engine, url, func(s *env.SourceSchema) {
+		s.MaxConnsPerHost = 1
+		if edit != nil {
+			edit(s)
+		}
+	})
+	cfg.ForwardHeaders = []string{"X-User"}
+	return cfg
+}
+
+// noSocketLine starts the Info line the sockets backend logs once per
+// schema when a connection's socket cannot be found.
+const noSocketLine = "h1 cannot look at the socket"
+
+// aliceThenBob: alice's Post, the server's act on the idle connection,
+// then bob's Post, which must get bob's own answer. It returns the
+// connections that carried the requests, as the server saw them.
+func aliceThenBob(t *testing.T, inv transport.Invoker, srv *idleServer, d *socketDial) (remotes []string) {
+	t.Helper()
+	got, err := postAs(inv, "alice")
+	if err != nil || got != userAnswer("alice") {
+		t.Fatalf("alice got %q, %v; want her own answer", got, err)
+	}
+	srv.idle(t, d.sock(t, 0))
+	d.closedByReader(t)
+	got, err = postAs(inv, "bob")
+	switch {
+	case err != nil:
+		t.Errorf("bob's Post after the server's %s on the idle connection: %v; want it sent on a new connection", srv.act, err)
+	case got != userAnswer("bob"):
+		t.Errorf("bob got %s, want his own answer %s: what the server wrote on the idle connection became the next caller's answer", got, userAnswer("bob"))
+	}
+	remotes = srv.seen()
+	return remotes
+}
+
+// TestStrayIdleWrappedDial (issue 17, item 2): a Dial hook returns a
+// struct that embeds net.Conn and nothing else; with max_conns_per_host 1,
+// after alice's answer the server writes a whole second response carrying
+// alice's data on the idle connection. bob must get his own answer, on a
+// new connection. On h1 the socket cannot be found under the wrapper: the
+// sockets backend logs so once, at Info, naming the schema, and the
+// connection carries one request, which asks the server to close it
+// (Connection: close), so there is no idle connection to write to.
+// nethttp, whose background reader sees the stray and closes the
+// connection, is the control.
+func TestStrayIdleWrappedDial(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		srv := newIdleServer(t, "stray", nil)
+		d := &socketDial{kind: "embed", reader: engine == env.EngineNetHTTP}
+		var logs logBuffer
+		inv := newInvoker(t, idleConfig(engine, srv.url, nil), infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
+		remotes := aliceThenBob(t, inv, srv, d)
+		if len(remotes) != 2 || remotes[0] == remotes[1] {
+			t.Errorf("requests came on %v; want bob's on a new connection", remotes)
+		}
+		if engine == env.EngineH1 {
+			if n := strings.Count(logs.String(), noSocketLine); n != 1 || !strings.Contains(logs.String(), "source_schema=products") {
+				t.Errorf("the log has %d lines %q naming the schema, want 1:\n%s", n, noSocketLine, logs.String())
+			}
+			if closes := srv.askedClose(); !slices.Equal(closes, []bool{true, true}) {
+				t.Errorf("Connection: close per request %v, want on both: a connection h1 cannot look at carries one request", closes)
+			}
+		}
+	})
+}
+
+// TestStrayIdleNetConnDial: the same, with a wrapper that has a NetConn
+// method: h1 finds the socket through it and serves the connection itself
+// (nothing is logged), its look at the socket sees the stray, and bob's
+// request goes on a new connection.
+func TestStrayIdleNetConnDial(t *testing.T) {
+	srv := newIdleServer(t, "stray", nil)
+	d := &socketDial{kind: "netconn"}
+	var logs logBuffer
+	inv := newInvoker(t, idleConfig(env.EngineH1, srv.url, nil), infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
+	remotes := aliceThenBob(t, inv, srv, d)
+	if len(remotes) != 2 || remotes[0] == remotes[1] {
+		t.Errorf("requests came on %v; want bob's on a new connection", remotes)
+	}
+	if strings.Contains(logs.String(), noSocketLine) {
+		t.Errorf("the socket was not found through NetConn:\n%s", logs.String())
+	}
+	if closes := srv.askedClose(); slices.Contains(closes, true) {
+		t.Errorf("Connection: close per request %v, want none: the connection was meant to be reused", closes)
+	}
+	checkRanOn(t, env.EngineH1, logs.String())
+}
+
+// TestStrayIdleCloseWrappedDial: the server closes alice's connection
+// while it is idle, with each kind of Dial hook wrapper: bob's Post goes
+// on a new connection and succeeds (no "unexpected EOF").
+func TestStrayIdleCloseWrappedDial(t *testing.T) {
+	for _, kind := range []string{"embed", "netconn"} {
+		t.Run(kind, func(t *testing.T) {
+			forEngines(t, func(t *testing.T, engine string) {
+				srv := newIdleServer(t, "close", nil)
+				d := &socketDial{kind: kind, reader: engine == env.EngineNetHTTP}
+				inv := newInvoker(t, idleConfig(engine, srv.url, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
+				remotes := aliceThenBob(t, inv, srv, d)
+				if len(remotes) != 2 || remotes[0] == remotes[1] {
+					t.Errorf("requests came on %v; want bob's on a new connection", remotes)
+				}
+			})
+		})
+	}
+}
