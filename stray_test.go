@@ -19,6 +19,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testpki"
 )
 
 // The idle-stray suite: a server that writes to, or closes, a connection
@@ -449,5 +450,52 @@ func TestStrayIdleCloseWrappedDial(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestStrayIdleTLS: over TLS (h1 with http_version 1.1; the Dial hook
+// returns the TCP connection itself), what the server sends on alice's
+// idle connection reaches the client's socket but not crypto/tls, which
+// reads only when asked. A stray response, a close (close_notify and FIN)
+// or half a record must keep bob off that connection, and he must get his
+// own answer; a session ticket or an empty record, which crypto/tls
+// consumes silently, must not: bob reuses the connection.
+func TestStrayIdleTLS(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS13}
+	for _, c := range []struct {
+		act   string
+		reuse bool
+	}{{"stray", false}, {"close", false}, {"partial", false}, {"ticket", true}, {"empty", true}} {
+		t.Run(c.act, func(t *testing.T) {
+			srv := newIdleServer(t, c.act, tlsCfg)
+			d := &socketDial{kind: "raw"}
+			var logs logBuffer
+			inv := newInvoker(t, idleConfig(env.EngineH1, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }),
+				infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
+			remotes := aliceThenBob(t, inv, srv, d)
+			if len(remotes) != 2 || (remotes[0] == remotes[1]) != c.reuse {
+				t.Errorf("requests came on %v; want bob's on alice's connection: %v", remotes, c.reuse)
+			}
+			checkRanOn(t, env.EngineH1, logs.String())
+			if strings.Contains(logs.String(), noSocketLine) {
+				t.Errorf("the socket of a *net.TCPConn was not found:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestStrayIdleTLSNetHTTP is TestStrayIdleTLS's stray on nethttp, the
+// control: its background reader sees the stray and closes the
+// connection.
+func TestStrayIdleTLSNetHTTP(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
+	srv := newIdleServer(t, "stray", tlsCfg)
+	d := &socketDial{kind: "netconn", reader: true}
+	inv := newInvoker(t, idleConfig(env.EngineNetHTTP, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }),
+		transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
+	if remotes := aliceThenBob(t, inv, srv, d); len(remotes) != 2 || remotes[0] == remotes[1] {
+		t.Errorf("requests came on %v; want bob's on a new connection", remotes)
 	}
 }

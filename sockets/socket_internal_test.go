@@ -5,6 +5,7 @@ package sockets
 import (
 	"crypto/tls"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"syscall"
@@ -115,5 +116,33 @@ func TestSocketOf(t *testing.T) {
 	})
 	if !pk.pending() {
 		t.Error("pending misses a byte in the socket under the wrapper")
+	}
+}
+
+// TestTLSRawFollow: whatever the reads' sizes, tlsRaw knows whether the
+// bytes so far end inside a record (header or body) or between records.
+func TestTLSRawFollow(t *testing.T) {
+	var stream []byte
+	var ends []int // offsets at which a record ends
+	for _, n := range []int{0, 1, 4, 5, 300, 16384 + 256, 7} {
+		stream = append(stream, 23, 3, 3, byte(n>>8), byte(n))
+		stream = append(stream, make([]byte, n)...)
+		ends = append(ends, len(stream))
+	}
+	atEnd := map[int]bool{0: true}
+	for _, e := range ends {
+		atEnd[e] = true
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		var r tlsRaw
+		for off := 0; off < len(stream); {
+			k := min(1+rng.IntN(700), len(stream)-off)
+			r.follow(stream[off : off+k])
+			off += k
+			if got := r.midRecord(); got == atEnd[off] {
+				t.Fatalf("after %d bytes: midRecord %v, want %v", off, got, !atEnd[off])
+			}
+		}
 	}
 }
