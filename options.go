@@ -34,6 +34,12 @@ type options struct {
 // RoundTripper that replaces the path's transport (for tests and
 // in-process source schemas), middleware, and computed headers. The zero
 // value changes nothing. See each field for the paths that honour it.
+//
+// A Dial hook that wraps its connection (to count bytes, log, trace)
+// should give the wrapper a method NetConn() net.Conn returning the
+// connection it wraps: engine h1 looks at the socket under it before it
+// reuses an idle connection, and without one each connection carries one
+// request (see Dial).
 type SchemaOptions = backend.SchemaOptions
 
 // WithSchemaOptions sets the Go-only settings of source schema name. A

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,23 +32,34 @@ import (
 // header in writes of its own; a body of unknown length goes chunked.
 const oneWriteMax = 64 << 10
 
-// h1Dialer opens the h1 engine's connections. Immutable after newPool.
+// h1Dialer opens the h1 engine's connections. Immutable after newPool,
+// but for once.
 type h1Dialer struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	addr      string
 	tls       *tls.Config   // nil over http; offers only http/1.1 by ALPN
 	handshake time.Duration // bounds the TLS handshake; 0: no bound of its own
 	maxHeader int64         // the response header bound (h1.ReadResponse)
+
+	// schema and log name the schema in noSocket's line; once makes it
+	// one line per pool.
+	schema string
+	log    *slog.Logger
+	once   sync.Once
 }
 
-// open dials a connection, with TLS over https.
+// open dials a connection, with TLS over https. A connection whose socket
+// cannot be looked at (peeker.init) carries one request (h1Conn.oneShot).
 func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 	nc, err := d.dial(ctx, "tcp", d.addr)
 	if err != nil {
 		return dialed{}, err
 	}
 	c := &h1Conn{nc: nc, maxHeader: d.maxHeader}
-	c.peeker.init(nc)
+	if err := c.peeker.init(nc); err != nil {
+		c.oneShot = true
+		d.noSocket(err)
+	}
 	if d.tls != nil {
 		hctx := ctx
 		if d.handshake > 0 {
@@ -54,7 +67,13 @@ func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 			hctx, cancel = context.WithTimeout(ctx, d.handshake)
 			defer cancel()
 		}
-		tc := tls.Client(nc, d.tls)
+		var under net.Conn = nc
+		var raw *tlsRaw
+		if !c.oneShot {
+			raw = &tlsRaw{Conn: nc, pk: &c.peeker}
+			under = raw
+		}
+		tc := tls.Client(under, d.tls)
 		if err := tc.HandshakeContext(hctx); err != nil {
 			nc.Close()
 			if ctx.Err() == nil && hctx.Err() != nil {
@@ -65,10 +84,22 @@ func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
 			return dialed{}, err
 		}
 		st := tc.ConnectionState()
-		c.nc, c.tls = tc, &st
+		c.nc, c.tls, c.raw = tc, &st, raw
 	}
 	c.br = bufio.NewReaderSize(readerOf{c}, 4<<10)
 	return dialed{cc: c, written: &c.written}, nil
+}
+
+// noSocket says, once per pool, at Info, that the schema's connections
+// carry one request each, and why.
+func (d *h1Dialer) noSocket(why error) {
+	d.once.Do(func() {
+		if d.log == nil {
+			return // a pool built by a test
+		}
+		d.log.Info("h1 cannot look at the socket of this source schema's connections, so it cannot tell whether the server closed an idle one or wrote to it: each connection carries one request (Connection: close). A Dial hook shows the socket by returning a syscall.Conn, or a wrapper with a NetConn method (see SchemaOptions.Dial)",
+			"source_schema", d.schema, "reason", why.Error())
+	})
 }
 
 // The states of an h1Conn.
@@ -90,7 +121,9 @@ const (
 type h1Conn struct {
 	nc        net.Conn                  // immutable after open (the TLS conn over https); Close and SetDeadline are safe from any goroutine
 	tls       *tls.ConnectionState      // immutable after open; nil over http; every response's TLS
+	raw       *tlsRaw                   // immutable after open; nil over http and when oneShot: what crypto/tls reads and writes
 	maxHeader int64                     // immutable
+	oneShot   bool                      // immutable after open: the socket cannot be looked at, so the connection carries one request, which asks the server to close it
 	peeker                              // holder: looks at the socket before the connection is reused
 	written   atomic.Int64              // bytes written so far
 	state     atomic.Int32              // h1Free, h1Reserved or h1Busy
@@ -187,21 +220,84 @@ func (c *h1Conn) Reserve() error {
 
 // stale reports whether the server closed the idle connection or sent
 // something nobody asked for. Over http, a MSG_PEEK at the socket tells.
-// Over TLS the socket cannot: crypto/tls may hold decrypted bytes that
-// arrived in one record with the last response's end, and a record at the
-// socket may be a session ticket, which is not stray. So the connection
-// is read through TLS with a deadline already past: bytes or an end are
-// stale, the timeout alone means nothing is there (crypto/tls keeps a
-// connection usable after a timeout).
+//
+// Over TLS, what is unread may be in three places: decrypted in
+// crypto/tls (bytes that came in one record with the last response's
+// end), in whole or part records crypto/tls has read from the socket and
+// not opened, or in the socket. And a record may be a session ticket or
+// an empty record, which crypto/tls consumes and which are not stray. So
+// the connection is read through crypto/tls with tlsRaw looking: what
+// crypto/tls holds is opened without touching the socket, a read of the
+// socket happens only when a peek shows it holds bytes (or an end), and
+// one that would wait fails at once with a timeout, which crypto/tls
+// survives. Bytes or an end are stale. A timeout alone means nothing is
+// there, unless crypto/tls has read part of a record: then the server is
+// sending something, which the next request would read first.
+//
+// A read deadline already past would not do: the runtime's poller fails
+// a read with an expired deadline without reading the socket, so records
+// in the socket would go unseen.
 func (c *h1Conn) stale() bool {
-	if c.tls == nil {
+	switch {
+	case c.oneShot:
+		return true // never reused; nothing to look at
+	case c.raw == nil:
 		return c.pending()
 	}
-	c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.raw.look = true
 	_, err := c.br.Peek(1)
-	c.nc.SetReadDeadline(time.Time{})
-	return !errors.Is(err, os.ErrDeadlineExceeded)
+	c.raw.look = false
+	return !errors.Is(err, os.ErrDeadlineExceeded) || c.raw.midRecord()
 }
+
+// tlsRaw is what an h1 connection's crypto/tls reads and writes: the
+// connection as dialled. It follows the stream of TLS records that
+// crypto/tls reads (RFC 8446, section 5.1: a 5-byte header, the last two
+// bytes the length of what follows), and, while stale looks, reads only
+// what the socket holds already.
+//
+// Ownership: the fields marked "holder" are the h1Conn's holder's (see
+// h1Conn), and, before that, open's: crypto/tls reads on the goroutine of
+// the handshake or of the holder's read.
+type tlsRaw struct {
+	net.Conn         // as dialled; immutable
+	pk       *peeker // the h1Conn's, on the socket under Conn; immutable
+	look     bool    // holder: stale is looking
+	hdr      [5]byte // holder: the header of the record being read, as far as read (hn)
+	hn       int     // holder: bytes of hdr read; 0 between headers
+	left     int     // holder: bytes of the current record not read yet
+}
+
+func (r *tlsRaw) Read(p []byte) (int, error) {
+	if r.look && !r.pk.pending() {
+		return 0, os.ErrDeadlineExceeded // a net.Error crypto/tls treats as temporary
+	}
+	n, err := r.Conn.Read(p)
+	r.follow(p[:n])
+	return n, err
+}
+
+// follow moves through the record framing over b, the next bytes read.
+func (r *tlsRaw) follow(b []byte) {
+	for len(b) > 0 {
+		if r.left > 0 {
+			k := min(r.left, len(b))
+			r.left -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(r.hdr[r.hn:], b)
+		r.hn += k
+		b = b[k:]
+		if r.hn == len(r.hdr) {
+			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+			r.hn = 0
+		}
+	}
+}
+
+// midRecord reports whether crypto/tls has read part of a record.
+func (r *tlsRaw) midRecord() bool { return r.hn > 0 || r.left > 0 }
 
 // Release gives back a reservation that was not used.
 func (c *h1Conn) Release() {
@@ -269,7 +365,7 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	}
 	reused := c.used
 	c.used = true
-	c.reuse = !req.Close
+	c.reuse = !req.Close && !c.oneShot
 	ctx := req.Context()
 	if ctx.Done() != nil {
 		c.ctx = ctx
@@ -342,6 +438,7 @@ func (c *h1Conn) write(req *http.Request) error {
 	if err != nil {
 		return err
 	}
+	f.Close = c.oneShot // the server closes too, usually first: TIME_WAIT then stays on its side
 	buf := h1.AppendRequest(c.wbuf[:0], req, f)
 	rest := int64(0)
 	if f.ContentLength > 0 {

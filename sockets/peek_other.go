@@ -4,10 +4,13 @@ package sockets
 
 import "errors"
 
-// peekFD does nothing where MSG_PEEK is not available: the pool relies on
-// the parked reader alone.
+// peekFD does nothing where a non-blocking MSG_PEEK is not available:
+// peeker.init fails, so the pool relies on net/http's parked reader alone,
+// and each h1 connection carries one request (h1Conn.oneShot).
 func (pk *peeker) peekFD(uintptr) { pk.peekErr = errNoPeek }
 
 func peekSaw(n int, err error) bool { return false }
 
-var errNoPeek = errors.New("no MSG_PEEK on this platform")
+func peekable(error) bool { return false }
+
+var errNoPeek = errors.New("no non-blocking MSG_PEEK on this platform")

@@ -21,3 +21,10 @@ func peekSaw(n int, err error) bool {
 	}
 	return true // n > 0: bytes; n == 0: the server closed its end
 }
+
+// peekable reports whether a peek's result leaves a socket that pending
+// can look at: anything but "not a socket" (a pipe or a file under the
+// connection) or "not supported".
+func peekable(err error) bool {
+	return !errors.Is(err, syscall.ENOTSOCK) && !errors.Is(err, syscall.EOPNOTSUPP)
+}

@@ -76,7 +76,7 @@ func (Backend) Key(s *backend.Schema) (backend.Key, error) {
 // Open builds the schema's pool.
 func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
 	kk := k.(*key)
-	p, err := newPool(s.Name, kk, s.Options.Dial, s.LookupEnv)
+	p, err := newPool(s.Name, kk, s.Options.Dial, s.LookupEnv, s.Log)
 	if err != nil {
 		return nil, err
 	}

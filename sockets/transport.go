@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,8 +21,8 @@ import (
 // newPool validates nothing (env.Config.Validate did) and maps a source
 // schema's settings straight onto an http.Transport and the pool around it,
 // as Caddy provisions its reverse proxy transport. dial, if set, replaces
-// the dialer (SchemaOptions.Dial).
-func newPool(name string, k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error), lookupEnv func(string) (string, bool)) (*pool, error) {
+// the dialer (SchemaOptions.Dial). log receives the pool's events.
+func newPool(name string, k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error), lookupEnv func(string) (string, bool), log *slog.Logger) (*pool, error) {
 	s := k.settings
 	tlsCfg := k.tls
 	dialer := backend.Dialer(s)
@@ -54,7 +55,7 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 		}
 	}
 	if s.Engine == env.EngineH1 {
-		return newH1Pool(k, dial), nil
+		return newH1Pool(name, k, dial, log), nil
 	}
 	p := &pool{}
 	if tlsCfg != nil {
@@ -111,10 +112,11 @@ func poolRules(k *key) pool {
 }
 
 // newH1Pool builds the pool of a schema the h1 engine serves (engineFor
-// chose it): HTTP/1.1 only, no proxy. dial is the pool's dial function.
-func newH1Pool(k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *pool {
+// chose it): HTTP/1.1 only, no proxy. dial is the pool's dial function;
+// log receives the pool's events.
+func newH1Pool(name string, k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) *pool {
 	s := k.settings
-	d := &h1Dialer{dial: dial, addr: k.addr, handshake: env.Bound(s.TLSHandshakeTimeout)}
+	d := &h1Dialer{dial: dial, addr: k.addr, handshake: env.Bound(s.TLSHandshakeTimeout), schema: name, log: log}
 	// 0 (NoLimit) is h1's default, net/http's 10 MiB, as for nethttp.
 	d.maxHeader = int64(env.Limit(s.MaxResponseHeaderBytes))
 	if k.scheme == "https" {

@@ -2,6 +2,8 @@ package sockets
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -41,7 +43,7 @@ type watchedConn struct {
 
 func newWatchedConn(c net.Conn) *watchedConn {
 	w := &watchedConn{Conn: c}
-	w.peeker.init(c)
+	w.peeker.init(c) // none found: the parked reader alone guards it
 	return w
 }
 
@@ -49,23 +51,71 @@ func newWatchedConn(c net.Conn) *watchedConn {
 // called by one goroutine at a time: the pool with pool.mu held, or the
 // request that holds the connection.
 type peeker struct {
-	raw  syscall.RawConn  // nil: pending cannot look at the socket
-	peek func(fd uintptr) // made once, so that pending allocates nothing
+	raw  syscall.RawConn  // nil: pending cannot look at the socket; set by init
+	peek func(fd uintptr) // made once, so that pending allocates nothing; set by init
 	// peekN and peekErr are the last peek's result, written and read only
-	// by pending.
+	// by pending (and init).
 	peekN   int
 	peekErr error
 	buf     [1]byte
 }
 
-// init sets pk up to look at c's socket, if c has one.
-func (pk *peeker) init(c net.Conn) {
-	if sc, ok := c.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			pk.raw = raw
-			pk.peek = pk.peekFD
+// errNoSocket is peeker.init's error for a connection under which
+// socketOf finds no socket.
+var errNoSocket = errors.New("the connection is not a syscall.Conn and has no NetConn method that leads to one")
+
+// init sets pk up to look at the socket under c (socketOf). It fails when
+// there is none, or when the socket cannot be peeked at (not a socket, or
+// no MSG_PEEK on this platform): then pending always says false.
+func (pk *peeker) init(c net.Conn) error {
+	raw := socketOf(c)
+	if raw == nil {
+		return errNoSocket
+	}
+	pk.raw, pk.peek = raw, pk.peekFD
+	pk.peekN, pk.peekErr = 0, nil
+	err := raw.Control(pk.peek)
+	if err == nil && !peekable(pk.peekErr) {
+		err = pk.peekErr
+	}
+	if err != nil {
+		pk.raw, pk.peek = nil, nil
+		return err
+	}
+	return nil
+}
+
+// maxWrappers bounds how many wrappers socketOf looks through.
+const maxWrappers = 8
+
+// socketOf returns the socket under c: c's own if c is a syscall.Conn,
+// else that of the connection its NetConn method returns, looked at the
+// same way, through at most maxWrappers wrappers. This is the documented
+// way for a SchemaOptions.Dial hook's wrapper to show its socket: a
+// wrapper must read and write through what NetConn returns, holding no
+// byte it read back. So a *tls.Conn, whose NetConn returns the
+// connection under its records, is not looked through: the bytes it has
+// read and not yet returned are not in the socket. Nil: no socket found.
+func socketOf(c net.Conn) syscall.RawConn {
+	for range 1 + maxWrappers { // c, then each wrapper's NetConn
+		switch w := c.(type) {
+		case *tls.Conn:
+			return nil
+		case syscall.Conn:
+			raw, err := w.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return raw
+		case interface{ NetConn() net.Conn }:
+			if c = w.NetConn(); c == nil {
+				return nil
+			}
+		default:
+			return nil
 		}
 	}
+	return nil
 }
 
 func (w *watchedConn) Read(p []byte) (int, error) {

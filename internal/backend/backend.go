@@ -54,6 +54,23 @@ type SchemaOptions struct {
 	// Dial opens the source schema's connections instead of the default
 	// dialer (sockets path). Nil: a net.Dialer with connect_timeout and
 	// keep_alive, or the unix_socket if configured.
+	//
+	// Before it reuses an idle connection, engine h1 looks at its socket
+	// (a non-blocking MSG_PEEK) to see whether the server closed it or
+	// wrote to it; so it must find the socket under what Dial returns: a
+	// syscall.Conn (a *net.TCPConn or *net.UnixConn, as dialled), or a
+	// wrapper with a method NetConn() net.Conn that returns the
+	// connection it wraps, looked at the same way, through up to 8
+	// wrappers. A wrapper that shows its connection so must read and
+	// write through it and hold back no byte it read (a *tls.Conn holds
+	// back records, so it is not looked through). Where no socket is
+	// found (a struct that embeds net.Conn and has no NetConn method, a
+	// pipe; and every connection where the platform has no MSG_PEEK),
+	// each connection carries one request, which asks the server to
+	// close it (Connection: close), and the sockets path logs that once
+	// per pool, at Info, naming the schema. Engine nethttp needs no
+	// socket (its guard is net/http's reader), but uses one it finds the
+	// same way.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// VerifyConnection is called after the TLS handshake and certificate

@@ -20,7 +20,8 @@ const defaultUserAgent = "Go-http-client/1.1"
 // allocating; a request with more sorts them on the heap.
 const maxSortedKeys = 32
 
-// Framing says how a request's body goes on the wire.
+// Framing says how a request's body goes on the wire, and whether the
+// connection ends with it.
 type Framing struct {
 	// ContentLength is the body's length, or -1 when it is unknown and the
 	// body goes chunked. 0 with Chunked false: no body.
@@ -30,6 +31,11 @@ type Framing struct {
 	// SendLength: the header carries Content-Length (also 0 for POST, PUT
 	// and PATCH without a body, as net/http sends it).
 	SendLength bool
+	// Close: the head asks the server to close the connection after its
+	// answer (Connection: close), as req.Close does; set by the caller
+	// (FramingOf leaves it false) for a connection that carries one
+	// request.
+	Close bool
 }
 
 // FramingOf decides how req's body goes, as net/http's client does
@@ -113,7 +119,7 @@ func Check(req *http.Request) error {
 // AppendRequest appends req's request line and header, as net/http's
 // client writes them, to dst: the request line, Host, User-Agent
 // (Go-http-client/1.1 unless the header sets one; none if it is set
-// empty), Connection: close when req.Close, Content-Length or
+// empty), Connection: close when req.Close or f.Close, Content-Length or
 // Transfer-Encoding as f says, then the other header fields sorted by key,
 // each value trimmed, and the blank line. Call Check first.
 func AppendRequest(dst []byte, req *http.Request, f Framing) []byte {
@@ -139,7 +145,7 @@ func AppendRequest(dst []byte, req *http.Request, f Framing) []byte {
 		dst = append(dst, trimString(ua)...)
 		dst = append(dst, "\r\n"...)
 	}
-	if req.Close && !hasToken(firstValue(req.Header["Connection"]), "close") {
+	if (req.Close || f.Close) && !hasToken(firstValue(req.Header["Connection"]), "close") {
 		dst = append(dst, "Connection: close\r\n"...)
 	}
 	switch {

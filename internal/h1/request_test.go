@@ -379,6 +379,34 @@ func TestUnknownLengthGoesChunked(t *testing.T) {
 	}
 }
 
+// TestFramingClose: Framing.Close writes the Connection: close that
+// req.Close would, where net/http writes it, without changing the
+// request; once when the header already asks to close.
+func TestFramingClose(t *testing.T) {
+	for _, edit := range []func(*http.Request){nil, setHeader("Connection", "close")} {
+		build := withBody("POST", "/graphql", bytesBody, `{"query":"{ me }"}`, edit)
+		req := build()
+		f, err := h1.FramingOf(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close = true
+		got := h1.AppendRequest(nil, req, f)
+		ref := build()
+		ref.Close = true
+		want, err := writeStd(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, head(want)) {
+			t.Errorf("with Framing.Close:\n got %q\nwant %q (net/http with req.Close)", got, head(want))
+		}
+		if req.Close {
+			t.Error("AppendRequest set req.Close")
+		}
+	}
+}
+
 // countConn counts the bytes written to its connection. It counts them
 // before it writes them, so that the count is in when the server's answer
 // to them arrives.

@@ -42,7 +42,9 @@ func (d *DialRecorder) Addrs() []string {
 }
 
 // OnClose returns c with closed called once, at its first Close, before c
-// closes: a way to count or time the connections a pool closes.
+// closes: a way to count or time the connections a pool closes. The
+// wrapper shows c through NetConn, so that the sockets path's h1 engine
+// still finds the socket (see SchemaOptions.Dial).
 func OnClose(c net.Conn, closed func()) net.Conn {
 	return &onCloseConn{Conn: c, closed: closed}
 }
@@ -57,6 +59,9 @@ func (c *onCloseConn) Close() error {
 	c.once.Do(c.closed)
 	return c.Conn.Close()
 }
+
+// NetConn returns the connection under the wrapper.
+func (c *onCloseConn) NetConn() net.Conn { return c.Conn }
 
 // CloseTimer is a Dial hook that reports on Ages the age of each
 // connection it dialled when the connection is first closed, measured from
