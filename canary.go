@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"hash/maphash"
 	"io"
 	"log/slog"
@@ -166,7 +167,7 @@ func (inv *invoker) canaryPost(ctx context.Context, name string, body []byte) (*
 	start := s.Start()
 	resp, err := e.candidate.post(bctx, body)
 	record(ctx, s, canary.Sockets, resp, err, start)
-	if err != nil && bctx.Err() == nil && operation.Of(body) == operation.Query {
+	if !spentOnSockets(bctx, err) && operation.Of(body) == operation.Query {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.serve.post(bctx, body)
@@ -205,7 +206,7 @@ func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request
 	start := s.Start()
 	resp, err := e.candidate.do(bctx, req)
 	record(ctx, s, canary.Sockets, resp, err, start)
-	if err != nil && bctx.Err() == nil {
+	if !spentOnSockets(bctx, err) {
 		if again, ok := resendable(req); ok {
 			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 			start = s.Start()
@@ -214,6 +215,22 @@ func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request
 		}
 	}
 	return g.finish(resp, err)
+}
+
+// spentOnSockets reports whether a sockets attempt that ended with err
+// leaves nothing to send again on legacy: it succeeded, or the call's
+// bounds are spent (bctx ended), or it ran out of a bound itself (a
+// header or request timeout, which the engine may notice a moment before
+// bctx's own timer: the same bound, spent).
+func spentOnSockets(bctx context.Context, err error) bool {
+	if err == nil || bctx.Err() != nil {
+		return true
+	}
+	// Only the call's own bounds: a dial timeout (connect_timeout) sent
+	// nothing and leaves the bounds for legacy.
+	var hte *bound.HeaderTimeoutError
+	var rte *bound.RequestTimeoutError
+	return errors.As(err, &hte) || errors.As(err, &rte)
 }
 
 // spannedCall is the bounds of a call that may take two attempts (a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/wiretest"
 )
 
 // The wire tests of issue 17: nothing to the wrong user, nothing run twice.
@@ -120,10 +122,14 @@ func askAs(inv transport.Invoker, url, call, user string) (string, error) {
 // header timer is the one at stake only with request_timeout set.
 func TestDedupeHeaderTimeoutSparesBody(t *testing.T) {
 	const header = 100 * time.Millisecond
-	for _, p := range paths {
+	for _, p := range append(slices.Clone(paths), "sockets-h2c") {
 		t.Run(string(p), func(t *testing.T) {
 			release := make(chan struct{})
-			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+			h2c := p == "sockets-h2c"
+			if h2c {
+				p = env.PathSockets
+			}
+			srv := newWireServer(t, wiretest.Options{H2COnly: h2c, Handler: func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, `{"data":{"slow":"`)
 				w.(http.Flusher).Flush()
 				// The rest after twice the header bound, counted from when
@@ -137,8 +143,11 @@ func TestDedupeHeaderTimeoutSparesBody(t *testing.T) {
 				}
 				<-release
 				io.WriteString(w, `body"}}`)
-			})
+			}})
 			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				if h2c {
+					s.HTTPVersion = "h2c"
+				}
 				s.Dedupe = env.Enabled
 				s.HeaderTimeout = header
 				s.RequestTimeout = time.Hour // on h1, the request path's header timer, not the engine's
@@ -170,24 +179,32 @@ func TestCanaryResendSpendsBounds(t *testing.T) {
 		{"header_timeout", 100 * time.Millisecond, 0},
 		{"request_timeout", 0, 100 * time.Millisecond},
 	} {
-		t.Run("spent/"+tc.name, func(t *testing.T) {
-			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-				<-r.Context().Done() // never answers: every attempt runs out of its bound
+		for _, call := range []string{"Post", "Do"} {
+			t.Run("spent/"+tc.name+"/"+call, func(t *testing.T) {
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					<-r.Context().Done() // never answers: every attempt runs out of its bound
+				})
+				cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
+				s := cfg.SourceSchemas["products"]
+				s.HeaderTimeout, s.RequestTimeout = tc.header, tc.request
+				cfg.SourceSchemas["products"] = s
+				inv := newInvoker(t, cfg)
+				var err error
+				if call == "Post" {
+					_, err = inv.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
+				} else {
+					req, _ := http.NewRequest(http.MethodGet, srv.URL()+"?query=%7B+a+%7D", nil)
+					_, err = inv.Do(context.Background(), "products", req)
+				}
+				if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Post: %v, want the %s error", err, tc.name)
+				}
+				srv.Close() // every request the server will see has come
+				if legacy, sockets := countPaths(srv); legacy != 0 || sockets != 1 {
+					t.Errorf("the server saw %d requests on sockets and %d on legacy, want 1 and 0: the re-send started the bounds again (%v)", sockets, legacy, err)
+				}
 			})
-			cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
-			s := cfg.SourceSchemas["products"]
-			s.HeaderTimeout, s.RequestTimeout = tc.header, tc.request
-			cfg.SourceSchemas["products"] = s
-			inv := newInvoker(t, cfg)
-			_, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
-			if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Post: %v, want the %s error", err, tc.name)
-			}
-			srv.Close() // every request the server will see has come
-			if legacy, sockets := countPaths(srv); legacy != 0 || sockets != 1 {
-				t.Errorf("the server saw %d requests on sockets and %d on legacy, want 1 and 0: the re-send started the bounds again (%v)", sockets, legacy, err)
-			}
-		})
+		}
 	}
 	t.Run("left/request_timeout", func(t *testing.T) {
 		srv := newSchemaServer(t, nil)
