@@ -38,6 +38,8 @@ type invoker struct {
 	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
 	unobserve []func() error               // set in New; called in Close under mu
 
+	upgrades upgradeSet // the connections handed over after a 101; safe for concurrent use (upgrade.go)
+
 	mu    sync.Mutex            // serialises Reload and Close
 	state atomic.Pointer[state] // the configuration in force; stored under mu, nil after Close
 }
@@ -410,6 +412,7 @@ func (inv *invoker) Close() error {
 		errs = append(errs, u())
 	}
 	retire(st, &state{})
+	inv.upgrades.closeAll()
 	inv.closeEngines()
 	return errors.Join(errs...)
 }

@@ -238,12 +238,8 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := r.attempt(req)
 		if err == nil {
-			if turnsOver(resp) && !asksUpgrade(req) {
-				// The body is the raw connection: no bound would reach it,
-				// it would leave the pool's count, and it would outlive
-				// Close. Closing it closes the connection.
-				resp.Body.Close()
-				return nil, fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+			if turnsOver(resp) {
+				return r.switched(req, resp)
 			}
 			return resp, nil
 		}
@@ -296,6 +292,40 @@ func turnsOver(resp *http.Response) bool {
 	}
 	_, writable := resp.Body.(io.Writer)
 	return writable
+}
+
+// switched takes a response that hands the connection over (a 101): the
+// answer to a request that asked to switch to the protocol it names, as
+// httputil.ReverseProxy checks it, with a body the caller can write to; the
+// connection is then the caller's, counted by the invoker so that Close
+// closes it. Anything else is refused and its connection closed: an unasked
+// switch, another protocol than the one asked for, a body that cannot be
+// written.
+func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response, error) {
+	asked, got := upgradeType(req.Header), resp.Header.Get("Upgrade")
+	rwc, writable := resp.Body.(io.ReadWriteCloser)
+	var err error
+	switch {
+	case !asksUpgrade(req):
+		// The body is the raw connection: no bound would reach it, it
+		// would leave the pool's count, and it would outlive Close.
+		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+	case resp.StatusCode != http.StatusSwitchingProtocols || !writable:
+		err = fmt.Errorf("%w: %s with a body that cannot be written; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+	case !strings.EqualFold(asked, got):
+		err = fmt.Errorf("%w: the server switched to protocol %q when %q was asked; the connection is closed", ErrUnaskedUpgrade, got, asked)
+	}
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	resp.Body = r.inv.upgrades.add(rwc)
+	return resp, nil
+}
+
+// upgradeType returns the protocol h asks to switch to, "" if none.
+func upgradeType(h http.Header) string {
+	return strings.TrimSpace(h.Get("Upgrade"))
 }
 
 // asksUpgrade reports whether req asked to switch protocols (an Upgrade

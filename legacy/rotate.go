@@ -90,6 +90,12 @@ func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 		g.release()
 		return nil, err
 	}
+	if _, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// A protocol switch: the connection left the transport, which no
+		// longer counts it; the body stays writable.
+		g.release()
+		return resp, nil
+	}
 	resp.Body = &trackedBody{rc: resp.Body, g: g}
 	return resp, nil
 }

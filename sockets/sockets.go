@@ -173,6 +173,9 @@ func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
 }
 
 func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Response, error) {
+	if t.pool.h1 != nil && asksUpgrade(req) {
+		return t.pool.upgrade(req, d)
+	}
 	var start, deadline time.Time
 	if d > 0 {
 		start = time.Now()

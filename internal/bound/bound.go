@@ -232,6 +232,15 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 		g.release()
 		return nil, &g.headerCause
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if _, ok := resp.Body.(io.ReadWriteCloser); ok {
+			// The connection now belongs to the caller: the request is
+			// over, and no bound of it cuts the connection. The body stays
+			// writable.
+			g.release()
+			return resp, nil
+		}
+	}
 	g.body = resp.Body
 	resp.Body = g
 	return resp, nil

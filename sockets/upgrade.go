@@ -1,0 +1,110 @@
+package sockets
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fusiongo/transport/internal/bound"
+)
+
+// The h1 engine does not switch protocols itself: a request that asks to
+// (an Upgrade named in Connection, as a WebSocket client's handshake does)
+// goes through a net/http Transport of the schema's own, dialled as the h1
+// engine dials, with its TLS settings and no proxy, one connection per
+// request. net/http hands the connection over on a 101 with a writable
+// body; any other answer closes its connection when its body is closed.
+// The connection is outside the pool: max_conns_per_host does not count
+// it, and a drained pool does not close it (the invoker's Close does).
+
+// upgrader is the h1 engine's Transport for protocol switches, built on
+// first use. Its fields are set once, under once.
+type upgrader struct {
+	once sync.Once
+	tr   *http.Transport
+}
+
+// transport returns the Transport for d's schema, building it once.
+func (u *upgrader) transport(d *h1Dialer) *http.Transport {
+	u.once.Do(func() {
+		u.tr = &http.Transport{
+			Proxy: nil, // never the environment's, as the h1 engine
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.dial(ctx, "tcp", d.addr)
+			},
+			TLSClientConfig:        d.tls, // http/1.1 by ALPN only
+			TLSHandshakeTimeout:    d.handshake,
+			MaxResponseHeaderBytes: d.maxHeader,
+			DisableCompression:     true,
+			DisableKeepAlives:      true,
+		}
+	})
+	return u.tr
+}
+
+// asksUpgrade reports whether req asks to switch protocols: an Upgrade
+// header and the token "upgrade" in Connection.
+func asksUpgrade(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// upgrade sends req, which asks to switch protocols, on the upgrade
+// Transport, its response headers bounded by within when positive (a
+// *bound.HeaderTimeoutError past it). After a 101 no bound of the request
+// reaches the connection.
+func (p *pool) upgrade(req *http.Request, within time.Duration) (*http.Response, error) {
+	tr := p.upgrades.transport(p.h1)
+	if within <= 0 {
+		return tr.RoundTrip(req)
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	cause := &bound.HeaderTimeoutError{Bound: within}
+	timer := time.AfterFunc(within, func() { cancel(cause) })
+	resp, err := tr.RoundTrip(req.WithContext(ctx))
+	if !timer.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, cause
+	}
+	switch {
+	case err != nil:
+		cancel(nil)
+		return nil, err
+	case resp.StatusCode == http.StatusSwitchingProtocols:
+		// net/http has handed the connection over: the context no longer
+		// reaches it.
+		cancel(nil)
+		return resp, nil
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose is a response body whose request context ends when it is
+// closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
