@@ -163,3 +163,63 @@ func TestUpgradeWrongProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamCancel: a streamed answer (text/event-stream) reaches the
+// caller event by event, past the header bound; cancelling the caller's
+// context closes the source schema's connection, whether or not a Read is
+// in progress, on every path and engine: the server sees its request end.
+func TestStreamCancel(t *testing.T) {
+	const bound = 100 * time.Millisecond
+	for _, p := range paths {
+		for _, reading := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/read in progress %v", p, reading), func(t *testing.T) {
+				gone := make(chan struct{})
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					for i := range 3 {
+						fmt.Fprintf(w, "data: %d\n\n", i)
+						w.(http.Flusher).Flush()
+					}
+					<-r.Context().Done() // the client went away
+					close(gone)
+				})
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) { s.HeaderTimeout = bound }))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				resp, err := inv.Post(ctx, "products", []byte(`{"query":"subscription { s }"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				past := time.NewTimer(2 * bound) // events still come past the header bound
+				<-past.C
+				br := bufio.NewReader(resp.Body)
+				for i := range 3 {
+					line, err := br.ReadString('\n')
+					if err != nil || line != fmt.Sprintf("data: %d\n", i) {
+						t.Fatalf("event %d: %q, %v", i, line, err)
+					}
+					br.ReadString('\n')
+				}
+				readDone := make(chan error, 1)
+				if reading {
+					go func() {
+						_, err := br.ReadString('\n') // blocks: no more events
+						readDone <- err
+					}()
+				}
+				cancel()
+				select {
+				case <-gone:
+				case <-time.After(engineGuard):
+					t.Fatal("the source schema's connection stayed open after the caller left")
+				}
+				if reading {
+					if err := <-readDone; err == nil {
+						t.Error("the blocked read returned no error after the cancel")
+					}
+				}
+			})
+		}
+	}
+}

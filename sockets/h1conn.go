@@ -484,9 +484,15 @@ type writerOf struct{ c *h1Conn }
 func (w writerOf) Write(p []byte) (int, error) { return w.c.countWrite(p) }
 
 // interrupt is the context's AfterFunc: it ends the read or write in
-// progress at once. The holder's read sees the context's cause.
+// progress at once, and closes the connection, so that a caller who left
+// between two reads of a stream (a subscription's client gone between two
+// events) holds no connection, as net/http closes it. The holder's next
+// read or write sees the context's cause and fails the connection for the
+// pool; a cancelled request's connection is never reused anyway
+// (endRequest).
 func (c *h1Conn) interrupt() {
 	c.nc.SetDeadline(time.Unix(1, 0))
+	c.nc.Close()
 }
 
 // failed closes the connection after a failed request and returns the
