@@ -146,7 +146,7 @@ type conn struct {
 	// other than the one that dialled it; read by schema after the request.
 	reused atomic.Bool
 	// h2 is set by dial (the protocol is known from ALPN, h2c, or the
-	// number of streams) and by schema.roundTripOnce when a response came
+	// number of streams) and by poolTransport.roundTrip when a response came
 	// over HTTP/2; it is never cleared. Read by get and hasH2 with p.mu held.
 	h2 atomic.Bool
 

@@ -130,7 +130,7 @@ type result struct {
 	err    error
 }
 
-// send runs one request through p as schema.roundTripOnce does, reads its
+// send runs one request through p as poolTransport.roundTrip does, reads its
 // body and reports the connection that carried it.
 func send(ctx context.Context, p *pool, method string) result {
 	c, pending, err := p.get(ctx, time.Time{})

@@ -9,10 +9,12 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 )
 
-// AttemptError is what a Transport returns for an attempt that failed on a
-// connection that had carried an earlier request: the server may have
-// closed it just as this request left. Resend reads it; the request path
-// unwraps it before a caller sees the error.
+// AttemptError is what a Transport returns for an attempt whose failure
+// may allow sending it again: on a connection that had carried an earlier
+// request (Reused: the server may have closed it just as this request
+// left), or on any connection, fresh ones included, before a byte of the
+// request was written (Unsent). Resend reads it; the request path unwraps
+// it before a caller sees the error.
 type AttemptError struct {
 	Err error
 	// Reused: the connection had carried an earlier request.
@@ -83,8 +85,8 @@ const (
 //     nothingWrittenError;
 //   - the server refused the HTTP/2 stream: any request, up to MaxRefused;
 //   - a reused connection failed (AttemptError.Reused): a request with an
-//     idempotent method (RFC 9110, section 9.2.2) or an Idempotency-Key,
-//     once. A POST without a key is never sent twice: it may be a mutation
+//     idempotent method (RFC 9110, section 9.2.2) or an Idempotency-Key
+//     (or X-Idempotency-Key) header, once. A POST without a key is never sent twice: it may be a mutation
 //     the server already ran.
 //
 // In every case but the first two, the body must be replayable: no body,
@@ -150,8 +152,10 @@ func idempotent(req *http.Request) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
+	// net/http's isReplayable reads both spellings.
 	_, ok := req.Header["Idempotency-Key"]
-	return ok
+	_, xok := req.Header["X-Idempotency-Key"]
+	return ok || xok
 }
 
 func replayableBody(req *http.Request) bool {

@@ -86,6 +86,7 @@ func TestResend(t *testing.T) {
 		{"stale GET", nil, http.MethodGet, "", false, nil, &backend.AttemptError{Err: reset, Reused: true}, backend.Stale, backend.MaxStale},
 		{"stale HEAD", nil, http.MethodHead, "", false, nil, &backend.AttemptError{Err: reset, Reused: true}, backend.Stale, backend.MaxStale},
 		{"stale POST with Idempotency-Key", nil, http.MethodPost, "q", true, key, &backend.AttemptError{Err: reset, Reused: true}, backend.Stale, backend.MaxStale},
+		{"stale POST with X-Idempotency-Key", nil, http.MethodPost, "q", true, http.Header{"X-Idempotency-Key": {"k-1"}}, &backend.AttemptError{Err: reset, Reused: true}, backend.Stale, backend.MaxStale},
 		{"stale POST with Idempotency-Key, wrapped", nil, http.MethodPost, "q", true, key, fmt.Errorf("attempt: %w", &backend.AttemptError{Err: reset, Reused: true}), backend.Stale, backend.MaxStale},
 		{"stale POST with Idempotency-Key without GetBody", nil, http.MethodPost, "q", false, key, &backend.AttemptError{Err: reset, Reused: true}, backend.NoResend, 0},
 		{"stale POST without Idempotency-Key", nil, http.MethodPost, "q", true, nil, &backend.AttemptError{Err: reset, Reused: true}, backend.NoResend, 0},
