@@ -156,8 +156,8 @@ type conn struct {
 	// number of streams) and by schema.roundTripOnce when a response came
 	// over HTTP/2; it is never cleared. Read by get and hasH2 with p.mu held.
 	h2 atomic.Bool
-	// oneShot: the connection is HTTP/1 on nethttp and its socket cannot
-	// be looked at (watchedConn.wait is nil), so the pool's guard cannot
+	// oneShot: the connection is HTTP/1 on nethttp and no socket was
+	// found under it (watchedConn.hidden), so the pool's guard cannot
 	// tell a stray byte from none: it carries only the request that
 	// dialled it, which asks the server to close it (Connection: close),
 	// and is closed once that request ends. Immutable after dial.
@@ -565,7 +565,7 @@ func (p *pool) openNetHTTP(ctx context.Context) (dialed, error) {
 	d := dialed{cc: cc, wc: slot.conn, h2: p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())}
 	if d.wc != nil {
 		d.written = &d.wc.written
-		if d.wc.wait == nil && !d.h2 {
+		if d.wc.hidden && !d.h2 {
 			d.oneShot = true
 			p.noSocket()
 		}

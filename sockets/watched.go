@@ -32,8 +32,9 @@ type watchedConn struct {
 	// first waits for the socket to hold something without taking it
 	// (waitReadable), and clears parked before the read that takes it: so
 	// a byte a parked reader will return is still in the socket, where
-	// pending sees it. Where it is not, parked is set for the whole Read,
-	// and such a connection carries one request (conn.oneShot).
+	// pending sees it. Where it is not, parked is set for the whole Read;
+	// an HTTP/1 connection under which no socket was found (hidden) then
+	// carries one request (conn.oneShot).
 	parked  atomic.Bool
 	reads   atomic.Uint64 // Reads that have returned; written by Read, read by the pool
 	written atomic.Int64  // bytes written so far
@@ -51,6 +52,10 @@ type watchedConn struct {
 
 	// peeker looks at the socket; pending is called with pool.mu held.
 	peeker
+	// hidden: no socket was found under the connection (errNoSocket), as
+	// opposed to one that cannot be peeked at (no MSG_PEEK on this
+	// platform, not a socket). Immutable after newWatchedConn.
+	hidden bool
 
 	// wait is waitReadable's callback for RawConn.Read, made once by
 	// newWatchedConn so that Read allocates nothing; nil when peeker.raw
@@ -65,9 +70,14 @@ type watchedConn struct {
 
 func newWatchedConn(c net.Conn) *watchedConn {
 	w := &watchedConn{Conn: c}
-	if w.peeker.init(c) == nil { // none found: the connection carries one request (conn.oneShot)
+	switch err := w.peeker.init(c); {
+	case err == nil:
 		w.wait = w.waitFD
+	case errors.Is(err, errNoSocket):
+		w.hidden = true // an HTTP/1 connection carries one request (conn.oneShot)
 	}
+	// Otherwise (no MSG_PEEK here, or not a socket) the parked reader
+	// alone guards it.
 	return w
 }
 
