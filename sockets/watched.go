@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 )
@@ -93,10 +94,12 @@ func (w *watchedConn) waitFD(fd uintptr) bool {
 
 // waitReadable waits, without taking a byte, until the socket holds
 // bytes, an end or an error. The runtime's poller honours the read
-// deadline and a Close; on any error (os.ErrDeadlineExceeded, a closed
+// deadline and a Close; on such an error (os.ErrDeadlineExceeded, a closed
 // connection) the caller's Read, which follows, fails the same way at once
-// and returns what net/http expects from Read.
+// and returns what net/http expects from Read. An error the peek itself
+// took from the socket (a reset) is left in waitErr for Read to return.
 func (w *watchedConn) waitReadable() {
+	w.waitN, w.waitErr = 0, nil
 	_ = w.peeker.raw.Read(w.wait)
 }
 
@@ -179,6 +182,14 @@ func (w *watchedConn) Read(p []byte) (int, error) {
 	if w.wait != nil && !w.h2.Load() && len(p) > 0 {
 		w.waitReadable()
 		w.parked.Store(false) // before the read that takes the bytes
+		if err := w.waitErr; err != nil && peekSaw(0, err) {
+			// The peek took the socket's error (a reset): the kernel
+			// reports it once, so the read would see only an end. Return
+			// it as net's Read would have.
+			w.waitErr = nil
+			w.reads.Add(1)
+			return 0, &net.OpError{Op: "read", Net: w.Conn.LocalAddr().Network(), Source: w.Conn.LocalAddr(), Addr: w.Conn.RemoteAddr(), Err: os.NewSyscallError("read", err)}
+		}
 	}
 	n, err := w.Conn.Read(p)
 	w.parked.Store(false)
