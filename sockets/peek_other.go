@@ -9,6 +9,10 @@ import "errors"
 // and each h1 connection carries one request (h1Conn.oneShot).
 func (pk *peeker) peekFD(uintptr) { pk.peekErr = errNoPeek }
 
+// peekFD is never called here: peeker.init fails, so watchedConn has no
+// wait.
+func peekFD(uintptr, []byte) (int, error) { return 0, errNoPeek }
+
 func peekSaw(n int, err error) bool { return false }
 
 func peekable(error) bool { return false }

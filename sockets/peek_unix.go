@@ -10,7 +10,14 @@ import (
 // peekFD looks at the socket without taking bytes from it and without
 // waiting: MSG_PEEK|MSG_DONTWAIT.
 func (pk *peeker) peekFD(fd uintptr) {
-	pk.peekN, _, pk.peekErr = syscall.Recvfrom(int(fd), pk.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	pk.peekN, pk.peekErr = peekFD(fd, pk.buf[:])
+}
+
+// peekFD peeks at most len(buf) bytes of the socket fd into buf without
+// taking them and without waiting.
+func peekFD(fd uintptr, buf []byte) (int, error) {
+	n, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return n, err
 }
 
 // peekSaw reports whether a peek found bytes, an end of stream or an

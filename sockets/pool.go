@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -58,6 +59,13 @@ type pool struct {
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
 	dialTO   time.Duration // 0: no bound on dialing
+	// schema and log name the schema in noSocket's line (nethttp; nil log:
+	// a pool built by a test). Set by newPool.
+	schema string
+	log    *slog.Logger
+
+	// noSocketOnce makes noSocket's line one per pool; guarded by itself.
+	noSocketOnce sync.Once
 
 	// sawH2 is written by the Transport's TLS VerifyConnection callback
 	// (set up by newPool) during a dial, and read by dial. Atomic.
@@ -149,6 +157,12 @@ type conn struct {
 	// number of streams) and by poolTransport.roundTrip when a response came
 	// over HTTP/2; it is never cleared. Read by get and hasH2 with p.mu held.
 	h2 atomic.Bool
+	// oneShot: the connection is HTTP/1 on nethttp and no socket was
+	// found under it (watchedConn.hidden), so the pool's guard cannot
+	// tell a stray byte from none: it carries only the request that
+	// dialled it, which asks the server to close it (Connection: close),
+	// and is closed once that request ends. Immutable after dial.
+	oneShot bool
 
 	// claims counts the requests holding the connection: taken by get (and
 	// by dial for the request that dialled it) with p.mu held, ended by
@@ -180,6 +194,15 @@ const (
 	watchMin = time.Millisecond
 	watchMax = 100 * time.Millisecond
 )
+
+// setH2 records that c speaks HTTP/2, for the pool and for its
+// watchedConn's Read.
+func (c *conn) setH2() {
+	c.h2.Store(true)
+	if c.wc != nil {
+		c.wc.h2.Store(true)
+	}
+}
 
 func (c *conn) expired(now time.Time) bool {
 	return !c.expires.IsZero() && !now.Before(c.expires)
@@ -418,7 +441,7 @@ func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 			stale = append(stale, c)
 			p.conns = slices.Delete(p.conns, i, i+1)
 			i--
-		case c.expired(now):
+		case c.expired(now) || c.oneShot:
 			// Busy: closed when its last request ends, and given no other.
 		case pick == nil && c.settled && c.cc.Available() > c.claims:
 			if c.ready() {
@@ -474,11 +497,13 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	}
 	now := time.Now()
 	cc, h2 := d.cc, d.h2
-	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2)}
+	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot}
 	if c.wc != nil {
 		c.wc.onPark = c.parkedNow
 	}
-	c.h2.Store(h2)
+	if h2 {
+		c.setH2()
+	}
 	if p.lifetime > 0 {
 		life := p.lifetime
 		if p.jitter > 0 {
@@ -528,6 +553,7 @@ type dialed struct {
 	wc      *watchedConn  // nethttp's socket, watched; nil with h1 or a Dial hook's connection
 	written *atomic.Int64 // bytes written on it; nil when not counted
 	h2      bool          // it speaks HTTP/2
+	oneShot bool          // nethttp's HTTP/1 connection whose socket cannot be looked at (conn.oneShot)
 }
 
 // openNetHTTP opens a connection with net/http's Transport.
@@ -540,8 +566,24 @@ func (p *pool) openNetHTTP(ctx context.Context) (dialed, error) {
 	d := dialed{cc: cc, wc: slot.conn, h2: p.onlyH2 || cc.Available() > 1 || (p.scheme == "https" && p.sawH2.Load())}
 	if d.wc != nil {
 		d.written = &d.wc.written
+		if d.wc.hidden && !d.h2 {
+			d.oneShot = true
+			p.noSocket()
+		}
 	}
 	return d, nil
+}
+
+// noSocket says, once per pool, at Info, that the schema's HTTP/1
+// connections carry one request each, as h1Dialer.noSocket does for h1.
+func (p *pool) noSocket() {
+	p.noSocketOnce.Do(func() {
+		if p.log == nil {
+			return // a pool built by a test
+		}
+		p.log.Info("nethttp cannot look at the socket of this source schema's connections, so it cannot tell whether the server wrote to an idle HTTP/1 one: each HTTP/1 connection carries one request (Connection: close). A Dial hook shows the socket by returning a syscall.Conn, or a wrapper with a NetConn method (see SchemaOptions.Dial)",
+			"source_schema", p.schema)
+	})
 }
 
 // stateChanged is the ClientConn's state hook: it runs when a request ends,
@@ -612,7 +654,7 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	idle := c.idle()
 	if idle {
 		now := time.Now()
-		if p.drained || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
+		if p.drained || c.oneShot || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
 			p.removeAt(i)
 			return true
 		}

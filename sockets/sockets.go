@@ -214,6 +214,14 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		}
 		return resp, err
 	}
+	if c.oneShot && !req.Close {
+		// The connection carries this request only: ask the server to
+		// close it too, on a shallow copy, so the caller's request is
+		// left as it was.
+		r := *req
+		r.Close = true
+		req = &r
+	}
 	reused := c.reused.Load()
 	var written int64
 	watched := c.written != nil && !c.h2.Load()
@@ -237,7 +245,7 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 	}
 	t.pool.done(c, pending)
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
-		c.h2.Store(true) // one stream at a time so far; HTTP/2 all the same
+		c.setH2() // one stream at a time so far; HTTP/2 all the same
 	}
 	if err != nil {
 		var hte *bound.HeaderTimeoutError

@@ -89,6 +89,7 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 	}
 	*p = poolRules(k)
 	p.tr = tr
+	p.schema, p.log = name, log
 	p.strictH2 = !s.HTTP2.MultipleConnections.On()
 	p.onlyH2 = s.HTTPVersion == "h2c" || (s.HTTPVersion == "2" && s.VersionPolicy == "exact")
 	return p, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 )
@@ -26,9 +27,22 @@ import (
 //     any byte of it left can be sent again whatever its method.
 type watchedConn struct {
 	net.Conn
-	parked  atomic.Bool   // a Read is in progress
-	reads   atomic.Uint64 // Reads that have returned
+	// parked is set while a Read waits and has taken nothing from the
+	// socket. Written only by the goroutine in Read (net/http's reader),
+	// read by the pool. Where the socket is visible (peeker.raw), Read
+	// first waits for the socket to hold something without taking it
+	// (waitReadable), and clears parked before the read that takes it: so
+	// a byte a parked reader will return is still in the socket, where
+	// pending sees it. Where it is not, parked is set for the whole Read;
+	// an HTTP/1 connection under which no socket was found (hidden) then
+	// carries one request (conn.oneShot).
+	parked  atomic.Bool
+	reads   atomic.Uint64 // Reads that have returned; written by Read, read by the pool
 	written atomic.Int64  // bytes written so far
+	// h2 is set by the pool (conn.setH2) once the connection is known to
+	// speak HTTP/2, and never cleared: Read then skips waitReadable, since
+	// the pool's guard does not apply to HTTP/2.
+	h2 atomic.Bool
 	// onPark, if set, runs when a Read begins: the pool's wake for a
 	// connection it could not hand out because the reader was not parked.
 	// Set once by dial before the connection is used.
@@ -39,12 +53,54 @@ type watchedConn struct {
 
 	// peeker looks at the socket; pending is called with pool.mu held.
 	peeker
+	// hidden: no socket was found under the connection (errNoSocket), as
+	// opposed to one that cannot be peeked at (no MSG_PEEK on this
+	// platform, not a socket). Immutable after newWatchedConn.
+	hidden bool
+
+	// wait is waitReadable's callback for RawConn.Read, made once by
+	// newWatchedConn so that Read allocates nothing; nil when peeker.raw
+	// is nil. waitN, waitErr and waitBuf are its peek's result and buffer:
+	// written and read only by the goroutine in Read, apart from the
+	// peeker's own, which the pool uses.
+	wait    func(fd uintptr) bool
+	waitN   int
+	waitErr error
+	waitBuf [1]byte
 }
 
 func newWatchedConn(c net.Conn) *watchedConn {
 	w := &watchedConn{Conn: c}
-	w.peeker.init(c) // none found: the parked reader alone guards it
+	switch err := w.peeker.init(c); {
+	case err == nil:
+		w.wait = w.waitFD
+	case errors.Is(err, errNoSocket):
+		w.hidden = true // an HTTP/1 connection carries one request (conn.oneShot)
+	}
+	// Otherwise (no MSG_PEEK here, or not a socket) the parked reader
+	// alone guards it.
 	return w
+}
+
+// waitFD is RawConn.Read's callback in waitReadable: it looks at the
+// socket without taking bytes from it and without waiting
+// (MSG_PEEK|MSG_DONTWAIT), and reports whether the socket holds bytes, an
+// end or an error (true), or nothing yet (false: the runtime's poller
+// waits for the socket to be readable and calls it again).
+func (w *watchedConn) waitFD(fd uintptr) bool {
+	w.waitN, w.waitErr = peekFD(fd, w.waitBuf[:])
+	return peekSaw(w.waitN, w.waitErr)
+}
+
+// waitReadable waits, without taking a byte, until the socket holds
+// bytes, an end or an error. The runtime's poller honours the read
+// deadline and a Close; on such an error (os.ErrDeadlineExceeded, a closed
+// connection) the caller's Read, which follows, fails the same way at once
+// and returns what net/http expects from Read. An error the peek itself
+// took from the socket (a reset) is left in waitErr for Read to return.
+func (w *watchedConn) waitReadable() {
+	w.waitN, w.waitErr = 0, nil
+	_ = w.peeker.raw.Read(w.wait)
 }
 
 // peeker looks at a socket without taking bytes from it. Its methods are
@@ -122,6 +178,18 @@ func (w *watchedConn) Read(p []byte) (int, error) {
 	w.parked.Store(true)
 	if w.want.Load() && w.want.CompareAndSwap(true, false) && w.onPark != nil {
 		w.onPark()
+	}
+	if w.wait != nil && !w.h2.Load() && len(p) > 0 {
+		w.waitReadable()
+		w.parked.Store(false) // before the read that takes the bytes
+		if err := w.waitErr; err != nil && peekSaw(0, err) {
+			// The peek took the socket's error (a reset): the kernel
+			// reports it once, so the read would see only an end. Return
+			// it as net's Read would have.
+			w.waitErr = nil
+			w.reads.Add(1)
+			return 0, &net.OpError{Op: "read", Net: w.Conn.LocalAddr().Network(), Source: w.Conn.LocalAddr(), Addr: w.Conn.RemoteAddr(), Err: os.NewSyscallError("read", err)}
+		}
 	}
 	n, err := w.Conn.Read(p)
 	w.parked.Store(false)
