@@ -306,7 +306,7 @@ func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response
 	rwc, writable := resp.Body.(io.ReadWriteCloser)
 	var err error
 	switch {
-	case !asksUpgrade(req):
+	case !backend.AsksUpgrade(req):
 		// The body is the raw connection: no bound would reach it, it
 		// would leave the pool's count, and it would outlive Close.
 		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)
@@ -326,22 +326,6 @@ func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response
 // upgradeType returns the protocol h asks to switch to, "" if none.
 func upgradeType(h http.Header) string {
 	return strings.TrimSpace(h.Get("Upgrade"))
-}
-
-// asksUpgrade reports whether req asked to switch protocols (an Upgrade
-// header named in Connection), as only a request built by a Do caller can.
-func asksUpgrade(req *http.Request) bool {
-	if len(req.Header["Upgrade"]) == 0 {
-		return false
-	}
-	for _, v := range req.Header["Connection"] {
-		for token := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // moveTo returns req, which r's transport was drained before sending, as

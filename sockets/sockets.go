@@ -173,7 +173,7 @@ func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
 }
 
 func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Response, error) {
-	if t.pool.h1 != nil && asksUpgrade(req) {
+	if t.pool.h1 != nil && backend.AsksUpgrade(req) {
 		return t.pool.upgrade(req, d)
 	}
 	var start, deadline time.Time

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,22 +43,6 @@ func (u *upgrader) transport(d *h1Dialer) *http.Transport {
 		}
 	})
 	return u.tr
-}
-
-// asksUpgrade reports whether req asks to switch protocols: an Upgrade
-// header and the token "upgrade" in Connection.
-func asksUpgrade(req *http.Request) bool {
-	if len(req.Header["Upgrade"]) == 0 {
-		return false
-	}
-	for _, v := range req.Header["Connection"] {
-		for token := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // upgrade sends req, which asks to switch protocols, on the upgrade

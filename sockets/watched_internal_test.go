@@ -17,21 +17,7 @@ import (
 // nothing; a connection hidden under a wrapper is marked so, and gets no
 // wait. TestStrayCrowd measures the guard itself.
 func TestWatchedParkedWaits(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	tcp, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	tcp, peer := loopbackPair(t)
 
 	if w := newWatchedConn(embedded{tcp}); !w.hidden || w.wait != nil {
 		t.Errorf("under a wrapper without NetConn: hidden %v, wait set %v; want hidden, no wait", w.hidden, w.wait != nil)
@@ -58,7 +44,7 @@ func TestWatchedParkedWaits(t *testing.T) {
 	}
 
 	w.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-	_, err = w.Read(make([]byte, 1))
+	_, err := w.Read(make([]byte, 1))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("a Read past its deadline: %v, want os.ErrDeadlineExceeded", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
@@ -173,4 +174,21 @@ type Backend interface {
 	// Close releases what the backend shares between its Transports, once
 	// the request path has drained them all.
 	Close()
+}
+
+// AsksUpgrade reports whether req asks to switch protocols: an Upgrade
+// header, and the token "upgrade" in Connection (RFC 9110, section 7.8), as
+// a WebSocket client's handshake does.
+func AsksUpgrade(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
