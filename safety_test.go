@@ -262,6 +262,7 @@ func TestReloadMovesWaitingRequest(t *testing.T) {
 			{"Do for the schema URL", "/graphql", false, false},
 			{"Do for another path", "/other", false, true},
 			{"Post, header rules changed", "", true, true},
+			{"Do for another path, under retry", "/other", false, true},
 		} {
 			t.Run(engine+"/"+tc.name, func(t *testing.T) {
 				hold := make(chan struct{})
@@ -275,7 +276,13 @@ func TestReloadMovesWaitingRequest(t *testing.T) {
 				t.Cleanup(release) // before the server closes
 				moved := newSchemaServer(t, nil)
 				movedURL := moved.Server.URL + "/v2/graphql"
-				cfg := engineConfig(engine, old.URL(), func(s *env.SourceSchema) { s.MaxConnsPerHost = 1 })
+				retried := strings.HasSuffix(tc.name, "under retry")
+				cfg := engineConfig(engine, old.URL(), func(s *env.SourceSchema) {
+					s.MaxConnsPerHost = 1
+					if retried {
+						s.Retry.MaxAttempts = 3
+					}
+				})
 				entered := make(chan struct{}, 2)
 				signal := func(next http.RoundTripper) http.RoundTripper {
 					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -313,6 +320,9 @@ func TestReloadMovesWaitingRequest(t *testing.T) {
 				<-entered
 				next := engineConfig(engine, movedURL, func(s *env.SourceSchema) {
 					s.MaxConnsPerHost = 1
+					if retried {
+						s.Retry.MaxAttempts = 3
+					}
 					if tc.rules {
 						s.Headers.Set = map[string]string{"X-New": "1"}
 					}
@@ -326,6 +336,9 @@ func TestReloadMovesWaitingRequest(t *testing.T) {
 				if tc.wantErr {
 					if r.err == nil || !errors.Is(r.err, transport.ErrReloaded) || !strings.Contains(r.err.Error(), `"products"`) {
 						t.Errorf("got %q, %v; want an error naming the schema that wraps ErrReloaded", r.body, r.err)
+					}
+					if retried && !strings.Contains(r.err.Error(), "after 1 attempt(s)") {
+						t.Errorf("retry sent the overtaken request again: %v", r.err)
 					}
 					if n := len(moved.Requests()); n != 0 {
 						t.Errorf("the new server received %d requests, want none", n)
