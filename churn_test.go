@@ -20,7 +20,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // soakVar, set to 0, skips the long versions of the load tests (and the
@@ -508,7 +508,7 @@ func reloadRecords(log, want string) (n int, bad string) {
 // 0.5 to 1.5 ms between requests keep picking connections just as their
 // idle timers close them. No request may fail: a connection that the
 // pool closes must never be one a request has just taken. It reproduces
-// a race in sockets/pool.go (docs/reliability.md, "Bugs found by the
+// a race in internal/sockets/pool.go (docs/reliability.md, "Bugs found by the
 // load tests"); it hits one request in 4,000 to 23,000 under -race, too
 // rarely for the short run to fail reliably, so it only runs in the soak.
 func TestIdleTimeoutUnderLoad(t *testing.T) {
@@ -550,7 +550,7 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 		duration, callers, sent.Load(), failed, srv.requests.Load(), during.opened, during.closed, fdBefore, fdAfter, goBefore, goAfter)
 	if failed > 0 {
 		t.Errorf("BUG: %d of %d requests failed because the pool closed the connection they had just taken "+
-			"(sockets/pool.go: get reserves a picked HTTP/1 connection after releasing p.mu, so idleExpired, drain or an expiry can close it in between); first errors:\n\t%s",
+			"(internal/sockets/pool.go: get reserves a picked HTTP/1 connection after releasing p.mu, so idleExpired, drain or an expiry can close it in between); first errors:\n\t%s",
 			failed, sent.Load(), firstFails)
 	}
 	if fdAfter != fdBefore {

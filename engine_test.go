@@ -27,8 +27,8 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/h1"
-	"github.com/fusiongo/transport/internal/testpki"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // engineGuard bounds every wait of these tests, so that a broken engine

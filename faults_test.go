@@ -24,7 +24,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/bound"
-	"github.com/fusiongo/transport/internal/faults"
+	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
 
 // The bounds the fault cases run with. Every case configures a connect
@@ -107,7 +107,7 @@ type faultRow struct {
 	slowest, allowed time.Duration
 }
 
-// TestFaults runs every fault of internal/faults against both paths and
+// TestFaults runs every fault of internal/testsupport/faults against both paths and
 // checks that the caller gets an error or a response within the configured
 // bound, that the error names the source schema and wraps its cause, that
 // the schema still answers afterwards, and that no goroutine or descriptor

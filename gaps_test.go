@@ -22,7 +22,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // gapGuard bounds how long a gap test waits for something that the code

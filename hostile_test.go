@@ -19,7 +19,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // The hostile-server suite: servers that misbehave on purpose, and crowds of

@@ -18,7 +18,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // servicesEnv returns the values of the named variables, or skips the test

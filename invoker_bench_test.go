@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/internal/rawhttp"
+	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 )
 
 // BenchmarkCall measures one source schema call per iteration: a POST of a
@@ -39,7 +39,7 @@ import (
 //     only cpu-ns/op is reported: RUSAGE_SELF then counts both sides.
 //
 // The allocation counts are the client's alone in either case: the
-// responder allocates nothing per request (see internal/rawhttp).
+// responder allocates nothing per request (see internal/testsupport/rawhttp).
 //
 //	go test -run '^$' -bench BenchmarkCall -benchtime 20000x -count 6 .
 func BenchmarkCall(b *testing.B) {

@@ -5,7 +5,7 @@ package transport_test
 // every path. It is a -race test first: a reload builds new routes and
 // transports while requests read the ones in force, so any setting that a
 // reload writes where a request reads it without synchronisation (as
-// legacy/rotate.go once did with the handler lifetime) is reported by the
+// internal/legacy/rotate.go once did with the handler lifetime) is reported by the
 // race detector. It also holds the reload contract under load: no request
 // fails, no reload is rejected, every request reaches its source schema, and
 // after Close every connection closes and no goroutine is left.
@@ -32,8 +32,8 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/testpki"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/shadow"
 )
 

@@ -29,7 +29,7 @@ import (
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/middleware"
 )
 

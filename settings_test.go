@@ -28,8 +28,8 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/testpki"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // socketsConfig returns a sockets Config with one source schema, products,
@@ -378,7 +378,7 @@ func TestSettingHTTP2MultipleConnections(t *testing.T) {
 	}{
 		{"Disabled, warm connection", env.Disabled, true, wantConns(1)},
 		// Requests that start while the first connection is being dialled
-		// must wait for it, not dial their own (sockets/pool.go, get).
+		// must wait for it, not dial their own (internal/sockets/pool.go, get).
 		{"Disabled, cold start", env.Disabled, false, wantConns(1)},
 		{"Enabled, warm connection", env.Enabled, true, wantConnsMoreThan(1)},
 		{"default (Enabled), cold start", env.Inherit, false, wantConnsMoreThan(1)},
@@ -478,7 +478,7 @@ func TestSettingHTTP2MultipleConnectionsShareStreams(t *testing.T) {
 			}
 		}
 		if late > 0 {
-			t.Errorf("round of %d: %d requests were not in flight with the others within 2s: requests that waited for the first connection's dial were not woken when it came up (sockets/pool.go dial: no p.signal() after adding the new connection; the ClientConn's state hook fires only if Available increases)", n, late)
+			t.Errorf("round of %d: %d requests were not in flight with the others within 2s: requests that waited for the first connection's dial were not woken when it came up (internal/sockets/pool.go dial: no p.signal() after adding the new connection; the ClientConn's state hook fires only if Available increases)", n, late)
 		}
 	}
 	if got := srv.Opened(); len(got) != 1 {

@@ -21,7 +21,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
 )
 
 // The idle-stray suite: a server that writes to, or closes, a connection

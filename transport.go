@@ -21,8 +21,8 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
-	"github.com/fusiongo/transport/legacy"
-	"github.com/fusiongo/transport/sockets"
+	"github.com/fusiongo/transport/internal/legacy"
+	"github.com/fusiongo/transport/internal/sockets"
 )
 
 // Invoker sends source schema requests. Every path implements it; it is

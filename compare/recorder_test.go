@@ -21,7 +21,7 @@ import (
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/gateway"
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // sequence returns a Rand that yields values in turn, then 0.

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fusiongo/transport/internal/benchrun"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchrun"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchrun"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/benchrun"
-	"github.com/fusiongo/transport/internal/corpus"
-	"github.com/fusiongo/transport/internal/schemas"
 )
 
 // builtinForward lists the gateway headers forwarded in the built-in run:

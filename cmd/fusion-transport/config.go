@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/sockets"
+	"github.com/fusiongo/transport/internal/sockets"
 )
 
 func runConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {

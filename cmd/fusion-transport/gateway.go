@@ -15,8 +15,8 @@ import (
 	"time"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/benchgw"
 	"github.com/fusiongo/transport/internal/redact"
 )
 
@@ -33,7 +33,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) in
 Gateway serves the benchmark gateway: every POST to /graphql is answered with
 the answer to the gateway benchmark's deep-recursion query, which the gateway
 computes by running the query's fixed plan against the source schemas
-accounts, inventory, products and reviews (package internal/benchgw).
+accounts, inventory, products and reviews (package cmd/fusion-transport/internal/benchgw).
 FUSION_SOCKETS_TRANSPORT picks the path, as in production; -engine the
 sockets path's engine, whatever the configuration gives each source schema.
 

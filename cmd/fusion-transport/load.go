@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fusiongo/transport/internal/load"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 )
 
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {

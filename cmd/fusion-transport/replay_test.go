@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/corpus"
-	"github.com/fusiongo/transport/internal/schemas"
 )
 
 // TestRecordedCorpusReplays records source schema requests the way a

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fusiongo/transport/internal/faults"
-	"github.com/fusiongo/transport/internal/schemas"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
+	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
 
 func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -20,11 +20,11 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/corpus"
-	"github.com/fusiongo/transport/internal/load"
-	"github.com/fusiongo/transport/internal/schemas"
 	"github.com/google/go-cmp/cmp"
 )
 

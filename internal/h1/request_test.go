@@ -21,11 +21,11 @@ import (
 	"github.com/fusiongo/transport/internal/h1"
 )
 
-// oneWriteMax is sockets/h1conn.go's bound on a body of known length that
+// oneWriteMax is internal/sockets/h1conn.go's bound on a body of known length that
 // goes in the same write as the head.
 const oneWriteMax = 64 << 10
 
-// writeH1 writes req to w as the h1 engine does (sockets/h1conn.go: check,
+// writeH1 writes req to w as the h1 engine does (internal/sockets/h1conn.go: check,
 // then write): Check, FramingOf, AppendRequest, then a body of known
 // length up to oneWriteMax appended to the head and written once, a larger
 // one written after the head, a body of unknown length chunked by

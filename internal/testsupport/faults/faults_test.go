@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusiongo/transport/internal/faults"
+	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
 
 // start runs a fault server for the test.

@@ -14,9 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/benchgw"
-	"github.com/fusiongo/transport/internal/schemas"
 )
 
 func TestMain(m *testing.M) {
@@ -129,7 +129,7 @@ func TestPathsGiveTheSameCorrectAnswer(t *testing.T) {
 }
 
 // checkKnownValues compares parts of the answer with the demo data of
-// internal/schemas.
+// cmd/fusion-transport/internal/schemas.
 func checkKnownValues(t *testing.T, a gatewayAnswer) {
 	t.Helper()
 	users, tops := a.Data.Users, a.Data.TopProducts

@@ -23,10 +23,10 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/fusiongo/transport/internal/wiretest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
-const importPath = "github.com/fusiongo/transport/internal/wiretest"
+const importPath = "github.com/fusiongo/transport/internal/testsupport/wiretest"
 
 // guard bounds every wait of these tests, so that a broken server fails
 // them instead of hanging them; no test asserts on it.

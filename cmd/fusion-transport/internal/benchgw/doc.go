@@ -1,6 +1,6 @@
 // Package benchgw is the benchmark gateway: an HTTP handler that answers the
 // gateway benchmark's deep-recursion query (The Guild's
-// graphql-gateways-benchmark; a copy sits in internal/load) by running that
+// graphql-gateways-benchmark; a copy sits in cmd/fusion-transport/internal/load) by running that
 // query's plan against the four source schemas through a transport.Invoker.
 //
 //	inv, err := transport.New(cfg) // cfg names accounts, inventory, products, reviews

@@ -1,7 +1,7 @@
 // Package sockets is the owned-transport backend: one connection pool per
 // source schema, built from its settings and used without an http.Client,
 // with reverse-proxy defaults. Its connections are the h1 engine's own
-// HTTP/1.1 connections (sockets/h1conn.go, internal/h1) for schemas that
+// HTTP/1.1 connections (internal/sockets/h1conn.go, internal/h1) for schemas that
 // speak plain HTTP/1.1, or net/http's ClientConns (engine nethttp, and
 // every HTTP/2, h2c or proxied schema); the pool's rules are the same for
 // both. It sends no cookies, follows no redirects,

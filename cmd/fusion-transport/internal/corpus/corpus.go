@@ -1,6 +1,6 @@
 // Package corpus holds the built-in corpus: source schema requests that a
 // gateway sends to the benchmark's four source schemas (see package
-// internal/schemas), for the compare harness and the benchmarks to replay.
+// cmd/fusion-transport/internal/schemas), for the compare harness and the benchmarks to replay.
 //
 // Builtin is JSON Lines, one request a line:
 //

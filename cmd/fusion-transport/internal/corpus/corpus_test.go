@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fusiongo/transport/internal/schemas"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 )
 
 func TestMain(m *testing.M) {

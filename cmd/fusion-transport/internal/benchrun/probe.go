@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fusiongo/transport/internal/benchgw"
-	"github.com/fusiongo/transport/internal/load"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 )
 
 // probe reads a running gateway: its /debug endpoints and its /proc files.

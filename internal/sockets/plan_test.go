@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/sockets"
+	"github.com/fusiongo/transport/internal/sockets"
 )
 
 // TestPlanNamesChangedSecrets: a reload that changes only a secret (a url

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fusiongo/transport/internal/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
 )
 
 // TestChains: the certificates verify against the CA for their names and

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/benchgw"
 )
 
 // BenchmarkGateway answers the deep-recursion query on each path against

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/fusiongo/transport/internal/faults"
+	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
 
 // Start one server and ask it for a fault by its path.
