@@ -30,14 +30,16 @@ func WithCanaryHook(hook func(canary.Event)) Option {
 	return func(o *options) { o.canaryHook = hook }
 }
 
-// CanaryHandler serves the canary state of inv as JSON: per source schema
+// CanaryHandler serves the canary state of t as JSON: per source schema
 // the share in force, the windows of both paths (requests, failures, error
 // ratio, latency quantiles), the end of a cooldown, the last change and the
-// fallbacks so far. It answers 404 if inv runs no canary. A gateway mounts
-// it on its admin listener, for example at /debug/canary.
-func CanaryHandler(inv Invoker) http.Handler {
-	if i, ok := inv.(*invoker); ok && i.canary != nil {
-		return i.canary.judge
+// fallbacks so far. If t runs no canary (the switch is not canary:RATE) it
+// answers every request with 404 and a text that says so and how to start
+// one. A gateway mounts it on its admin listener, for example at
+// /debug/canary.
+func (t *Transport) CanaryHandler() http.Handler {
+	if t.canary != nil {
+		return t.canary.judge
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no canary: start the gateway with "+env.SwitchVar+"=canary:RATE", http.StatusNotFound)
@@ -48,14 +50,14 @@ func CanaryHandler(inv Invoker) http.Handler {
 // gateway request is keyed, and the judge. Immutable after New but for the
 // judge, which is safe for concurrent use.
 type canaryRouter struct {
-	inv       *invoker
+	inv       *Transport
 	judge     *canary.Judge
 	schemas   map[string]bool // nil: every schema
 	keyHeader string          // canonical form
 	seed      maphash.Seed    // per process: keys are not comparable across gateways
 }
 
-func newCanaryRouter(inv *invoker, cfg *env.Config) *canaryRouter {
+func newCanaryRouter(inv *Transport, cfg *env.Config) *canaryRouter {
 	cs := cfg.EffectiveCanary()
 	c := &canaryRouter{inv: inv, keyHeader: textproto.CanonicalMIMEHeaderKey(cs.KeyHeader), seed: maphash.MakeSeed()}
 	if len(cs.Schemas) > 0 {
@@ -152,7 +154,7 @@ func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Res
 // else operation.Of does not call a query (a mutation, or a body that
 // servers would read differently), or any request that got a response,
 // is not.
-func (inv *invoker) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
+func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
 		return nil, err
@@ -192,7 +194,7 @@ func canaryLegacy(ctx context.Context, s *canary.Schema, send func() (*http.Resp
 // sockets goes again on legacy when it is a GET whose URL holds a query or
 // no document, or a POST whose body can be read again (GetBody) and holds
 // a query.
-func (inv *invoker) canaryDo(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
 		gqlhttp.CloseBody(req)

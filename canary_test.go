@@ -76,10 +76,10 @@ type canaryJSON struct {
 	} `json:"schemas"`
 }
 
-func canaryState(t *testing.T, inv transport.Invoker) canaryJSON {
+func canaryState(t *testing.T, inv *transport.Transport) canaryJSON {
 	t.Helper()
 	w := httptest.NewRecorder()
-	transport.CanaryHandler(inv).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/canary", nil))
+	inv.CanaryHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/canary", nil))
 	var got canaryJSON
 	if w.Code != http.StatusOK {
 		t.Fatalf("CanaryHandler: status %d: %s", w.Code, w.Body)
@@ -365,7 +365,7 @@ func TestCanaryHandlerWithoutCanary(t *testing.T) {
 	srv := newSchemaServer(t, nil)
 	inv := newInvoker(t, config(env.PathLegacy, "products", srv.URL()))
 	w := httptest.NewRecorder()
-	transport.CanaryHandler(inv).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	inv.CanaryHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	if w.Code != http.StatusNotFound {
 		t.Fatalf("status %d, want 404", w.Code)
 	}

@@ -15,24 +15,25 @@ import (
 	"github.com/fusiongo/transport/internal/gqlhttp"
 )
 
-// NewClient returns an *http.Client for gateways that take one (or an
+// Client returns an *http.Client for gateways that take one (or an
 // http.RoundTripper) and send each source schema request to a URL: its
-// Transport is NewRoundTripper(inv); it has no cookie jar and no Timeout
+// Transport is t.RoundTripper(); it has no cookie jar and no Timeout
 // (each source schema's header_timeout and request_timeout bound its
-// requests), and it follows no redirect itself: a 3xx that inv returns
+// requests), and it follows no redirect itself: a 3xx that t returns
 // reaches the caller as it is. So the path alone decides about redirects:
-// legacy follows them once, inside itself; sockets never does.
-func NewClient(inv Invoker) *http.Client {
+// legacy follows them once, inside itself; sockets never does. Each call
+// returns a new Client; all of them share t's connections.
+func (t *Transport) Client() *http.Client {
 	return &http.Client{
-		Transport: NewRoundTripper(inv),
+		Transport: t.RoundTripper(),
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
 }
 
-// NewRoundTripper returns an http.RoundTripper that sends each request with
-// inv.Do, as for the source schema the request names:
+// RoundTripper returns an http.RoundTripper that sends each request with
+// t.Do, as for the source schema the request names:
 //
 //   - the name that WithSourceSchema put in the request's context, if any;
 //     on the sockets path the request's URL must still point at that
@@ -48,19 +49,14 @@ func NewClient(inv Invoker) *http.Client {
 // with an error that names its redacted URL and wraps ErrUnknownSchema;
 // nothing is sent. The gateway request travels in the request's context,
 // as for Do; so does the request's deadline. On every error the request's
-// body is closed.
-//
-// Routing by URL needs an Invoker that New returned (any path: legacy,
-// sockets, mixed, shadow, canary); for another Invoker, only requests
-// named by WithSourceSchema are sent, and the others fail.
-func NewRoundTripper(inv Invoker) http.RoundTripper {
-	rt := &roundTripper{inv: inv}
-	rt.own, _ = inv.(*invoker)
-	return rt
+// body is closed. After Close, every request fails with ErrClosed.
+func (t *Transport) RoundTripper() http.RoundTripper {
+	return &roundTripper{t: t}
 }
 
 // WithSourceSchema returns a copy of ctx that names source schema name:
-// a request sent by NewRoundTripper or NewClient with that context goes to
+// a request sent by Transport.RoundTripper or Transport.Client with that
+// context goes to
 // name whatever its URL, for gateways whose URLs the configuration does not
 // know.
 func WithSourceSchema(ctx context.Context, name string) context.Context {
@@ -71,10 +67,9 @@ func WithSourceSchema(ctx context.Context, name string) context.Context {
 // fields, so looking it up allocates nothing.
 type sourceSchemaKey struct{}
 
-// roundTripper is NewRoundTripper's RoundTripper.
+// roundTripper is Transport.RoundTripper's RoundTripper.
 type roundTripper struct {
-	inv   Invoker
-	own   *invoker              // inv, when New returned it; nil otherwise
+	t     *Transport            // immutable
 	table atomic.Pointer[table] // the routing table of the last state seen
 }
 
@@ -100,17 +95,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if name, ok := ctx.Value(sourceSchemaKey{}).(string); ok {
-		if rt.inv == nil {
-			gqlhttp.CloseBody(req)
-			return nil, fmt.Errorf("source schema %q: transport.NewRoundTripper was given a nil Invoker", name)
-		}
-		return rt.inv.Do(ctx, name, req)
+		return rt.t.Do(ctx, name, req)
 	}
-	if rt.own == nil {
-		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: routing by URL needs an Invoker that transport.New returned, not %T; name the source schema with transport.WithSourceSchema", method(req), req.URL.Redacted(), rt.inv)
-	}
-	st := rt.own.state.Load()
+	st := rt.t.state.Load()
 	if st == nil {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("%s %s: %w", method(req), req.URL.Redacted(), ErrClosed)
@@ -132,7 +119,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), req.URL.Redacted(), t.name, t.also, ErrUnknownSchema)
 	}
-	return rt.own.Do(ctx, t.name, req)
+	return rt.t.Do(ctx, t.name, req)
 }
 
 func method(req *http.Request) string {

@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	transport "github.com/fusiongo/transport"
@@ -96,7 +101,7 @@ func TestRoundTripperRoutesByHostAndLongestPrefix(t *testing.T) {
 				if tc.other {
 					to, quietSrv = second, first
 				}
-				resp, err := clientPost(t, transport.NewClient(inv), context.Background(), to.Server.URL+tc.path)
+				resp, err := clientPost(t, inv.Client(), context.Background(), to.Server.URL+tc.path)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +134,7 @@ func TestRoundTripperRefusesUnknownURL(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			known, unknown := newSchemaServer(t, nil), newSchemaServer(t, nil)
 			inv := newInvoker(t, config(path, "products", known.Server.URL+"/a"))
-			rt := transport.NewRoundTripper(inv)
+			rt := inv.RoundTripper()
 			hostport := strings.TrimPrefix(known.Server.URL, "http://")
 			for _, u := range []string{
 				"http://user:secret@" + hostport + "/ab", // a prefix of the path, not of a segment
@@ -173,7 +178,7 @@ func TestRoundTripperRouteFollowsReload(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			before, after := newSchemaServer(t, nil), newSchemaServer(t, nil)
 			inv := newInvoker(t, tagged(config(path, "products", before.URL())))
-			c := transport.NewClient(inv)
+			c := inv.Client()
 			send := func(u string) error {
 				resp, err := clientPost(t, c, context.Background(), u)
 				if err == nil {
@@ -216,7 +221,7 @@ func TestRoundTripperContextRouteWins(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			srv, elsewhere := newSchemaServer(t, nil), newSchemaServer(t, nil)
 			inv := newInvoker(t, tagged(config(path, "outer", srv.Server.URL+"/a", "inner", srv.Server.URL+"/a/b")))
-			c := transport.NewClient(inv)
+			c := inv.Client()
 			ctx := transport.WithSourceSchema(context.Background(), "outer")
 			for _, p := range []string{"/a/b/x", "/unrouted"} {
 				resp, err := clientPost(t, c, ctx, srv.Server.URL+p)
@@ -268,7 +273,7 @@ func TestClientFollowsNoRedirectTwice(t *testing.T) {
 				io.WriteString(w, "final")
 			})
 			inv := newInvoker(t, config(path, "products", srv.Server.URL))
-			resp, err := transport.NewClient(inv).Get(srv.Server.URL + "/a")
+			resp, err := inv.Client().Get(srv.Server.URL + "/a")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +306,7 @@ func TestClientKeepsNoCookie(t *testing.T) {
 				io.WriteString(w, `{"data":{"ok":true}}`)
 			})
 			inv := newInvoker(t, config(path, "products", srv.URL()))
-			c := transport.NewClient(inv)
+			c := inv.Client()
 			for range 2 {
 				resp, err := clientPost(t, c, context.Background(), srv.URL())
 				if err != nil {
@@ -320,32 +325,86 @@ func TestClientKeepsNoCookie(t *testing.T) {
 	}
 }
 
-// TestRoundTripperForeignInvoker: an Invoker that New did not return cannot
-// be routed by URL (a clear error, nothing sent, the body closed), but a
-// request named with WithSourceSchema goes through its Do.
-func TestRoundTripperForeignInvoker(t *testing.T) {
+// TestWrappedInvokerCannotLoseRouting: routing by URL and the canary
+// handler are methods of *Transport, so code that wraps the Invoker (a
+// user's middleware, a test double) and asks the wrapper for them does not
+// compile; it cannot end up with a client that silently fails to route, as
+// NewClient(wrapped) once did. The program below is what such a user
+// writes; the Go compiler must refuse it, naming the missing methods.
+func TestWrappedInvokerCannotLoseRouting(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goTool); err != nil {
+			t.Skip("no go tool to compile the misuse with")
+		}
+	}
+	dir, err := os.MkdirTemp(".", "misuse-") // inside the module, so it builds against this tree
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	const program = `package main
+
+import (
+	"context"
+	"net/http"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// logged is a user's wrapper around the Invoker.
+type logged struct{ transport.Invoker }
+
+func (l logged) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
+	return l.Invoker.Post(ctx, schema, body)
+}
+
+func main() {
+	t, _ := transport.New(env.Config{})
+	var inv transport.Invoker = logged{t}
+	_ = inv.Client()
+	_ = inv.RoundTripper()
+	_ = inv.CanaryHandler()
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(goTool, "build", "-o", os.DevNull, "./"+filepath.Base(dir)).CombinedOutput()
+	if err == nil {
+		t.Fatal("a wrapped Invoker's Client, RoundTripper and CanaryHandler compiled; want a compile error")
+	}
+	for _, m := range []string{"Client", "RoundTripper", "CanaryHandler"} {
+		if !strings.Contains(string(out), "inv."+m+" undefined") {
+			t.Errorf("the compiler's output does not refuse inv.%s:\n%s", m, out)
+		}
+	}
+}
+
+// TestWrappedInvokerBesideClient: the supported way to add behaviour to
+// every call is WithMiddleware, which both the Invoker methods and the
+// Client go through; a wrapper of the Invoker still sends what it is given.
+func TestWrappedInvokerBesideClient(t *testing.T) {
 	srv := newSchemaServer(t, nil)
-	inv := struct{ transport.Invoker }{newInvoker(t, config(env.PathSockets, "products", srv.URL()))}
-	rt := transport.NewRoundTripper(inv)
-	body := &closeRecorder{ReadCloser: io.NopCloser(strings.NewReader(clientQuery))}
-	req, _ := http.NewRequest(http.MethodPost, srv.URL(), body)
-	if resp, err := rt.RoundTrip(req); err == nil {
-		resp.Body.Close()
-		t.Fatal("routed by URL through a foreign Invoker")
-	} else if !strings.Contains(err.Error(), "WithSourceSchema") || !strings.Contains(err.Error(), srv.URL()) {
-		t.Errorf("error %q; want one naming the URL and WithSourceSchema", err)
+	var seen atomic.Int64
+	count := func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			seen.Add(1)
+			return next.RoundTrip(r)
+		})
 	}
-	if !body.closed.Load() || len(srv.Requests()) != 0 {
-		t.Errorf("body closed %v, server saw %d requests; want closed and none", body.closed.Load(), len(srv.Requests()))
-	}
-	req, _ = http.NewRequestWithContext(transport.WithSourceSchema(context.Background(), "products"), http.MethodPost, srv.URL(), strings.NewReader(clientQuery))
-	resp, err := rt.RoundTrip(req)
+	tr := newInvoker(t, config(env.PathSockets, "products", srv.URL()), transport.WithMiddleware(count))
+	wrapped := struct{ transport.Invoker }{tr}
+	post(t, wrapped, context.Background(), "products")
+	resp, err := clientPost(t, tr.Client(), context.Background(), srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	readAll(t, resp)
-	if n := len(srv.Requests()); n != 1 {
-		t.Errorf("server saw %d requests; want 1", n)
+	if n, m := len(srv.Requests()), seen.Load(); n != 2 || m != 2 {
+		t.Errorf("server saw %d requests, the middleware %d; want 2 and 2 (one by the wrapper's Post, one by the Client)", n, m)
 	}
 }
 
@@ -360,7 +419,7 @@ func TestRoundTripperRouteAllocatesNothing(t *testing.T) {
 	ht := &wiretest.HandlerTransport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
 	cfg := config(env.PathSockets, "products", "http://products.test/graphql", "reviews", "http://products.test/reviews", "accounts", "http://accounts.test/")
 	inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{RoundTripper: ht}))
-	rt := transport.NewRoundTripper(inv)
+	rt := inv.RoundTripper()
 	req, _ := http.NewRequest(http.MethodGet, "http://products.test/graphql/x", nil)
 	measure := func(send func() (*http.Response, error)) float64 {
 		return testing.AllocsPerRun(1000, func() {
@@ -389,7 +448,7 @@ func TestRoundTripperRefusesSharedURL(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			srv := newSchemaServer(t, nil)
 			inv := newInvoker(t, tagged(config(path, "products", srv.URL(), "reviews", srv.URL())))
-			c := transport.NewClient(inv)
+			c := inv.Client()
 			_, err := clientPost(t, c, context.Background(), srv.URL())
 			if !errors.Is(err, transport.ErrUnknownSchema) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"reviews"`) {
 				t.Errorf("error %v; want ErrUnknownSchema naming products and reviews", err)

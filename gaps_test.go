@@ -32,7 +32,7 @@ const gapGuard = 10 * time.Second
 // newInvokerProcessEnv builds an invoker that reads the proxy variables
 // from the process environment (no WithLookupEnv, unlike newInvoker), and
 // closes it when the test ends.
-func newInvokerProcessEnv(t *testing.T, cfg env.Config, opts ...transport.Option) transport.Invoker {
+func newInvokerProcessEnv(t *testing.T, cfg env.Config, opts ...transport.Option) *transport.Transport {
 	t.Helper()
 	inv, err := transport.New(cfg, append([]transport.Option{transport.WithLogger(quiet)}, opts...)...)
 	if err != nil {

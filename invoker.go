@@ -23,17 +23,21 @@ import (
 	"github.com/fusiongo/transport/shadow"
 )
 
-// invoker is the one request path behind every Invoker that New returns:
-// legacy, sockets, mixed (a per-schema choice of engine), shadow (each
-// schema served by legacy and compared with sockets) and canary (a share of
-// each schema's gateway requests served by sockets, judged against legacy)
-// differ only in which engine each schema's route uses.
-type invoker struct {
+// Transport is the Invoker that New returns: the one request path of every
+// source schema, whichever path the startup switch gave it (switch.go).
+// Legacy, sockets, mixed (a per-schema choice of path), shadow (each schema
+// served by legacy and compared with sockets) and canary (a share of each
+// schema's gateway requests served by sockets, judged against legacy)
+// differ only in which path each schema's route uses. Beside the Invoker
+// methods it has the gateway-facing forms of the same request path:
+// Client, RoundTripper and CanaryHandler. It is safe for concurrent use;
+// its zero value is not usable: build one with New.
+type Transport struct {
 	o         options                      // immutable after New
 	log       *slog.Logger                 // immutable
 	path      env.Path                     // immutable: the path chosen at startup
 	onSockets map[string]bool              // immutable: PathMixed's schemas on sockets
-	engines   map[env.Path]backend.Backend // immutable set; their methods run under mu
+	backends  map[env.Path]backend.Backend // immutable set after New (switch.go); their methods run under mu
 	shadow    *shadow.Shadow               // immutable; nil unless shadowing
 	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
 	unobserve []func() error               // set in New; called in Close under mu
@@ -58,23 +62,23 @@ type entry struct {
 	judge *canary.Schema // canary: the schema's canary state; nil otherwise
 }
 
-// route is one source schema on one engine in one configuration: every
+// route is one source schema on one path in one configuration: every
 // field is set by build and immutable after.
 type route struct {
-	inv            *invoker
+	inv            *Transport
 	name           string
-	path           env.Path // the engine's path
+	path           env.Path // the path the route sends on
 	candidate      bool     // the shadow candidate, not the serving route
 	url            *url.URL
-	target         string        // scheme://host:port, lower case, for Do on a bound engine
+	target         string        // scheme://host:port, lower case, for Do on a bound backend
 	postTemplate   *http.Request // template of Post's requests: method, URL, Host
 	rules          headers.Rules
 	headerTimeout  time.Duration
 	requestTimeout time.Duration
 	key            backend.Key
 	transport      backend.Transport
-	entry          http.RoundTripper   // what Do and Post call: the engine's front, or the pipeline
-	front          bool                // the engine has a front: it applies the rules, any target goes
+	entry          http.RoundTripper   // what Do and Post call: the backend's front, or the pipeline
+	front          bool                // the backend has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
 	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
 }
@@ -83,7 +87,7 @@ type route struct {
 // cfg.Shadow.Rate is positive). It fails if cfg is invalid (see
 // env.Config.Validate) or a transport cannot be built; the error names the
 // source schema and key.
-func New(cfg env.Config, opts ...Option) (Invoker, error) {
+func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -94,27 +98,11 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
-	inv := &invoker{o: o, log: o.logger, path: cfg.Path(), engines: map[env.Path]backend.Backend{}}
+	inv := &Transport{o: o, log: o.logger}
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
-	shadowed := inv.path == env.PathLegacy && cfg.Shadow.Rate > 0
-	if inv.path == env.PathMixed {
-		inv.onSockets = map[string]bool{}
-		for _, n := range cfg.SocketsSchemas {
-			inv.onSockets[n] = true
-		}
-	}
-	if inv.path != env.PathSockets {
-		inv.engines[env.PathLegacy] = engines[env.PathLegacy]()
-	}
-	// Canary (canary.go): a share of each canaried schema on sockets.
-	if inv.path == env.PathLegacy && cfg.Canary.Rate > 0 {
-		inv.canary = newCanaryRouter(inv, &cfg)
-	}
-	if inv.path != env.PathLegacy || shadowed || inv.canary != nil {
-		inv.engines[env.PathSockets] = engines[env.PathSockets]()
-	}
+	shadowed := inv.choosePaths(&cfg)
 	if shadowed {
 		sh := cfg.EffectiveShadow()
 		pub := o.shadowPublisher
@@ -133,12 +121,12 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	st, fresh, err := inv.build(&cfg, nil)
 	if err != nil {
 		drainAll(fresh)
-		inv.closeEngines()
+		inv.closeBackends()
 		return nil, err
 	}
 	inv.canary.attach(st)
 	inv.state.Store(st)
-	for _, p := range slices.Sorted(maps.Keys(inv.engines)) {
+	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
 		unobserve, err := o.telemetry.ObserveConnections(string(p), inv.connections(p))
 		if err != nil {
 			inv.Close()
@@ -150,23 +138,10 @@ func New(cfg env.Config, opts ...Option) (Invoker, error) {
 	return inv, nil
 }
 
-// assign returns the engines of source schema name: the one that serves
-// it, and the shadow candidate's ("" if none). The split is the one chosen
-// at startup.
-func (inv *invoker) assign(name string) (serve, candidate env.Path) {
-	switch {
-	case inv.path == env.PathSockets, inv.onSockets[name]:
-		return env.PathSockets, ""
-	case inv.shadow != nil, inv.canary.on(name):
-		return env.PathLegacy, env.PathSockets
-	}
-	return env.PathLegacy, ""
-}
-
 // build makes the state for cfg, keeping old's transports whose keys are
 // equal. It returns the transports it opened, for the caller to drain if
 // the state is not used. An error names the source schema and key.
-func (inv *invoker) build(cfg *env.Config, old *state) (*state, []backend.Transport, error) {
+func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Transport, error) {
 	st := &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
 	var fresh []backend.Transport
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
@@ -206,11 +181,11 @@ func (e *entry) route(candidate bool) *route {
 	return e.serve
 }
 
-// buildRoute builds the route of source schema name on engine path,
-// keeping prev's transport if it is on the same engine with an equal key.
+// buildRoute builds the route of source schema name on path, keeping
+// prev's transport if it is on the same path with an equal key.
 // opened is the transport it opened, if any.
-func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route) (r *route, opened backend.Transport, err error) {
-	be := inv.engines[path]
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route) (r *route, opened backend.Transport, err error) {
+	be := inv.backends[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
 	// redact.Parse: url.Parse's error quotes the URL, password and all.
@@ -219,13 +194,14 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 		return nil, nil, fmt.Errorf("source_schemas.%s.url: %w", name, err)
 	}
 	so := inv.o.schemas[name]
-	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: cfg, Options: so, LookupEnv: inv.o.lookupEnv, Log: inv.log}
+	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
+	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
 	rules, err := headers.New(headers.Spec{
 		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
 		Matching: settings.Headers.ForwardMatching,
 		Rename:   settings.Headers.Rename,
 		Set:      settings.Headers.Set,
-		Values:   so.HeaderValues,
+		Values:   headerValues(so.HeaderValues),
 		MaxBytes: env.Limit(settings.Headers.MaxForwardedBytes),
 	})
 	if err != nil {
@@ -278,6 +254,18 @@ func (inv *invoker) buildRoute(cfg *env.Config, name string, path env.Path, cand
 	return r, opened, nil
 }
 
+// headerValues converts SchemaOptions.HeaderValues for package headers.
+func headerValues(m map[string]HeaderValueFunc) map[string]headers.ValueFunc {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]headers.ValueFunc, len(m))
+	for name, f := range m {
+		out[name] = f
+	}
+	return out
+}
+
 // hookKey is the key of a SchemaOptions.RoundTripper: it is fixed for the
 // invoker's life, so a reload always keeps it.
 type hookKey struct{}
@@ -292,7 +280,7 @@ func (*hookTransport) Drain() {}
 
 // traced returns the telemetry and request log middleware of a schema, if
 // configured.
-func (inv *invoker) traced(name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
+func (inv *Transport) traced(name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
 	var out []func(http.RoundTripper) http.RoundTripper
 	if inv.o.telemetry != nil {
 		out = append(out, inv.o.telemetry.Middleware(name, string(path)))
@@ -331,7 +319,7 @@ func rejected(err error) error {
 }
 
 // Reload applies cfg as one swap; see Invoker.Reload.
-func (inv *invoker) Reload(cfg env.Config) error {
+func (inv *Transport) Reload(cfg env.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return rejected(err)
 	}
@@ -341,10 +329,8 @@ func (inv *invoker) Reload(cfg env.Config) error {
 	if old == nil {
 		return ErrClosed
 	}
-	for _, n := range slices.Sorted(maps.Keys(inv.onSockets)) {
-		if _, ok := cfg.SourceSchemas[n]; !ok {
-			return rejected(fmt.Errorf("source schema %q is on the sockets path by %s and cannot be removed while running", n, env.SwitchVar))
-		}
+	if err := inv.switchKept(&cfg); err != nil {
+		return rejected(err)
 	}
 	st, fresh, err := inv.build(&cfg, old)
 	if err != nil {
@@ -397,7 +383,7 @@ func drainAll(ts []backend.Transport) {
 // Close waits for the shadow comparisons in flight, then drains every
 // transport: idle connections close at once, the others when their
 // requests end. Requests after Close fail with ErrClosed.
-func (inv *invoker) Close() error {
+func (inv *Transport) Close() error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	if inv.state.Load() == nil {
@@ -413,19 +399,19 @@ func (inv *invoker) Close() error {
 	}
 	retire(st, &state{})
 	inv.upgrades.closeAll()
-	inv.closeEngines()
+	inv.closeBackends()
 	return errors.Join(errs...)
 }
 
-func (inv *invoker) closeEngines() {
-	for _, be := range inv.engines {
+func (inv *Transport) closeBackends() {
+	for _, be := range inv.backends {
 		be.Close()
 	}
 }
 
 // connections reports the open and idle connections of each source schema
-// served on engine path, for the telemetry gauges.
-func (inv *invoker) connections(path env.Path) func(yield func(schema string, open, idle int)) {
+// served on path, for the telemetry gauges.
+func (inv *Transport) connections(path env.Path) func(yield func(schema string, open, idle int)) {
 	return func(yield func(schema string, open, idle int)) {
 		st := inv.state.Load()
 		if st == nil {
@@ -445,10 +431,10 @@ func (inv *invoker) connections(path env.Path) func(yield func(schema string, op
 	}
 }
 
-// logIgnored logs once, at startup, the keys set in cfg that an engine does
+// logIgnored logs once, at startup, the keys set in cfg that a path does
 // not read for the source schemas it serves.
-func (inv *invoker) logIgnored(cfg *env.Config) {
-	for _, p := range slices.Sorted(maps.Keys(inv.engines)) {
+func (inv *Transport) logIgnored(cfg *env.Config) {
+	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
 		sub := *cfg
 		sub.SourceSchemas = map[string]env.SourceSchema{}
 		for name, sc := range cfg.SourceSchemas {
@@ -456,7 +442,7 @@ func (inv *invoker) logIgnored(cfg *env.Config) {
 				sub.SourceSchemas[name] = sc
 			}
 		}
-		if keys := inv.engines[p].Ignored(&sub); len(keys) > 0 {
+		if keys := inv.backends[p].Ignored(&sub); len(keys) > 0 {
 			inv.log.Info("these settings are set but the "+string(p)+" path does not read them", "path", string(p), "keys", keys)
 		}
 	}

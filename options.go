@@ -1,12 +1,14 @@
 package transport
 
 import (
+	"context"
+	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/http"
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/compare"
-	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -33,14 +35,57 @@ type options struct {
 // file cannot hold: a dial function, a TLS verification callback, a
 // RoundTripper that replaces the path's transport (for tests and
 // in-process source schemas), middleware, and computed headers. The zero
-// value changes nothing. See each field for the paths that honour it.
-//
-// A Dial hook that wraps its connection (to count bytes, log, trace)
-// should give the wrapper a method NetConn() net.Conn returning the
-// connection it wraps: engine h1 looks at the socket under it before it
-// reuses an idle connection, and without one each connection carries one
-// request (see Dial).
-type SchemaOptions = backend.SchemaOptions
+// value changes nothing. Each field names the paths that honour it.
+type SchemaOptions struct {
+	// Dial opens the source schema's connections instead of the default
+	// dialer (sockets path; the legacy path's shared transport ignores
+	// it). Nil: a net.Dialer with connect_timeout and keep_alive, or the
+	// unix_socket if configured.
+	//
+	// Before it reuses an idle connection, engine h1 looks at its socket
+	// (a non-blocking MSG_PEEK) to see whether the server closed it or
+	// wrote to it; so it must find the socket under what Dial returns: a
+	// syscall.Conn (a *net.TCPConn or *net.UnixConn, as dialled), or a
+	// wrapper with a method NetConn() net.Conn that returns the
+	// connection it wraps, looked at the same way, through up to 8
+	// wrappers. A wrapper that shows its connection so must read and
+	// write through it and hold back no byte it read (a *tls.Conn holds
+	// back records, so it is not looked through). Where no socket is
+	// found (a struct that embeds net.Conn and has no NetConn method, a
+	// pipe; and every connection where the platform has no MSG_PEEK),
+	// each connection carries one request, which asks the server to
+	// close it (Connection: close), and the sockets path logs that once
+	// per pool, at Info, naming the schema. Engine nethttp needs no
+	// socket (its guard is net/http's reader), but uses one it finds the
+	// same way.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// VerifyConnection is called after the TLS handshake and certificate
+	// verification (sockets path), as tls.Config.VerifyConnection: a
+	// non-nil error aborts the connection. Nil: none.
+	VerifyConnection func(tls.ConnectionState) error
+
+	// RoundTripper replaces the path's own transport for this source
+	// schema (both paths): tests route calls to an in-process handler with
+	// it. Header rules, timeouts and middleware still apply; on the legacy
+	// path redirects are still followed. Nil: the path's transport.
+	RoundTripper http.RoundTripper
+
+	// Middleware wraps this source schema's requests, the first entry
+	// outermost, inside the global middleware (WithMiddleware). Nil: none.
+	Middleware []func(http.RoundTripper) http.RoundTripper
+
+	// HeaderValues computes headers per request from the gateway request,
+	// after the configured header rules (both paths): the key is the
+	// header's name, the function its value. Nil: none.
+	HeaderValues map[string]HeaderValueFunc
+}
+
+// HeaderValueFunc computes one header's value for a source schema request
+// from gateway, the incoming gateway request (nil when the context carries
+// none; see Middleware and WithGatewayRequest). It returns false to send
+// no such header. It is called once per request and attempt, concurrently.
+type HeaderValueFunc func(ctx context.Context, gateway *http.Request) (value string, ok bool)
 
 // WithSchemaOptions sets the Go-only settings of source schema name. A
 // later call for the same name replaces an earlier one. They hold for the

@@ -17,7 +17,7 @@ import (
 )
 
 // entryOf returns the entry of source schema name in the state in force.
-func (inv *invoker) entryOf(name string) (*entry, error) {
+func (inv *Transport) entryOf(name string) (*entry, error) {
 	st := inv.state.Load()
 	if st == nil {
 		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
@@ -31,7 +31,7 @@ func (inv *invoker) entryOf(name string) (*entry, error) {
 
 // lookup returns the route of source schema name in the state in force:
 // the serving one, or the shadow or canary candidate.
-func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
+func (inv *Transport) lookup(name string, candidate bool) (*route, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (inv *invoker) lookup(name string, candidate bool) (*route, error) {
 }
 
 // Do sends req for source schema name; see Invoker.Do.
-func (inv *invoker) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
+func (inv *Transport) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
@@ -66,7 +66,7 @@ func (inv *invoker) Do(ctx context.Context, name string, req *http.Request) (*ht
 }
 
 // Post sends body to source schema name's URL; see Invoker.Post.
-func (inv *invoker) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+func (inv *Transport) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	if inv.canary != nil {
 		return inv.canaryPost(ctx, name, body) // canary.go
 	}
@@ -83,7 +83,7 @@ func (inv *invoker) Post(ctx context.Context, name string, body []byte) (*http.R
 // role is one side of a shadowed source schema, for package shadow: the
 // serving route or the candidate, looked up in the state in force.
 type role struct {
-	inv       *invoker
+	inv       *Transport
 	candidate bool
 }
 

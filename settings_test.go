@@ -1010,7 +1010,7 @@ func TestSettingHeaderRules(t *testing.T) {
 		Rename:          map[string]string{"X-User": "X-Source-User", "Te": "X-Te", "X-Hop": "Keep-Alive", "X-Proxy": "Proxy-Token"},
 		Set:             map[string]string{"X-Static": "static", "Upgrade": "websocket", "Proxy-Authorization": "Basic eDp5", "Keep-Alive": "timeout=5", "Trailer": "X-Sum"},
 	}
-	values := map[string]func(context.Context, *http.Request) (string, bool){ // what code outside the module writes
+	values := map[string]transport.HeaderValueFunc{ // what code outside the module writes
 		"X-Computed": func(_ context.Context, gw *http.Request) (string, bool) {
 			if gw == nil {
 				return "", false

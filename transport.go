@@ -19,14 +19,15 @@ import (
 	"net/http"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
-	"github.com/fusiongo/transport/internal/legacy"
-	"github.com/fusiongo/transport/internal/sockets"
 )
 
-// Invoker sends source schema requests. Every path implements it; it is
-// safe for concurrent use.
+// Invoker sends source schema requests. *Transport, which New returns,
+// implements it for every path; wrap it (middleware of your own, a test
+// double) where you want. A wrapped Invoker has only these methods: the
+// routing by URL and the canary handler are methods of *Transport
+// (Client, RoundTripper, CanaryHandler), so no wrapper can lose them
+// silently. Implementations are safe for concurrent use.
 type Invoker interface {
 	// Do sends req, which the caller built, for source schema schema. The
 	// request is sent with ctx. The gateway request headers that the
@@ -56,13 +57,6 @@ type Invoker interface {
 	// Close closes every connection once its in-flight requests end. After
 	// Close, Do and Post fail with ErrClosed.
 	Close() error
-}
-
-// engines maps a path to its backend. A new engine is a folder that
-// implements backend.Backend, and one line here.
-var engines = map[env.Path]func() backend.Backend{
-	env.PathLegacy:  legacy.New,
-	env.PathSockets: sockets.New,
 }
 
 // WithGatewayRequest returns a copy of ctx that carries r, the incoming

@@ -61,14 +61,14 @@ func upgradeRequest(t *testing.T, url string) *http.Request {
 
 // TestUpgrade: a request that asks to switch protocols gets the 101 with
 // a body it can write to, on every path and engine, through Do and
-// through NewClient; the connection outlives the header and request
+// through Transport.Client; the connection outlives the header and request
 // bounds (messages echoed after twice the bound), and closing the body
 // closes it (the server sees the end). The invoker's Close closes an
 // upgraded connection its caller still holds.
 func TestUpgrade(t *testing.T) {
 	const bound = 100 * time.Millisecond
 	for _, p := range paths {
-		for _, call := range []string{"Do", "NewClient", "Close"} {
+		for _, call := range []string{"Do", "Client", "Close"} {
 			t.Run(string(p)+"/"+call, func(t *testing.T) {
 				closed := make(chan error, 1)
 				srv := newSchemaServer(t, echoUpgrade(t, "", closed))
@@ -79,8 +79,8 @@ func TestUpgrade(t *testing.T) {
 				}), infoLog(&logs))
 				var resp *http.Response
 				var err error
-				if call == "NewClient" {
-					resp, err = transport.NewClient(inv).Do(upgradeRequest(t, srv.URL()))
+				if call == "Client" {
+					resp, err = inv.Client().Do(upgradeRequest(t, srv.URL()))
 				} else {
 					resp, err = inv.Do(context.Background(), "products", upgradeRequest(t, srv.URL()))
 				}

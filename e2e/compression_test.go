@@ -39,7 +39,7 @@ func gzipHandler(h http.Handler, seen chan<- []string) http.Handler {
 }
 
 // TestEngineDecompresses shows who decompresses subgraph answers when
-// graphql-go-tools' engine sends through NewClient: the engine asks for
+// graphql-go-tools' engine sends through Transport.Client: the engine asks for
 // gzip and deflate itself (Accept-Encoding on each subgraph request), so
 // neither path adds its own Accept-Encoding, even with decompression
 // configured, and the gzip answer reaches the engine as the subgraph sent
@@ -59,7 +59,7 @@ func TestEngineDecompresses(t *testing.T) {
 				t.Fatalf("transport.New: %v", err)
 			}
 			t.Cleanup(func() { inv.Close() })
-			gw := startGateway(t, sg.routerConfig(), transport.NewClient(inv), transport.Middleware)
+			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.Middleware)
 
 			status, got := post(t, gw.URL, []byte(`{"query":"{ me { id username } }"}`), nil)
 			if want := `{"data":{"me":{"id":"1234","username":"Me"}}}`; status != http.StatusOK || string(got) != want {

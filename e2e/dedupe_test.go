@@ -91,7 +91,7 @@ func TestConcurrentUsers(t *testing.T) {
 				if templated {
 					routerConfig = withHeaderTemplate(t, routerConfig, "Authorization")
 				}
-				gw := startGateway(t, routerConfig, transport.NewClient(inv), transport.Middleware)
+				gw := startGateway(t, routerConfig, inv.Client(), transport.Middleware)
 
 				body := []byte(`{"query":"{ me { id username } }"}`)
 				answers := map[string]chan string{"Bearer alice": make(chan string, 1), "Bearer bob": make(chan string, 1)}

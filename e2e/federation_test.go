@@ -99,7 +99,7 @@ func (sg *subgraphs) routerConfig() []byte {
 }
 
 // transportConfig is the library's configuration for the three subgraphs:
-// each source schema's url is its subgraph's, so that NewClient routes the
+// each source schema's url is its subgraph's, so that Transport.Client routes the
 // engine's requests by URL. Authorization and X-Request-Id are forwarded.
 func (sg *subgraphs) transportConfig() env.Config {
 	return env.Config{
@@ -244,7 +244,7 @@ var expected = map[string]string{
 
 // TestFederation runs every query file of graphql-go-tools' federation
 // tests through its federation gateway twice: once with the library's
-// NewClient as the gateway's subgraph client (on each path), once with
+// Transport.Client as the gateway's subgraph client (on each path), once with
 // http.DefaultClient (the reference). The answers must be byte for byte
 // equal; the forwarded headers must reach the subgraphs through the
 // library and only through it; shadow mode must find no mismatch.
@@ -294,7 +294,7 @@ func TestFederation(t *testing.T) {
 				}
 			})
 			routerConfig := sg.routerConfig()
-			lib := startGateway(t, routerConfig, transport.NewClient(inv), transport.Middleware)
+			lib := startGateway(t, routerConfig, inv.Client(), transport.Middleware)
 			ref := startGateway(t, routerConfig, http.DefaultClient, nil)
 
 			auth := "Bearer " + tc.name + "-user"

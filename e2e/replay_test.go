@@ -151,7 +151,7 @@ func TestRecordAndReplay(t *testing.T) {
 			if err != nil {
 				t.Fatalf("transport.New: %v", err)
 			}
-			gw := startGateway(t, sg.routerConfig(), transport.NewClient(inv), transport.Middleware)
+			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.Middleware)
 
 			const auth = "Bearer replay-user"
 			reached := 0 // gateway queries that made a subgraph request

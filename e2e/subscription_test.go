@@ -177,7 +177,7 @@ const subscriptionQuery = `subscription UpdatePrice($upc: String!) { updateProdu
 // TestFederationSubscriptions subscribes to the products subgraph's
 // updateProductPrice through graphql-go-tools' federation gateway over
 // WebSocket, with http.DefaultClient (the control) and the library's
-// NewClient on legacy, sockets/nethttp and sockets/h1 as the gateway's
+// Transport.Client on legacy, sockets/nethttp and sockets/h1 as the gateway's
 // subgraph client, which the engine also uses as its WebSocket upgrade
 // client. Each case must receive three price updates, the subgraph's
 // upgrade request must carry the forwarded headers (through the library
@@ -213,7 +213,7 @@ func TestFederationSubscriptions(t *testing.T) {
 					t.Fatalf("transport.New: %v", err)
 				}
 				t.Cleanup(func() { inv.Close() })
-				client = transport.NewClient(inv)
+				client = inv.Client()
 			}
 			gw := startSubscriptionGateway(t, sg.routerConfig(), client)
 

@@ -1,6 +1,6 @@
 // Command example runs graphql-go-tools' federation gateway with
 // github.com/fusiongo/transport as its subgraph HTTP client: the engine
-// sends each subgraph request to a URL, and transport.NewClient routes it
+// sends each subgraph request to a URL, and Transport.Client routes it
 // to the source schema configured at that URL, on the path the
 // configuration chooses (legacy, sockets, mixed or shadow).
 //
@@ -60,7 +60,7 @@ func main() {
 	routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://accounts-url-placeholder"), []byte(setup.AccountsUpstreamServer.URL))
 	routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://products-url-placeholder"), []byte(setup.ProductsUpstreamServer.URL))
 	routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://reviews-url-placeholder"), []byte(setup.ReviewsUpstreamServer.URL))
-	gw, err := gateway.NewGateway(routerConfig, transport.NewClient(inv), abstractlogger.NoopLogger, false)
+	gw, err := gateway.NewGateway(routerConfig, inv.Client(), abstractlogger.NoopLogger, false)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -48,50 +48,20 @@ var (
 	ErrDrained = errors.New("transport drained")
 )
 
-// SchemaOptions are the Go-only settings of one source schema, the ones a
-// file cannot hold. The root package exports this type as
-// transport.SchemaOptions; its fields document which paths honour them.
+// SchemaOptions are the Go-only settings of one source schema that a
+// backend reads: its dial and TLS hooks. The request path copies them from
+// the root package's transport.SchemaOptions, which documents them for
+// users; the other Go-only settings (a RoundTripper, middleware, computed
+// headers) are the request path's own.
 type SchemaOptions struct {
-	// Dial opens the source schema's connections instead of the default
-	// dialer (sockets path). Nil: a net.Dialer with connect_timeout and
-	// keep_alive, or the unix_socket if configured.
-	//
-	// Before it reuses an idle connection, engine h1 looks at its socket
-	// (a non-blocking MSG_PEEK) to see whether the server closed it or
-	// wrote to it; so it must find the socket under what Dial returns: a
-	// syscall.Conn (a *net.TCPConn or *net.UnixConn, as dialled), or a
-	// wrapper with a method NetConn() net.Conn that returns the
-	// connection it wraps, looked at the same way, through up to 8
-	// wrappers. A wrapper that shows its connection so must read and
-	// write through it and hold back no byte it read (a *tls.Conn holds
-	// back records, so it is not looked through). Where no socket is
-	// found (a struct that embeds net.Conn and has no NetConn method, a
-	// pipe; and every connection where the platform has no MSG_PEEK),
-	// each connection carries one request, which asks the server to
-	// close it (Connection: close), and the sockets path logs that once
-	// per pool, at Info, naming the schema. Engine nethttp needs no
-	// socket (its guard is net/http's reader), but uses one it finds the
-	// same way.
+	// Dial opens the schema's connections (sockets path); nil: the
+	// backend's dialer. See transport.SchemaOptions.Dial for what engine h1
+	// needs of the connection it returns.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	// VerifyConnection is called after the TLS handshake and certificate
-	// verification (sockets path), as tls.Config.VerifyConnection: a
-	// non-nil error aborts the connection. Nil: none.
+	// VerifyConnection is called after the TLS handshake (sockets path),
+	// as tls.Config.VerifyConnection; nil: none.
 	VerifyConnection func(tls.ConnectionState) error
-
-	// RoundTripper replaces the backend's own transport for this source
-	// schema (both paths): tests route calls to an in-process handler with
-	// it. Header rules, timeouts and middleware still apply; on the legacy
-	// path redirects are still followed. Nil: the backend's transport.
-	RoundTripper http.RoundTripper
-
-	// Middleware wraps this source schema's requests, the first entry
-	// outermost, inside the global middleware. Nil: none.
-	Middleware []func(http.RoundTripper) http.RoundTripper
-
-	// HeaderValues computes headers per request from the gateway request,
-	// after the configured header rules. Nil: none.
-	HeaderValues map[string]headers.ValueFunc
 }
 
 // Schema is one source schema of one configuration, as a backend sees it.
@@ -107,7 +77,7 @@ type Schema struct {
 	// settings a backend shares between schemas (the legacy path's shared
 	// transport reads Defaults and Legacy).
 	Config *env.Config
-	// Options are its Go-only settings.
+	// Options are its Go-only dial and TLS hooks.
 	Options SchemaOptions
 	// LookupEnv reads the proxy variables. Never nil.
 	LookupEnv func(string) (string, bool)
