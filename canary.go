@@ -222,7 +222,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 // spentOnSockets reports whether a sockets attempt that ended with err
 // leaves nothing to send again on legacy: it succeeded, or the call's
 // bounds are spent (bctx ended), or it ran out of a bound itself (a
-// header or request timeout, which the engine may notice a moment before
+// header or request timeout, which the path may notice a moment before
 // bctx's own timer: the same bound, spent).
 func spentOnSockets(bctx context.Context, err error) bool {
 	if err == nil || bctx.Err() != nil {

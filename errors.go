@@ -39,3 +39,25 @@ var (
 	// once, on every path.
 	ErrUnaskedUpgrade = errors.New("unasked protocol switch")
 )
+
+// HeaderTimeoutError is the cause of a request cancelled because its
+// response headers did not arrive within its source schema's
+// header_timeout, on every path and engine; get it with errors.As. It
+// matches context.DeadlineExceeded with errors.Is and reports Timeout()
+// true, as a net.Error does. Its fields:
+//
+//   - Bound time.Duration: the header_timeout that passed. It counts the
+//     time the request waited for a connection.
+//   - Queued time.Duration: how much of Bound the request spent waiting for
+//     a connection (at max_conns_per_host), where the path knows it (the
+//     sockets path); zero otherwise.
+//
+// The type is defined in the request path's internals, which every path
+// shares; this name is the one to use.
+type HeaderTimeoutError = bound.HeaderTimeoutError
+
+// RequestTimeoutError is the cause of a request cancelled by its source
+// schema's request_timeout, on every path; get it with errors.As. It
+// matches context.DeadlineExceeded with errors.Is and reports Timeout()
+// true. Its field Bound time.Duration is the request_timeout that passed.
+type RequestTimeoutError = bound.RequestTimeoutError

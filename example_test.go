@@ -2,11 +2,14 @@ package transport_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"time"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
@@ -46,4 +49,67 @@ func ExampleNew() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(body))
 	// Output: 200 {"data":{"auth":"Bearer user-1"}}
+}
+
+// ExampleTransport_Client gives a gateway that takes an *http.Client (as
+// graphql-go-tools does) one that routes each request by its URL to the
+// source schema configured there.
+func ExampleTransport_Client() {
+	reviews := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"data":{"path":%q}}`, r.URL.Path)
+	}))
+	defer reviews.Close()
+
+	tr, err := transport.New(env.Config{
+		Transport:     env.PathSockets,
+		SourceSchemas: map[string]env.SourceSchema{"reviews": {URL: reviews.URL + "/graphql"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+
+	client := tr.Client()
+	resp, err := client.Post(reviews.URL+"/graphql", "application/json", strings.NewReader(`{"query":"{ path }"}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(body))
+
+	// A URL that no source schema has is refused, unsent.
+	_, err = client.Get("http://unknown.example/graphql")
+	fmt.Println(errors.Is(err, transport.ErrUnknownSchema))
+	// Output:
+	// {"data":{"path":"/graphql"}}
+	// true
+}
+
+// ExampleHeaderTimeoutError tells a header timeout from other failures and
+// reads how long the request waited for a connection.
+func ExampleHeaderTimeoutError() {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // no headers until the example ends
+	}))
+	defer slow.Close()
+	defer close(release)
+
+	tr, err := transport.New(env.Config{
+		Transport: env.PathSockets,
+		SourceSchemas: map[string]env.SourceSchema{"slow": {
+			URL:      slow.URL,
+			Settings: env.Settings{HeaderTimeout: 50 * time.Millisecond},
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+
+	_, err = tr.Post(context.Background(), "slow", []byte(`{"query":"{ ok }"}`))
+	var hte *transport.HeaderTimeoutError
+	fmt.Println(errors.As(err, &hte), hte.Bound, errors.Is(err, context.DeadlineExceeded))
+	// Output: true 50ms true
 }

@@ -104,7 +104,7 @@ func (ro role) Post(ctx context.Context, name string, body []byte) (*http.Respon
 	return r.post(ctx, body)
 }
 
-// do sends a request the caller built. On an engine without a front, the
+// do sends a request the caller built. On a backend without a front, the
 // header rules apply here, once, and the request must go to the schema's
 // own address. req itself is never modified.
 func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, error) {

@@ -1,5 +1,7 @@
 // Package transport sends a GraphQL gateway's requests to its source schemas
-// (subgraphs) through one request path and one of two engines behind it:
+// (subgraphs). Every call goes through one request path (header rules,
+// bounds, middleware, reload) to one of two paths, chosen per schema at
+// startup:
 //
 //   - legacy: one shared http.Transport with an http.Client per source
 //     schema: header propagation, redirect following, transparent
@@ -7,11 +9,16 @@
 //     today;
 //   - sockets: one owned connection pool per source schema with
 //     reverse-proxy defaults (no cookies, no redirects, no decompression, no
-//     environment proxy, pooled connections closed after a lifetime).
+//     environment proxy, pooled connections closed after a lifetime),
+//     speaking HTTP/1.1 with one of two engines: h1 (its own) or nethttp
+//     (net/http's connections, also for HTTP/2).
 //
-// FUSION_SOCKETS_TRANSPORT=1 selects the sockets path at startup; see
-// package env for the configuration and docs/design.md for the request
-// path, the engines and the reload contract.
+// New returns a *Transport, which implements Invoker (Do, Post, Reload,
+// Close) and gives gateways that take an *http.Client one that routes by
+// URL (Client, RoundTripper). FUSION_SOCKETS_TRANSPORT=1 selects the
+// sockets path at startup; see package env for the configuration and
+// docs/design.md for the request path, the paths, the engines and the
+// reload contract.
 package transport
 
 import (

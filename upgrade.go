@@ -46,7 +46,7 @@ func (s *upgradeSet) closeAll() {
 	}
 }
 
-// upgraded is one connection handed over: the engine's body, which reads
+// upgraded is one connection handed over: the path's body, which reads
 // and writes the connection, counted until it is closed.
 type upgraded struct {
 	io.ReadWriteCloser

@@ -1,14 +1,18 @@
 // Package backend is the contract between the one request path (package
-// transport) and the engines that send a source schema's requests (legacy,
-// sockets). The request path owns everything the engines share: the schema
+// transport) and the paths that send a source schema's requests (legacy,
+// sockets): each path is a Backend. The words are used so everywhere: a
+// path is legacy or sockets, the way a schema's requests are sent; an
+// engine is how the sockets path speaks HTTP/1.1 on its connections (h1 or
+// nethttp, the engine: key); a backend is a path's implementation of this
+// package's interface. The request path owns everything the paths share: the schema
 // table and its lookup, Reload as one all-or-nothing swap, header rules,
 // time bounds, error naming, telemetry, the request log, the middleware
 // chain and the built-in middleware. A backend only turns one source
 // schema's settings into the thing that sends, says whether a reload can
 // keep what it built, and drains what a reload replaced.
 //
-// A new engine is a new folder with a type that implements Backend, and one
-// line in the root package's registry.
+// A new path is a new folder under internal/ with a type that implements
+// Backend, and one line in the root package's registry (switch.go).
 package backend
 
 import (
@@ -105,7 +109,7 @@ type Transport interface {
 	Drain()
 }
 
-// Backend is one engine. Its methods are called by the request path under
+// Backend is one path's implementation. Its methods are called by the request path under
 // its reload lock, never concurrently with each other; the Transports they
 // return are used concurrently.
 type Backend interface {
