@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -407,4 +408,79 @@ func TestCanaryFallbackOn5xx(t *testing.T) {
 	if st := canaryState(t, inv).Schemas["products"]; st.Share != 0 || st.Fallbacks != 1 {
 		t.Fatalf("state %+v after 200 gateway requests with sockets answering 503, want share 0 and one fallback", st)
 	}
+}
+
+// TestCanaryResendSpendsBounds: under a canary, a query that failed on
+// sockets is sent again on legacy only within what is left of its bounds.
+// A sockets attempt that used the whole header_timeout or request_timeout
+// is not sent again (the server sees one request, not two, and the caller
+// waited one bound, not two); one that failed at once goes again on legacy
+// with the same deadline as the first attempt.
+func TestCanaryResendSpendsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		header, request time.Duration
+	}{
+		{"header_timeout", 100 * time.Millisecond, 0},
+		{"request_timeout", 0, 100 * time.Millisecond},
+	} {
+		for _, call := range []string{"Post", "Do"} {
+			t.Run("spent/"+tc.name+"/"+call, func(t *testing.T) {
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					<-r.Context().Done() // never answers: every attempt runs out of its bound
+				})
+				cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
+				s := cfg.SourceSchemas["products"]
+				s.HeaderTimeout, s.RequestTimeout = tc.header, tc.request
+				cfg.SourceSchemas["products"] = s
+				inv := newInvoker(t, cfg)
+				var err error
+				if call == "Post" {
+					_, err = inv.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
+				} else {
+					req, _ := http.NewRequest(http.MethodGet, srv.URL()+"?query=%7B+a+%7D", nil)
+					_, err = inv.Do(context.Background(), "products", req)
+				}
+				if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Post: %v, want the %s error", err, tc.name)
+				}
+				srv.Close() // every request the server will see has come
+				if legacy, sockets := countPaths(srv); legacy != 0 || sockets != 1 {
+					t.Errorf("the server saw %d requests on sockets and %d on legacy, want 1 and 0: the re-send started the bounds again (%v)", sockets, legacy, err)
+				}
+			})
+		}
+	}
+	t.Run("left/request_timeout", func(t *testing.T) {
+		srv := newSchemaServer(t, nil)
+		cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
+		s := cfg.SourceSchemas["products"]
+		s.RequestTimeout = time.Hour
+		cfg.SourceSchemas["products"] = s
+		var mu sync.Mutex
+		var deadlines []time.Time
+		record := func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				d, _ := req.Context().Deadline()
+				mu.Lock()
+				deadlines = append(deadlines, d)
+				mu.Unlock()
+				return next.RoundTrip(req)
+			})
+		}
+		inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
+			Dial:       failingDial, // the sockets attempt fails at once
+			Middleware: []func(http.RoundTripper) http.RoundTripper{record},
+		}))
+		resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
+		if err != nil {
+			t.Fatalf("Post: %v, want the answer of the re-send on legacy", err)
+		}
+		readAll(t, resp)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(deadlines) != 2 || deadlines[0].IsZero() || !deadlines[0].Equal(deadlines[1]) {
+			t.Errorf("attempt deadlines %v, want two, the re-send's the first's", deadlines)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
@@ -283,3 +284,25 @@ func checkRanOn(t *testing.T, engine, log string) {
 		t.Errorf("engine h1 fell back to nethttp, so the test did not run on h1; log:\n%s", log)
 	}
 }
+
+// gapGuard bounds how long a gap test waits for something that the code
+// under test does at once; it only keeps a broken build from hanging.
+const gapGuard = 10 * time.Second
+
+// newInvokerProcessEnv builds an invoker that reads the proxy variables
+// from the process environment (no WithLookupEnv, unlike newInvoker), and
+// closes it when the test ends.
+func newInvokerProcessEnv(t *testing.T, cfg env.Config, opts ...transport.Option) *transport.Transport {
+	t.Helper()
+	inv, err := transport.New(cfg, append([]transport.Option{transport.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { inv.Close() })
+	return inv
+}
+
+// roundTripFunc is a RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 )
 
@@ -249,4 +250,174 @@ func TestReloadUnderLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReloadRemovedSchemaClosesConnections: on the sockets path a
+// reload that removes a source schema closes its pool's idle connections.
+func TestReloadRemovedSchemaClosesConnections(t *testing.T) {
+	a := newSchemaServer(t, nil)
+	b := newSchemaServer(t, nil)
+	inv := newInvoker(t, config(env.PathSockets, "a", a.URL(), "b", b.URL()))
+	post(t, inv, context.Background(), "b")
+	warm := b.Last(t).Remote
+	if err := inv.Reload(config(env.PathSockets, "a", a.URL())); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	closed := b.WaitClosedN(t, 1, gapGuard, "a reload that removes source schema b drains its pool, whose idle connection closes at once")
+	if closed[0] != warm {
+		t.Errorf("connection %s closed, want b's warm connection %s", closed[0], warm)
+	}
+	if _, err := inv.Post(context.Background(), "b", []byte(`{}`)); !errors.Is(err, transport.ErrUnknownSchema) {
+		t.Errorf("Post to the removed schema: %v, want ErrUnknownSchema", err)
+	}
+}
+
+// TestLegacyReloadKeepsTransportOnHeaderTimeout: defaults.header_timeout
+// acts per request; a reload that changes only it keeps the legacy path's
+// shared transport, so the next request reuses the warm connection and no
+// connection closes.
+func TestLegacyReloadKeepsTransportOnHeaderTimeout(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	cfg := config(env.PathLegacy, "products", srv.URL())
+	inv := newInvoker(t, cfg)
+	post(t, inv, context.Background(), "products")
+	warm := srv.Last(t).Remote
+	next := config(env.PathLegacy, "products", srv.URL())
+	next.Defaults.HeaderTimeout = 30 * time.Second
+	if err := inv.Reload(next); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	post(t, inv, context.Background(), "products")
+	if got := srv.Last(t).Remote; got != warm {
+		t.Errorf("the request after the reload came on %s, want the warm connection %s (opened: %v)", got, warm, srv.Opened())
+	}
+	if n := len(srv.Opened()); n != 1 {
+		t.Errorf("the server saw %d connections, want 1", n)
+	}
+	select {
+	case addr := <-srv.Closed():
+		t.Errorf("connection %s closed after a reload that changed only defaults.header_timeout", addr)
+	default:
+	}
+}
+
+// TestReloadMovesWaitingRequest: a request waiting for a connection when a
+// reload moves its schema to another URL reaches the new server with the
+// new URL's path and Host, never the old request on the new address; a Do
+// for another URL of the old server, or a request whose header rules
+// changed, fails naming the schema, unsent.
+func TestReloadMovesWaitingRequest(t *testing.T) {
+	for _, engine := range engines {
+		for _, tc := range []struct {
+			name    string
+			do      string // "": Post; else a Do for this path of the old server
+			rules   bool   // the reload changes the header rules too
+			wantErr bool
+		}{
+			{"Post", "", false, false},
+			{"Do for the schema URL", "/graphql", false, false},
+			{"Do for another path", "/other", false, true},
+			{"Post, header rules changed", "", true, true},
+			{"Do for another path, under retry", "/other", false, true},
+		} {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				hold := make(chan struct{})
+				var once sync.Once
+				release := func() { once.Do(func() { close(hold) }) }
+				held := make(chan struct{}, 1)
+				old := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					held <- struct{}{}
+					<-hold
+				})
+				t.Cleanup(release) // before the server closes
+				moved := newSchemaServer(t, nil)
+				movedURL := moved.Server.URL + "/v2/graphql"
+				retried := strings.HasSuffix(tc.name, "under retry")
+				cfg := engineConfig(engine, old.URL(), func(s *env.SourceSchema) {
+					s.MaxConnsPerHost = 1
+					if retried {
+						s.Retry.MaxAttempts = 3
+					}
+				})
+				entered := make(chan struct{}, 2)
+				signal := func(next http.RoundTripper) http.RoundTripper {
+					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+						entered <- struct{}{}
+						return next.RoundTrip(req)
+					})
+				}
+				inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
+					Middleware: []func(http.RoundTripper) http.RoundTripper{signal},
+				}))
+				// The one connection is busy...
+				busy := postAsync(inv, context.Background(), "products", `{"query":"{ a }"}`)
+				<-entered
+				<-held
+				// ...so this request waits for it (or is about to: either
+				// way the old pool is drained under it before it sends).
+				waiting := make(chan postResult, 1)
+				go func() {
+					var resp *http.Response
+					var err error
+					if tc.do == "" {
+						resp, err = inv.Post(context.Background(), "products", []byte(`{"query":"{ b }"}`))
+					} else {
+						req, _ := http.NewRequest(http.MethodPost, old.Server.URL+tc.do, strings.NewReader(`{"query":"{ b }"}`))
+						resp, err = inv.Do(context.Background(), "products", req)
+					}
+					if err != nil {
+						waiting <- postResult{err: err}
+						return
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					waiting <- postResult{string(b), err}
+				}()
+				<-entered
+				next := engineConfig(engine, movedURL, func(s *env.SourceSchema) {
+					s.MaxConnsPerHost = 1
+					if retried {
+						s.Retry.MaxAttempts = 3
+					}
+					if tc.rules {
+						s.Headers.Set = map[string]string{"X-New": "1"}
+					}
+				})
+				if err := inv.Reload(next); err != nil {
+					t.Fatal(err)
+				}
+				r := <-waiting
+				release()
+				<-busy
+				if tc.wantErr {
+					if r.err == nil || !errors.Is(r.err, transport.ErrReloaded) || !strings.Contains(r.err.Error(), `"products"`) {
+						t.Errorf("got %q, %v; want an error naming the schema that wraps ErrReloaded", r.body, r.err)
+					}
+					if retried && !strings.Contains(r.err.Error(), "after 1 attempt(s)") {
+						t.Errorf("retry sent the overtaken request again: %v", r.err)
+					}
+					if n := len(moved.Requests()); n != 0 {
+						t.Errorf("the new server received %d requests, want none", n)
+					}
+					return
+				}
+				if r.err != nil {
+					t.Fatalf("the moved request: %v", r.err)
+				}
+				got := moved.Last(t)
+				if got.Path != "/v2/graphql" || got.Host != hostOf(movedURL) {
+					t.Errorf("the new server got %s with Host %s, want /v2/graphql with Host %s", got.Path, got.Host, hostOf(movedURL))
+				}
+			})
+		}
+	}
+}
+
+// hostOf returns the host:port of a URL.
+func hostOf(u string) string {
+	rest := u[strings.Index(u, "://")+3:]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }

@@ -680,3 +680,161 @@ func secRefusedAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestLegacyRedirectAuthorization: the legacy path follows a 307 and
+// forwards the gateway's Authorization only to hops on the first request's
+// host (URL.Host, port included). The other server is on another port of
+// 127.0.0.1, so it is another host.
+func TestLegacyRedirectAuthorization(t *testing.T) {
+	const secret = "Bearer gateway-secret"
+	cases := []struct {
+		name      string
+		otherHost bool // the 307 points to another server; else to a path on the same one
+		wantAuth  bool // the redirect's hop carries Authorization
+	}{
+		{"to another host", true, false},
+		{"to the same host", false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			other := newSchemaServer(t, nil)
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/elsewhere" {
+					io.WriteString(w, `{"data":{"ok":true}}`)
+					return
+				}
+				location := "/elsewhere"
+				if c.otherHost {
+					location = other.URL()
+				}
+				http.Redirect(w, r, location, http.StatusTemporaryRedirect)
+			})
+			cfg := config(env.PathLegacy, "products", srv.URL())
+			cfg.ForwardHeaders = []string{"Authorization"}
+			inv := newInvoker(t, cfg)
+			resp, body := post(t, inv, gatewayCtx("Authorization", secret), "products")
+			if resp.StatusCode != http.StatusOK || body != `{"data":{"ok":true}}` {
+				t.Fatalf("caller got %d %q, want the redirect followed", resp.StatusCode, body)
+			}
+			first := srv.Requests()[0]
+			if got := first.Header.Get("Authorization"); got != secret {
+				t.Errorf("the first hop carried Authorization %q, want %q", got, secret)
+			}
+			hops := srv.Requests()[1:]
+			if c.otherHost {
+				hops = other.Requests()
+			}
+			if len(hops) != 1 || hops[0].Method != http.MethodPost || hops[0].Body != `{"query":"{ ok }"}` {
+				t.Fatalf("the redirect's target received %+v, want the POST once", hops)
+			}
+			if got, has := hops[0].Header["Authorization"]; has != c.wantAuth {
+				t.Errorf("the redirect's hop to %s carried Authorization %q; want it: %v (forwarded only to the first request's host)", hops[0].Host, got, c.wantAuth)
+			}
+		})
+	}
+}
+
+// TestSocketsIgnoresProcessProxy: with HTTP_PROXY set in the process
+// environment and no WithLookupEnv, the sockets path goes direct unless the
+// schema says proxy: environment. The schema has a name that is not
+// loopback, so Go's loopback exemption cannot hide a proxy; a Dial hook
+// takes that name to the schema's server and dials any other address as
+// asked.
+func TestSocketsIgnoresProcessProxy(t *testing.T) {
+	proxy := wiretest.NewProxy(t)
+	for _, k := range []string{"HTTP_PROXY", "http_proxy"} {
+		t.Setenv(k, proxy.URL)
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		t.Setenv(k, "")
+	}
+	cases := []struct {
+		proxy     string
+		wantProxy bool
+	}{
+		{"", false},
+		{"off", false},
+		{"environment", true}, // the control: the proxy would see the request
+	}
+	for _, c := range cases {
+		t.Run("proxy="+c.proxy, func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+			name := net.JoinHostPort("products.internal", port)
+			dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if addr == name {
+					addr = srv.Listener.Addr().String()
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+			before := len(proxy.Requests())
+			inv := newInvokerProcessEnv(t, socketsConfig("http://"+name+"/graphql", func(s *env.SourceSchema) { s.Proxy = c.proxy }),
+				transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
+			_, body := post(t, inv, context.Background(), "products")
+			viaProxy, direct := len(proxy.Requests())-before, len(srv.Requests())
+			if c.wantProxy {
+				if viaProxy != 1 || direct != 0 || body != `{"data":{"via":"proxy"}}` {
+					t.Errorf("proxy saw %d, schema %d, body %q; want the request through HTTP_PROXY", viaProxy, direct, body)
+				}
+				return
+			}
+			if viaProxy != 0 || direct != 1 {
+				t.Errorf("proxy saw %d requests, schema %d; want the request direct, HTTP_PROXY of the process ignored", viaProxy, direct)
+			}
+		})
+	}
+}
+
+// TestLegacyCGIIgnoresHTTPProxy: under CGI (REQUEST_METHOD set) the
+// legacy path ignores HTTP_PROXY, which a CGI client can set with a Proxy
+// header (httpoxy). The schema's name does not resolve, so a request that
+// does not go through the proxy fails; what counts is whether the proxy
+// saw it. The control, without REQUEST_METHOD, goes through the proxy.
+func TestLegacyCGIIgnoresHTTPProxy(t *testing.T) {
+	const schemaURL = "http://products.fusion.invalid/graphql"
+	proxy := wiretest.NewProxy(t)
+	cases := []struct {
+		name      string
+		cgi       bool
+		wantProxy bool
+	}{
+		{"REQUEST_METHOD set", true, false},
+		{"no REQUEST_METHOD", false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) {
+				switch {
+				case k == "HTTP_PROXY":
+					return proxy.URL, true
+				case k == "REQUEST_METHOD" && c.cgi:
+					return "GET", true
+				}
+				return "", false
+			}
+			before := len(proxy.Requests())
+			cfg := config(env.PathLegacy, "products", schemaURL)
+			cfg.Defaults.ConnectTimeout = 2 * time.Second
+			inv := newInvoker(t, cfg, transport.WithLookupEnv(lookup))
+			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+			viaProxy := len(proxy.Requests()) - before
+			if !c.wantProxy {
+				if err == nil {
+					readAll(t, resp)
+					t.Error("the call succeeded: it cannot without the proxy")
+				}
+				if viaProxy != 0 {
+					t.Errorf("the proxy saw %d requests under CGI, want none: HTTP_PROXY must be ignored", viaProxy)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Post: %v, want the proxy's answer", err)
+			}
+			if body := readAll(t, resp); body != `{"data":{"via":"proxy"}}` || viaProxy != 1 {
+				t.Errorf("body %q, proxy saw %d requests; want the request through HTTP_PROXY", body, viaProxy)
+			}
+		})
+	}
+}

@@ -1217,3 +1217,74 @@ func TestSettingReloadKeepsWarmConnections(t *testing.T) {
 		})
 	}
 }
+
+// stepHandler holds each request carrying X-Step: k until k requests of
+// step k have arrived (or its context ends), so that step k has k requests
+// in flight at once; requests without X-Step are answered at once.
+func stepHandler() http.HandlerFunc {
+	var mu sync.Mutex
+	arrived := map[string]int{}
+	all := map[string]chan struct{}{}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if step := r.Header.Get("X-Step"); step != "" {
+			k, _ := strconv.Atoi(step)
+			mu.Lock()
+			ch := all[step]
+			if ch == nil {
+				ch = make(chan struct{})
+				all[step] = ch
+			}
+			if arrived[step]++; arrived[step] == k {
+				close(ch)
+			}
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, `{"data":{}}`)
+	}
+}
+
+// TestConnLifetimeJitterOnTheWire: conn_lifetime_jitter gives each
+// sockets connection its own lifetime, so connections opened together are
+// replaced at different moments. Eight connections are opened one at a
+// time (step k holds k requests at once, so it opens exactly one more),
+// with 32 sequential requests between the steps. Without jitter every
+// connection lives exactly conn_lifetime from its dial, so they close in
+// the order they opened, the sequential requests keeping the expiries far
+// enough apart for the server to see that order. With a jitter of 1.5s,
+// far more than the whole setup, the order is shuffled: all 8 close in
+// opening order about once in 8! = 40,320 runs. The setup (50 to 200ms
+// under -race here) ends well inside the shortest lifetime, 500ms, so no
+// connection is replaced before all 8 are open.
+func TestConnLifetimeJitterOnTheWire(t *testing.T) {
+	const conns = 8
+	forEngines(t, func(t *testing.T, engine string) {
+		srv := newWireServer(t, wiretest.Options{Handler: stepHandler()})
+		cfg := engineConfig(engine, srv.URL(), func(s *env.SourceSchema) {
+			s.ConnLifetime = 2 * time.Second
+			s.ConnLifetimeJitter = 1500 * time.Millisecond // each lifetime in (500ms, 2s]: the setup fits in the shortest
+		})
+		cfg.ForwardHeaders = []string{"X-Step"}
+		inv := newInvoker(t, cfg)
+		for k := 1; k <= conns; k++ {
+			postAtOnce(t, inv, gatewayCtx("X-Step", strconv.Itoa(k)), "products", k)
+			for range 32 { // spaces the dials apart, so that without jitter the expiries are too
+				post(t, inv, context.Background(), "products")
+			}
+			if n := len(srv.Opened()); n != k {
+				t.Fatalf("after step %d the server saw %d connections, want %d (one more per step; none may expire yet)", k, n, k)
+			}
+		}
+		opened := srv.Opened()
+		closed := srv.WaitClosedN(t, conns, gapGuard, "every connection closes at the end of its lifetime")
+		if got, want := slices.Sorted(slices.Values(closed)), slices.Sorted(slices.Values(opened)); !slices.Equal(got, want) {
+			t.Fatalf("closed %v, want the %d connections opened %v", closed, conns, opened)
+		}
+		if slices.Equal(closed, opened) {
+			t.Errorf("the %d connections closed in the order they opened (%v): their lifetimes carry no jitter", conns, closed)
+		}
+	})
+}
