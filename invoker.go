@@ -114,7 +114,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 			MaxConcurrent: sh.MaxConcurrent,
 			MaxBodyBytes:  sh.MaxBodyBytes,
 			Timeout:       sh.Timeout,
-			Rules:         o.shadowRules,
+			Comparer:      o.shadowComparer,
 			Publisher:     pub,
 		})
 	}

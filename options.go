@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/fusiongo/transport/canary"
-	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -24,7 +23,7 @@ type options struct {
 	schemas    map[string]SchemaOptions
 
 	shadowPublisher shadow.Publisher
-	shadowRules     compare.Rules
+	shadowComparer  shadow.Comparer
 	telemetry       *telemetry.Telemetry
 	requestLog      *slog.Logger
 
@@ -142,8 +141,10 @@ func WithShadowPublisher(p shadow.Publisher) Option {
 	return func(o *options) { o.shadowPublisher = p }
 }
 
-// WithShadowRules sets what shadow comparison leaves out and how it
-// compares a source schema's answers. Default: the zero compare.Rules.
-func WithShadowRules(r compare.Rules) Option {
-	return func(o *options) { o.shadowRules = r }
+// WithShadowComparer sets how shadow comparison compares a source schema's
+// two answers (FUSION_SOCKETS_TRANSPORT=shadow); compare.ShadowComparer
+// compares by compare.Rules. Default (nil): the default shadow.Comparer,
+// which reports what the zero compare.Rules do.
+func WithShadowComparer(c shadow.Comparer) Option {
+	return func(o *options) { o.shadowComparer = c }
 }

@@ -230,15 +230,15 @@ func TestShadowMemoryBound(t *testing.T) {
 	}
 }
 
-// TestShadowRulesIgnore: an ignored JSON path makes answers that differ
-// only there compare equal.
-func TestShadowRulesIgnore(t *testing.T) {
+// TestShadowComparerIgnore: with compare's rules, an ignored JSON path
+// makes answers that differ only there compare equal.
+func TestShadowComparerIgnore(t *testing.T) {
 	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"data":{"a":1},"extensions":{"tracing":{"sockets":%v}}}`, viaSockets(r))
 	})
 	rec := newRecorder()
 	inv := newInvoker(t, shadowConfig(1, "products", srv.URL()), transport.WithShadowPublisher(rec),
-		transport.WithShadowRules(compare.Rules{IgnorePaths: []string{"extensions.tracing"}}))
+		transport.WithShadowComparer(compare.ShadowComparer(compare.Rules{IgnorePaths: []string{"extensions.tracing"}})))
 	post(t, inv, context.Background(), "products")
 	if equal := <-rec.compared; !equal {
 		t.Errorf("answers that differ only in an ignored path compared unequal: %+v", rec.mismatches)

@@ -23,9 +23,12 @@
 //
 // # One pair at a time
 //
-// Shadow mode compares live answers one request at a time, with the same
-// rules: Capture turns each side's response into an Outcome, and Compare
-// classifies the differences.
+// Shadow mode (package shadow) compares live answers one request at a
+// time. Its default comparison needs no rules; ShadowComparer compares by
+// Rules instead. Outside shadow mode, Capture turns each side's response
+// into an Outcome, and Compare classifies the differences. compare imports
+// package shadow, never the reverse: an importer of package transport does
+// not link this harness.
 //
 // # Recording a corpus
 //

@@ -28,9 +28,9 @@ const (
 	DefaultMaxPaths     = 20
 )
 
-// Sender is what Run and package shadow need of a path: the sending half
-// of transport.Invoker, which satisfies it. compare does not import package
-// transport, which imports compare for its shadow mode.
+// Sender is what Run needs of a path: the sending half of
+// transport.Invoker, which satisfies it (as does shadow.Sender, the same
+// two methods).
 type Sender interface {
 	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
 	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)

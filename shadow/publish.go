@@ -7,8 +7,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/fusiongo/transport/compare"
 )
 
 // Reasons a comparison is dropped.
@@ -22,7 +20,7 @@ const (
 // are redacted in Differences.
 type Mismatch struct {
 	Schema                         string
-	Differences                    []compare.Difference
+	Differences                    []Difference
 	PrimaryStatus, CandidateStatus int
 }
 

@@ -2,8 +2,9 @@
 // traffic before the sockets path serves it, as GitHub's Scientist runs a
 // candidate beside the control: the primary (legacy) serves every request
 // unchanged, and for a sample of queries the same request also goes through
-// the candidate (sockets); the two answers are compared by the rules of
-// package compare, and mismatches are published.
+// the candidate (sockets); the two answers are compared by a Comparer (by
+// default one of the standard library only; package compare's
+// ShadowComparer adds its rules), and mismatches are published.
 //
 // Guarantees:
 //   - the caller gets the primary's response, byte for byte, and never waits
@@ -29,7 +30,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/operation"
 )
@@ -52,9 +52,11 @@ type Options struct {
 	// to finish reading the primary's body. Zero: env.DefaultShadowTimeout
 	// (10s).
 	Timeout time.Duration
-	// Rules say what a comparison leaves out. The zero value compares
-	// status, headers (without Date and hop-by-hop ones) and JSON bodies.
-	Rules compare.Rules
+	// Comparer compares the two answers of a shadowed query. Nil: the
+	// default Comparer (see Comparer), which compares errors, redirects,
+	// status, headers (without Date and hop-by-hop ones) and bodies (JSON
+	// as JSON), as package compare does with the zero compare.Rules.
+	Comparer Comparer
 	// Publisher receives mismatches and counts. Nil: a LogPublisher on
 	// slog.Default().
 	Publisher Publisher
@@ -65,7 +67,7 @@ type Options struct {
 // Shadow is an Invoker that serves from the primary and compares a sample
 // of queries with the candidate. It is safe for concurrent use.
 type Shadow struct {
-	primary, candidate compare.Sender
+	primary, candidate Sender
 	o                  Options
 	slots              chan struct{}
 	wg                 sync.WaitGroup
@@ -73,7 +75,7 @@ type Shadow struct {
 }
 
 // New returns a Shadow of primary and candidate. Close closes both.
-func New(primary, candidate compare.Sender, o Options) *Shadow {
+func New(primary, candidate Sender, o Options) *Shadow {
 	switch {
 	case o.Rate == 0:
 		o.Rate = env.DefaultShadowRate
@@ -91,6 +93,9 @@ func New(primary, candidate compare.Sender, o Options) *Shadow {
 	}
 	if o.Publisher == nil {
 		o.Publisher = LogPublisher{Logger: slog.Default()}
+	}
+	if o.Comparer == nil {
+		o.Comparer = defaultComparer{}
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -166,8 +171,8 @@ func (s *Shadow) drop(schema string, reason string) {
 // wait for it, nor cut it short) that keeps the caller's values, so the
 // gateway request's headers are forwarded alike. It returns where the
 // primary's outcome goes.
-func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(context.Context) (*http.Response, error)) chan<- compare.Outcome {
-	primary := make(chan compare.Outcome, 1)
+func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(context.Context) (*http.Response, error)) chan<- outcome {
+	primary := make(chan outcome, 1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -176,8 +181,9 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		defer cancel()
 		start := time.Now()
 		resp, err := send(cctx)
-		cand := compare.Capture(resp, err, time.Since(start), s.o.MaxBodyBytes)
-		var prim compare.Outcome
+		var cand outcome
+		cand.Answer, cand.truncated = capture(resp, err, time.Since(start), s.o.MaxBodyBytes)
+		var prim outcome
 		select {
 		case prim = <-primary:
 		case <-cctx.Done():
@@ -188,12 +194,12 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		case prim.Err == errUnread:
 			s.drop(schema, DropPrimaryUnread)
 			return
-		case prim.Truncated || cand.Truncated:
+		case prim.truncated || cand.truncated:
 			s.drop(schema, DropTooLarge)
 			return
 		}
 		s.stats.compared.Add(1)
-		diffs := compare.Compare(schema, prim, cand, "legacy", "sockets", s.o.Rules)
+		diffs := s.o.Comparer.Compare(schema, prim.Answer, cand.Answer)
 		if len(diffs) > 0 {
 			s.stats.mismatched.Add(1)
 			s.o.Publisher.Publish(Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
@@ -205,13 +211,20 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 
 // finishPrimary hands the caller the primary's response, with a body that
 // copies what the caller reads (up to MaxBodyBytes) for the comparison.
-func (s *Shadow) finishPrimary(schema string, resp *http.Response, err error, start time.Time, out chan<- compare.Outcome) *http.Response {
+func (s *Shadow) finishPrimary(schema string, resp *http.Response, err error, start time.Time, out chan<- outcome) *http.Response {
 	if err != nil {
-		out <- compare.Capture(nil, err, time.Since(start), s.o.MaxBodyBytes)
+		a, _ := capture(nil, err, time.Since(start), s.o.MaxBodyBytes)
+		out <- outcome{Answer: a}
 		return nil
 	}
 	resp.Body = &teeBody{rc: resp.Body, resp: resp, start: start, max: s.o.MaxBodyBytes, out: out}
 	return resp
+}
+
+// outcome is one side's answer, and whether it was cut at MaxBodyBytes.
+type outcome struct {
+	Answer
+	truncated bool
 }
 
 // errUnread marks a primary answer whose body the caller closed before the
@@ -229,7 +242,7 @@ type teeBody struct {
 	over  bool
 	eof   bool
 	once  sync.Once
-	out   chan<- compare.Outcome
+	out   chan<- outcome
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
@@ -256,14 +269,15 @@ func (t *teeBody) Close() error {
 
 func (t *teeBody) send() {
 	t.once.Do(func() {
-		o := compare.Capture(&http.Response{
+		var o outcome
+		o.Answer, o.truncated = capture(&http.Response{
 			StatusCode:   t.resp.StatusCode,
 			Header:       t.resp.Header,
 			Body:         io.NopCloser(bytes.NewReader(t.buf.Bytes())),
 			Uncompressed: t.resp.Uncompressed,
 			Request:      t.resp.Request,
 		}, nil, time.Since(t.start), t.max)
-		o.Truncated = o.Truncated || t.over
+		o.truncated = o.truncated || t.over
 		if !t.eof {
 			o.Err = errUnread
 		}
