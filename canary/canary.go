@@ -145,9 +145,6 @@ func New(s Settings, o Options) *Judge {
 	return j
 }
 
-// Settings returns the judge's settings.
-func (j *Judge) Settings() Settings { return j.s }
-
 // Sync makes names the canaried schemas: each keeps its state if it had
 // one, a new one starts at the starting rate (published with reason
 // Start), and the schemas not named are forgotten. It returns the state of
@@ -175,13 +172,6 @@ func (j *Judge) Sync(names []string) map[string]*Schema {
 		s.emit(Event{Schema: s.name, Reason: Start, To: j.s.Rate, At: j.now()})
 	}
 	return out
-}
-
-// Schema returns the state of schema name, or nil if it is not canaried.
-func (j *Judge) Schema(name string) *Schema {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.schemas[name]
 }
 
 // Schema is the canary state of one source schema. Its share and windows

@@ -169,16 +169,11 @@ func (g *Guard) headersIn() (fired bool) {
 	return g.header.Load() == headerFired
 }
 
-// Start returns the context to send a request with, and its Guard. The
+// Begin arms g for a request and returns the context to send it with. The
 // header bound applies if header is positive and ctx has no deadline; the
-// request bound if request is positive and ctx has no earlier deadline.
-func Start(ctx context.Context, t Target, header, request time.Duration) (context.Context, *Guard) {
-	g := new(Guard)
-	return g.Begin(ctx, t, header, request), g
-}
-
-// Begin is Start on a Guard the caller allocated (as part of a larger
-// per-request struct, to save an allocation). g must be a zero Guard.
+// request bound if request is positive and ctx has no earlier deadline. g
+// is usually part of a larger per-request struct, to save an allocation;
+// it must be a zero Guard.
 func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Duration) context.Context {
 	deadline, hasDeadline := ctx.Deadline()
 	headerBound := header > 0 && !hasDeadline

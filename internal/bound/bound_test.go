@@ -82,15 +82,15 @@ func target(t *testing.T, raw string) bound.Target {
 	return bound.Target{Schema: "x", Method: http.MethodPost, URL: u}
 }
 
-// starter arms a Guard for a request: bound.Start, which allocates it, or
-// Guard.Begin on one the caller allocated.
+// starter arms a Guard for a request: Guard.Begin on a Guard of its own
+// (start), or on one inside a larger per-request struct.
 type starter func(ctx context.Context, t bound.Target, header, request time.Duration) (context.Context, *bound.Guard)
 
 var starters = []struct {
 	name  string
 	start starter
 }{
-	{"Start", bound.Start},
+	{"new Guard", start},
 	{"Begin", func(ctx context.Context, t bound.Target, header, request time.Duration) (context.Context, *bound.Guard) {
 		var g struct {
 			_ int // the Guard as part of a larger per-request struct
@@ -100,11 +100,17 @@ var starters = []struct {
 	}},
 }
 
+// start arms a new Guard.
+func start(ctx context.Context, t bound.Target, header, request time.Duration) (context.Context, *bound.Guard) {
+	g := new(bound.Guard)
+	return g.Begin(ctx, t, header, request), g
+}
+
 // send starts a POST to srv under the bounds and returns what Finish made
 // of the round trip, with the context the request was sent with.
 func send(t *testing.T, tr http.RoundTripper, srv *httptest.Server, ctx context.Context, header, request time.Duration) (context.Context, *http.Response, error) {
 	t.Helper()
-	return sendWith(t, bound.Start, tr, srv, ctx, header, request)
+	return sendWith(t, start, tr, srv, ctx, header, request)
 }
 
 // sendWith is send with the Guard armed by start.
@@ -310,7 +316,7 @@ func bodyAfterHeaders(t *testing.T, deadline, header, request time.Duration, hea
 		err  error
 	}
 	results := make(chan result, 1)
-	ctx, g := bound.Start(parent(t, deadline), target(t, srv.URL), header, request)
+	ctx, g := start(parent(t, deadline), target(t, srv.URL), header, request)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -480,7 +486,7 @@ func TestFinish(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, g := bound.Start(context.Background(), target(t, "http://h/graphql"), tc.header, 0)
+			ctx, g := start(context.Background(), target(t, "http://h/graphql"), tc.header, 0)
 			if tc.waitFired {
 				select {
 				case <-ctx.Done(): // the header timer fired
@@ -686,9 +692,9 @@ func TestHeadersIn(t *testing.T) {
 			ctx := context.Background()
 			var outer *bound.Guard
 			if tc.nested {
-				ctx, outer = bound.Start(ctx, bound.Target{Schema: "s"}, short, 0)
+				ctx, outer = start(ctx, bound.Target{Schema: "s"}, short, 0)
 			}
-			ctx, g := bound.Start(ctx, bound.Target{Schema: "s"}, short, tc.request)
+			ctx, g := start(ctx, bound.Target{Schema: "s"}, short, tc.request)
 			if tc.late {
 				<-ctx.Done()
 			}

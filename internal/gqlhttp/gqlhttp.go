@@ -3,8 +3,6 @@
 package gqlhttp
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -29,18 +27,6 @@ func Header(extra int) http.Header {
 	h["Content-Type"] = contentType
 	h["Accept"] = accept
 	return h
-}
-
-// SetBody hands body to net/http as a *bytes.Reader, so that the headers
-// and a small body leave in one write (golang/go#22088). With replayable,
-// GetBody is set too, for a request that may be sent again (redirects,
-// retries, a refused HTTP/2 stream).
-func SetBody(req *http.Request, body []byte, replayable bool) {
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.ContentLength = int64(len(body))
-	if replayable {
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	}
 }
 
 // CloseBody closes a request body that the caller handed over, as

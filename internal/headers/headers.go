@@ -129,18 +129,6 @@ type valueRule struct {
 	fn   ValueFunc
 }
 
-// Compile merges lists of header names into Rules that forward them: names
-// are canonicalised and deduplicated, and hop-by-hop names and Host are
-// dropped whatever the lists say.
-func Compile(lists ...[]string) Rules {
-	var spec Spec
-	for _, l := range lists {
-		spec.Forward = append(spec.Forward, l...)
-	}
-	r, _ := New(spec) // without expressions, New cannot fail
-	return r
-}
-
 // New compiles spec. Hop-by-hop names and Host are dropped from every rule;
 // an invalid regular expression is an error.
 func New(spec Spec) (Rules, error) {
@@ -190,9 +178,6 @@ func (r Rules) Equal(o Rules) bool {
 		slices.EqualFunc(r.matching, o.matching, func(a, b *regexp.Regexp) bool { return a.String() == b.String() }) &&
 		slices.EqualFunc(r.values, o.values, func(a, b valueRule) bool { return a.name == b.name })
 }
-
-// Names returns the forwarded header names, canonical, in list order.
-func (r Rules) Names() []string { return append([]string(nil), r.names...) }
 
 // Added returns the names of the headers the rules can add, canonical:
 // forwarded, renamed, static and computed ones (not those that match an
