@@ -48,7 +48,7 @@ func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
 	for _, f := range files {
 		_ = k.Load(file.Provider(f), yaml.Parser())
 	}
-	_, envOrigin, _ := l.environment(k.MapKeys("source_schemas"))
+	_, envOrigin, _, _ := l.environment(k.MapKeys("source_schemas"))
 	for key, name := range envOrigin {
 		origin[key] = "environment " + name
 	}

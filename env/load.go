@@ -52,11 +52,11 @@ func (l Loader) Load(files ...string) (Config, error) {
 			return Config{}, fmt.Errorf("config file %s: %w", f, redactYAML(err))
 		}
 	}
-	envMap, origin, envErr := l.environment(k.MapKeys("source_schemas"))
+	envMap, origin, sw, envErr := l.environment(k.MapKeys("source_schemas"))
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
 		return Config{}, fmt.Errorf("loading the environment: %w", err)
 	}
-	cfg, decodeErr := decode(k.Raw())
+	cfg, decodeErr := decode(k.Raw(), sw)
 	decodeErr = blameEnvironment(decodeErr, origin)
 	// Validate what decoded even when some keys did not, so that one Load
 	// reports every problem: a bad duration must not hide a missing url.
@@ -87,9 +87,9 @@ func builtinMap() map[string]any {
 // environment reads the variables the transport knows. An invalid switch
 // value is an error here, at startup, naming the variable; the map still
 // holds the other variables, so that Load reports their problems too.
-func (l Loader) environment(schemas []string) (map[string]any, map[string]string, error) {
-	out := map[string]any{}
-	origin := map[string]string{}
+func (l Loader) environment(schemas []string) (out map[string]any, origin map[string]string, sw *Switch, err error) {
+	out = map[string]any{}
+	origin = map[string]string{}
 	var errs errorList
 	if l.Environ != nil {
 		for _, kv := range l.Environ() {
@@ -106,17 +106,18 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 		}
 	}
 	if l.LookupEnv == nil {
-		return out, origin, errs.err()
+		return out, origin, nil, errs.err()
 	}
 	var switchErr error
 	if v, ok := l.LookupEnv(SwitchVar); ok {
-		sw, err := ParseSwitch(v)
+		parsed, err := ParseSwitch(v)
 		if err != nil {
 			switchErr = &KeyError{Key: SwitchVar, Value: v, Reason: err.Error(), Err: err}
 		} else {
 			// The variable picks the rollout stage: it replaces the file's
-			// transport and shadow rate (the other shadow keys stay).
-			out["transport"] = sw.String()
+			// transport (decode applies sw) and shadow rate (the other
+			// shadow keys stay).
+			sw = &parsed
 			out["shadow.rate"] = sw.ShadowRate
 			origin["transport"] = SwitchVar
 			origin["shadow.rate"] = SwitchVar
@@ -145,7 +146,7 @@ func (l Loader) environment(schemas []string) (map[string]any, map[string]string
 	if switchErr != nil {
 		errs = append(errorList{switchErr}, errs...)
 	}
-	return out, origin, errs.err()
+	return out, origin, sw, errs.err()
 }
 
 // The keys a file may hold, per level. Anything else is an unknown key.
@@ -157,49 +158,17 @@ var (
 )
 
 // decode turns koanf's merged map into a Config, strictly: unknown keys and
-// malformed values are errors that name the key path.
-func decode(raw map[string]any) (Config, error) {
+// malformed values are errors that name the key path. sw, if not nil, is
+// FUSION_SOCKETS_TRANSPORT, parsed by environment: it replaces the
+// transport key.
+func decode(raw map[string]any, sw *Switch) (Config, error) {
 	var errs errorList
 	var cfg Config
 	unknown(&errs, "", raw, topKeys)
-
-	if v, ok := raw["transport"]; ok {
-		var text string
-		switch x := v.(type) {
-		case string:
-			text = x
-		case bool, int, float64:
-			// YAML reads true and 1 as a bool and a number: the same words
-			// as in FUSION_SOCKETS_TRANSPORT, which ParseSwitch knows.
-			text = fmt.Sprint(x)
-		case nil: // "transport:" with no value is empty: legacy
-		case []any: // a YAML list is always a list of source schemas
-			names := stringList(&errs, "transport", x)
-			text = "[" + strings.Join(names, ",") + "]" // fails unless every name is one
-			if len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return !schemaName(n) }) {
-				text = strings.Join(names, ",")
-				if _, isWord := ParseSwitch(text); isWord == nil && len(names) == 1 {
-					if sw, _ := ParseSwitch(text); sw.Path != PathMixed {
-						errs.add("transport", v, nil, "invalid value %v: %q is a switch word, not a source schema; write transport: %s", v, names[0], names[0])
-						break
-					}
-				}
-				cfg.Transport, cfg.SocketsSchemas = PathMixed, names
-				v = nil // decoded
-			}
-		default:
-			text = fmt.Sprint(x)
-		}
-		if cfg.Transport != PathMixed && !errs.has("transport") {
-			sw, err := ParseSwitch(text)
-			if err != nil {
-				errs.add("transport", v, err, "%v", err)
-			} else {
-				cfg.Transport, cfg.SocketsSchemas = sw.Path, sw.Schemas
-				cfg.Shadow.Rate = sw.ShadowRate
-				cfg.Canary.Rate, cfg.Canary.Schemas = sw.CanaryRate, sw.CanarySchemas
-			}
-		}
+	if sw != nil {
+		cfg.applySwitch(*sw)
+	} else if v, ok := raw["transport"]; ok {
+		decodeTransport(&errs, v, &cfg)
 	}
 	if v, ok := raw["shadow"]; ok {
 		decodeShadow(&errs, v, &cfg.Shadow)
@@ -218,28 +187,83 @@ func decode(raw map[string]any) (Config, error) {
 		}
 	}
 	if m, ok := section(&errs, "source_schemas", raw["source_schemas"]); ok && len(m) > 0 {
-		cfg.SourceSchemas = make(map[string]SourceSchema, len(m))
-		for _, name := range sortedKeys(m) {
-			key := "source_schemas." + name
-			sm, ok := section(&errs, key, m[name])
-			if !ok && m[name] != nil {
-				continue
-			}
-			// A schema written without keys (products:) is kept, so that
-			// Validate reports its missing url instead of dropping it.
-			s := SourceSchema{Settings: settings(&errs, key, sm, schemaOnly)}
-			switch u := sm["url"].(type) {
-			case string:
-				s.URL = u
-			case nil:
-			default:
-				errs.add(key+".url", u, nil, "invalid value %v: want a URL string", shown(key+".url", u))
-			}
-			s.ForwardHeaders = stringList(&errs, key+".forward_headers", sm["forward_headers"])
-			cfg.SourceSchemas[name] = s
-		}
+		cfg.SourceSchemas = decodeSourceSchemas(&errs, m)
 	}
 	return cfg, errs.err()
+}
+
+// applySwitch sets the path, and the shadow and canary rates, that a
+// switch value picks.
+func (c *Config) applySwitch(sw Switch) {
+	c.Transport, c.SocketsSchemas = sw.Path, sw.Schemas
+	c.Shadow.Rate = sw.ShadowRate
+	c.Canary.Rate, c.Canary.Schemas = sw.CanaryRate, sw.CanarySchemas
+}
+
+// decodeTransport reads the file's transport key: a switch word (YAML may
+// read it as a bool or a number), or a list of source schemas. The value
+// is parsed once.
+func decodeTransport(errs *errorList, v any, cfg *Config) {
+	var text string
+	switch x := v.(type) {
+	case string:
+		text = x
+	case bool, int, float64:
+		// YAML reads true and 1 as a bool and a number: the same words
+		// as in FUSION_SOCKETS_TRANSPORT, which ParseSwitch knows.
+		text = fmt.Sprint(x)
+	case nil: // "transport:" with no value is empty: legacy
+	case []any: // a YAML list is always a list of source schemas
+		names := stringList(errs, "transport", x)
+		if len(names) == 0 || slices.ContainsFunc(names, func(n string) bool { return !schemaName(n) }) {
+			text = "[" + strings.Join(names, ",") + "]" // fails: not every name is one
+			break
+		}
+		if len(names) == 1 {
+			if sw, err := ParseSwitch(names[0]); err == nil && sw.Path != PathMixed {
+				errs.add("transport", v, nil, "invalid value %v: %q is a switch word, not a source schema; write transport: %s", v, names[0], names[0])
+				return
+			}
+		}
+		cfg.Transport, cfg.SocketsSchemas = PathMixed, names
+		return
+	default:
+		text = fmt.Sprint(x)
+	}
+	if errs.has("transport") {
+		return
+	}
+	sw, err := ParseSwitch(text)
+	if err != nil {
+		errs.add("transport", v, err, "%v", err)
+		return
+	}
+	cfg.applySwitch(sw)
+}
+
+// decodeSourceSchemas reads the source_schemas mapping, in name order.
+func decodeSourceSchemas(errs *errorList, m map[string]any) map[string]SourceSchema {
+	out := make(map[string]SourceSchema, len(m))
+	for _, name := range sortedKeys(m) {
+		key := "source_schemas." + name
+		sm, ok := section(errs, key, m[name])
+		if !ok && m[name] != nil {
+			continue
+		}
+		// A schema written without keys (products:) is kept, so that
+		// Validate reports its missing url instead of dropping it.
+		s := SourceSchema{Settings: settings(errs, key, sm, schemaOnly)}
+		switch u := sm["url"].(type) {
+		case string:
+			s.URL = u
+		case nil:
+		default:
+			errs.add(key+".url", u, nil, "invalid value %v: want a URL string", shown(key+".url", u))
+		}
+		s.ForwardHeaders = stringList(errs, key+".forward_headers", sm["forward_headers"])
+		out[name] = s
+	}
+	return out
 }
 
 // decodeShadow reads the shadow key: a rate, or a mapping. A rate from the
