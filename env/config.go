@@ -78,7 +78,9 @@ var Engines = []string{EngineNetHTTP, EngineH1}
 const Off time.Duration = -1
 
 // NoLimit, as the value of a limit such as MaxConnsPerHost, means no limit.
-// Files write it as 0; in a Config built by hand 0 means "inherit".
+// Files write it as 0; in a Config built by hand 0 means "inherit". One
+// limit cannot be lifted: for MaxResponseHeaderBytes, NoLimit means
+// net/http's own bound of 10 MiB (see there).
 const NoLimit = -1
 
 // Config is the whole transport configuration.
@@ -179,9 +181,10 @@ type Settings struct {
 
 	// MaxResponseHeaderBytes bounds the bytes of a response's status line
 	// and headers; a larger answer fails the request, naming the schema.
-	// NoLimit (0 in files) means net/http's own bound of 10 MiB. The legacy
-	// path reads it from Defaults (its transport is shared).
-	// Default: DefaultMaxResponseHeaderBytes (64 KiB).
+	// NoLimit (0 in files) is not unbounded: it means net/http's own bound
+	// of 10 MiB (10485760 bytes), on both paths and engines; a larger bound
+	// is written as a number. The legacy path reads it from Defaults (its
+	// transport is shared). Default: DefaultMaxResponseHeaderBytes (64 KiB).
 	MaxResponseHeaderBytes int
 
 	// KeepAlive is the interval of TCP keep-alive probes on a connection.

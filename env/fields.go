@@ -121,7 +121,7 @@ func limitField(key string, p func(*Settings) *int) field {
 		format: func(s *Settings) string {
 			switch {
 			case *p(s) < 0:
-				return "0 (no limit)"
+				return "0 (" + zeroLimit(key) + ")"
 			case *p(s) == 0:
 				return "(the path's default)"
 			}

@@ -422,7 +422,8 @@ func duration(errs *errorList, key string, v any) time.Duration {
 	return 0
 }
 
-// limit reads a non-negative count; 0 gives NoLimit.
+// limit reads a non-negative count; 0 gives NoLimit, whose meaning
+// depends on the key (see zeroLimit).
 func limit(errs *errorList, key string, v any) int {
 	n, ok := number(v)
 	if s, isString := v.(string); isString {
@@ -433,13 +434,27 @@ func limit(errs *errorList, key string, v any) int {
 	case !ok || n != float64(int(n)):
 		errs.add(key, v, nil, "invalid limit %v: want a whole number", v)
 	case n < 0:
-		errs.add(key, v, nil, "invalid limit %v: must not be negative (0 means no limit)", v)
+		errs.add(key, v, nil, "invalid limit %v: must not be negative (0 means %s)", v, zeroLimit(key))
 	case n == 0:
 		return NoLimit
 	default:
 		return int(n)
 	}
 	return 0
+}
+
+// zeroLimit says what 0 in a file (NoLimit in Go) means for the limit at
+// key, a key path: no limit, but for max_response_header_bytes net/http's
+// bound of 10 MiB (net/http has no unbounded setting), and for the shadow
+// and canary keys their default.
+func zeroLimit(key string) string {
+	switch {
+	case strings.HasSuffix(key, "max_response_header_bytes"):
+		return "net/http's bound, 10 MiB"
+	case strings.HasPrefix(key, "shadow.") || strings.HasPrefix(key, "canary."):
+		return "the default"
+	}
+	return "no limit"
 }
 
 func number(v any) (float64, bool) {

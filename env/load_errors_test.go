@@ -102,6 +102,18 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 			key:     "source_schemas.products.max_conns_per_host", value: -4,
 		},
 		{
+			name:    "negative response header limit, whose 0 is 10 MiB",
+			yaml:    schema + "    max_response_header_bytes: -1\n",
+			wantErr: "source_schemas.products.max_response_header_bytes: invalid limit -1: must not be negative (0 means net/http's bound, 10 MiB)",
+			key:     "source_schemas.products.max_response_header_bytes", value: -1,
+		},
+		{
+			name:    "negative shadow limit, whose 0 is the default",
+			yaml:    schema + "shadow:\n  max_concurrent: -1\n",
+			wantErr: "shadow.max_concurrent: invalid limit -1: must not be negative (0 means the default)",
+			key:     "shadow.max_concurrent", value: -1,
+		},
+		{
 			name:    "fractional limit",
 			yaml:    "defaults:\n  max_conns_per_host: 1.5\n",
 			wantErr: "defaults.max_conns_per_host: invalid limit 1.5: want a whole number",

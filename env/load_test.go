@@ -505,3 +505,28 @@ type coreSettings struct {
 func core(s env.Settings) coreSettings {
 	return coreSettings{s.ConnectTimeout, s.ConnLifetime, s.IdleConnTimeout, s.HeaderTimeout, s.MaxConnsPerHost}
 }
+
+// TestExplainZeroLimits: Explain says what 0 means per limit: no limit for
+// connections, net/http's 10 MiB for response headers.
+func TestExplainZeroLimits(t *testing.T) {
+	file := writeConfig(t, "defaults:\n  max_conns_per_host: 0\n  max_response_header_bytes: 0\nsource_schemas:\n  products:\n    url: http://products/graphql\n")
+	_, explained, err := env.Loader{}.Explain(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"max_conns_per_host":        "0 (no limit)",
+		"max_response_header_bytes": "0 (net/http's bound, 10 MiB)",
+	}
+	for _, v := range explained["products"] {
+		if w, ok := want[v.Key]; ok {
+			if v.Value != w {
+				t.Errorf("%s = %q, want %q", v.Key, v.Value, w)
+			}
+			delete(want, v.Key)
+		}
+	}
+	for key := range want {
+		t.Errorf("Explain has no %s", key)
+	}
+}

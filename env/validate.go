@@ -81,7 +81,7 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 		n   int
 	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}, {"max_response_header_bytes", s.MaxResponseHeaderBytes}, {"headers.max_forwarded_bytes", s.Headers.MaxForwardedBytes}} {
 		if l.n < NoLimit {
-			errs.add(prefix+"."+l.key, l.n, nil, "invalid limit %d: must not be negative (0 means no limit)", l.n)
+			errs.add(prefix+"."+l.key, l.n, nil, "invalid limit %d: must not be negative (0 means %s)", l.n, zeroLimit(l.key))
 		}
 	}
 	if s.UnixSocket != "" {
