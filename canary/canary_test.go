@@ -314,3 +314,63 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	})
 }
+
+// TestWindowRollsFailuresOut: a failure leaves a window's count when a
+// newer outcome takes its slot, so failures that rolled out of both
+// windows neither cause a fallback nor hide one.
+func TestWindowRollsFailuresOut(t *testing.T) {
+	st := canary.Settings{Rate: 0.1, Window: 10, MinRequests: 10, MaxErrorRatioDelta: 0.15, Cooldown: time.Minute}
+	type step struct {
+		path         canary.Path
+		both         bool // n successes on each path, legacy first, alternating
+		n, failed    int
+		wantFallback bool // a fallback by the end of this step
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{
+			// Legacy has no requests yet, so nothing is judged until its
+			// window fills; sockets' failures have all rolled out by then.
+			name: "sockets' failures rolled out before legacy counts",
+			steps: []step{
+				{path: canary.Sockets, n: 10, failed: 10},
+				{path: canary.Sockets, n: 10},
+				{path: canary.Legacy, n: 10},
+			},
+		},
+		{
+			// Both windows full of failures, then of successes: no
+			// fallback; then sockets fails past legacy's ratio plus the
+			// delta, and falls back.
+			name: "both windows rolled over to successes, then sockets fails",
+			steps: []step{
+				{path: canary.Legacy, n: 10, failed: 10},
+				{path: canary.Sockets, n: 10, failed: 10},
+				{both: true, n: 10},
+				{path: canary.Sockets, n: 1, failed: 1},
+				{path: canary.Sockets, n: 1, failed: 1, wantFallback: true},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, st)
+			for i, s := range tc.steps {
+				if s.both {
+					for range s.n {
+						r.record(canary.Legacy, 1, 0)
+						r.record(canary.Sockets, 1, 0)
+					}
+				} else {
+					r.record(s.path, s.n, s.failed)
+				}
+				if fell := r.s.Share() == 0; fell != s.wantFallback {
+					c := r.judge.State().Schemas["products"]
+					t.Fatalf("after step %d (%s: %d calls, %d failed): share %v, want fallback %v; legacy %d/%d failed, sockets %d/%d",
+						i, s.path, s.n, s.failed, r.s.Share(), s.wantFallback, c.Legacy.Failures, c.Legacy.Requests, c.Sockets.Failures, c.Sockets.Requests)
+				}
+			}
+		})
+	}
+}
