@@ -322,8 +322,9 @@ type HeaderSettings struct {
 	// wins. Default: none.
 	Set map[string]string
 
-	// MaxForwardedBytes bounds the bytes (names and values) that the rules
-	// above add to one request from the gateway request; a request over it
+	// MaxForwardedBytes bounds the bytes that the rules above add to one
+	// request, counted per header line as it goes on the wire: name, ": ",
+	// value and CRLF, so name + value + 4 per value; a request over it
 	// fails before anything is sent, naming the header where it went over.
 	// NoLimit (0 in files): no bound. Default: DefaultMaxForwardedHeaderBytes
 	// (64 KiB).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -171,5 +172,53 @@ func TestRules(t *testing.T) {
 	bad, _ := New(Spec{Values: map[string]ValueFunc{"X-A": func(context.Context, *http.Request) (string, bool) { return "a\nb", true }}})
 	if _, err := bad.Apply(context.Background(), nil, false); !errors.Is(err, ErrInvalidValue) {
 		t.Errorf("computed value with LF: %v", err)
+	}
+}
+
+// TestMaxBytesExact: MaxBytes counts name, ": ", value and CRLF per
+// value, the bytes a header line takes: at exactly that many, the headers
+// are forwarded; at one byte less, Apply refuses with ErrTooLarge and dst
+// is returned unchanged.
+func TestMaxBytesExact(t *testing.T) {
+	line := func(name, value string) int { return len(name) + len(": ") + len(value) + len("\r\n") }
+	for _, tc := range []struct {
+		name    string
+		forward []string
+		gw      http.Header
+		budget  int
+		wantErr bool
+	}{
+		{"one header, exactly", []string{"X-Tenant"}, http.Header{"X-Tenant": {"acme"}}, line("X-Tenant", "acme"), false},
+		{"one header, a byte less", []string{"X-Tenant"}, http.Header{"X-Tenant": {"acme"}}, line("X-Tenant", "acme") - 1, true},
+		{"two values, exactly", []string{"X-Tenant"}, http.Header{"X-Tenant": {"acme", "b"}}, line("X-Tenant", "acme") + line("X-Tenant", "b"), false},
+		{"two values, a byte less", []string{"X-Tenant"}, http.Header{"X-Tenant": {"acme", "b"}}, line("X-Tenant", "acme") + line("X-Tenant", "b") - 1, true},
+		{"two headers, exactly", []string{"X-Tenant", "X-Id"}, http.Header{"X-Tenant": {"acme"}, "X-Id": {"7"}}, line("X-Tenant", "acme") + line("X-Id", "7"), false},
+		{"two headers, a byte less", []string{"X-Tenant", "X-Id"}, http.Header{"X-Tenant": {"acme"}, "X-Id": {"7"}}, line("X-Tenant", "acme") + line("X-Id", "7") - 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := New(Spec{Forward: tc.forward, MaxBytes: tc.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := http.Header{"Content-Type": {"application/json"}}
+			got, err := rules.Apply(withGateway(tc.gw), dst, false)
+			if tc.wantErr {
+				if !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("MaxBytes %d: err = %v, want ErrTooLarge", tc.budget, err)
+				}
+				if len(got) != 1 || len(dst) != 1 {
+					t.Errorf("refused, yet headers were added: got %v, dst %v", got, dst)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MaxBytes %d: %v", tc.budget, err)
+			}
+			for name, values := range tc.gw {
+				if !slices.Equal(got[name], values) {
+					t.Errorf("%s = %q, want %q forwarded", name, got[name], values)
+				}
+			}
+		})
 	}
 }
