@@ -144,6 +144,18 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 			key:     "source_schemas.products.url", value: "http:///graphql",
 		},
 		{
+			name:    "url port over 65535",
+			yaml:    "source_schemas:\n  products:\n    url: http://h:65536/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http://h:65536/graphql": port 65536 is not between 1 and 65535`,
+			key:     "source_schemas.products.url", value: "http://h:65536/graphql",
+		},
+		{
+			name:    "url port 0",
+			yaml:    "source_schemas:\n  products:\n    url: http://h:0/graphql\n",
+			wantErr: `source_schemas.products.url: invalid url "http://h:0/graphql": port 0 is not between 1 and 65535`,
+			key:     "source_schemas.products.url", value: "http://h:0/graphql",
+		},
+		{
 			name:    "url that does not parse",
 			yaml:    "source_schemas:\n  products:\n    url: 127.0.0.1:4001/graphql\n",
 			wantErr: `source_schemas.products.url: invalid url "127.0.0.1:4001/graphql": parse "127.0.0.1:4001/graphql": first path segment in URL cannot contain colon`,

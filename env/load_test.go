@@ -530,3 +530,19 @@ func TestExplainZeroLimits(t *testing.T) {
 		t.Errorf("Explain has no %s", key)
 	}
 }
+
+// TestLoadURLPortRange: the ports at both ends of the range load (the
+// refused ones, 0 and 65536, are rows of loadKeyErrorCases).
+func TestLoadURLPortRange(t *testing.T) {
+	for _, u := range []string{"http://h:1/graphql", "http://h:65535/graphql", "https://h:65535/graphql"} {
+		t.Run(u, func(t *testing.T) {
+			cfg, err := env.Loader{}.Load(writeConfig(t, "source_schemas:\n  products:\n    url: "+u+"\n"))
+			if err != nil {
+				t.Fatalf("Load with url %s: %v", u, err)
+			}
+			if got := cfg.SourceSchemas["products"].URL; got != u {
+				t.Errorf("url = %q, want %q", got, u)
+			}
+		})
+	}
+}
