@@ -16,11 +16,15 @@ const (
 	DropPrimaryUnread = "primary_unread" // the caller did not read the primary's body to the end in time
 )
 
-// Mismatch is one shadowed query whose answers differed. Sensitive headers
-// are redacted in Differences.
+// Mismatch is one shadowed query whose answers differed.
 type Mismatch struct {
-	Schema                         string
-	Differences                    []Difference
+	// Schema is the source schema's name.
+	Schema string
+	// Differences are what the Comparer found, never empty. Sensitive
+	// headers are redacted in them (see Difference).
+	Differences []Difference
+	// PrimaryStatus and CandidateStatus are the two answers' status
+	// codes; zero for a side that failed.
 	PrimaryStatus, CandidateStatus int
 }
 

@@ -1,0 +1,66 @@
+package shadow_test
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/fusiongo/transport/shadow"
+)
+
+// mismatches keeps what a Shadow publishes.
+type mismatches struct {
+	mu  sync.Mutex
+	got []shadow.Mismatch
+}
+
+func (m *mismatches) Publish(x shadow.Mismatch) { m.mu.Lock(); m.got = append(m.got, x); m.mu.Unlock() }
+func (m *mismatches) Compared(string, bool)     {}
+func (m *mismatches) Dropped(string, string)    {}
+
+// TestComparer: Options.Comparer sees both whole answers, primary first,
+// and what it returns is published; nil is the default, which finds the
+// JSON member that differs.
+func TestComparer(t *testing.T) {
+	type seen struct{ schema, primary, candidate string }
+	calls := make(chan seen, 1)
+	custom := shadow.ComparerFunc(func(schema string, p, c shadow.Answer) []shadow.Difference {
+		calls <- seen{schema, string(p.Body), string(c.Body)}
+		return []shadow.Difference{{Kind: shadow.KindBody, Path: "custom"}}
+	})
+	for _, tc := range []struct {
+		name     string
+		comparer shadow.Comparer
+		wantPath string
+	}{
+		{"default", nil, "data.price"},
+		{"custom", custom, "custom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &mismatches{}
+			s := shadow.New(fixed(`{"data":{"price":899}}`), fixed(`{"data":{"price":900}}`), shadow.Options{Comparer: tc.comparer, Publisher: pub})
+			resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ price }"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			s.Close()
+			if tc.comparer != nil {
+				want := seen{"products", `{"data":{"price":899}}`, `{"data":{"price":900}}`}
+				if got := <-calls; got != want {
+					t.Errorf("the Comparer saw %+v, want %+v", got, want)
+				}
+			}
+			pub.mu.Lock()
+			defer pub.mu.Unlock()
+			if len(pub.got) != 1 || len(pub.got[0].Differences) != 1 || pub.got[0].Differences[0].Path != tc.wantPath {
+				t.Fatalf("published %+v, want one mismatch at %s", pub.got, tc.wantPath)
+			}
+			if m := pub.got[0]; m.Schema != "products" || m.PrimaryStatus != 200 || m.CandidateStatus != 200 {
+				t.Errorf("mismatch %+v, want products with both statuses 200", m)
+			}
+		})
+	}
+}
