@@ -75,32 +75,33 @@ const (
 )
 
 // Difference is one way in which the primary's and the candidate's answers
-// differ. A Comparer never puts the value of a sensitive header
-// (Authorization, Cookie, Set-Cookie, Proxy-Authorization) in one: it
-// writes Redacted instead.
+// differ; it encodes to JSON as compare.Difference does. A Comparer never
+// puts the value of a sensitive header (Authorization, Cookie, Set-Cookie,
+// Proxy-Authorization) in one: it writes Redacted instead.
 type Difference struct {
 	// Kind says what differs.
-	Kind Kind
+	Kind Kind `json:"kind"`
 
 	// Path is the header name for KindHeader and the JSON path (like
 	// data.users[2].name, or $ for the whole value) for a JSON body
 	// difference; empty otherwise.
-	Path string
+	Path string `json:"path,omitempty"`
 
 	// A and B are the primary's and the candidate's values: a status
 	// code, a header's values joined by ", ", a JSON value, an error
 	// message, a final URL, or a quoted piece of a body. Empty means the
 	// side has none (an absent header or JSON member, no error).
-	A, B string
+	A string `json:"a,omitempty"`
+	B string `json:"b,omitempty"`
 
 	// Explanation is one sentence that names both sides ("legacy" for the
 	// primary, "sockets" for the candidate).
-	Explanation string
+	Explanation string `json:"explanation"`
 
 	// Diff is a text diff of the two JSON bodies, if the Comparer writes
 	// one (package compare's does, on the first body difference); the
 	// default Comparer leaves it empty.
-	Diff string
+	Diff string `json:"diff,omitempty"`
 }
 
 // Redacted replaces the value of a sensitive header in a Difference.
