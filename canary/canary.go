@@ -75,10 +75,14 @@ const (
 
 // Event is one change of a schema's share.
 type Event struct {
-	Schema   string
-	Reason   Reason
-	From, To float64 // the share before and after
-	At       time.Time
+	// Schema is the source schema whose share changed.
+	Schema string
+	// Reason is why it changed: Start, Fallback, Restart or Grow.
+	Reason Reason
+	// From and To are the share before and after, from 0 to 1.
+	From, To float64
+	// At is when the change took effect.
+	At time.Time
 	// CooldownUntil is when a fallback's cooldown ends; zero otherwise.
 	CooldownUntil time.Time
 	// Legacy and Sockets are the windows when the change was decided.
@@ -89,12 +93,19 @@ type Event struct {
 // (transport error, timeout or 5xx), their ratio, and latency quantiles
 // (time to the response headers, or to the error).
 type Counts struct {
-	Requests   int           `json:"requests"`
-	Failures   int           `json:"failures"`
-	ErrorRatio float64       `json:"error_ratio"`
-	P50        time.Duration `json:"-"`
-	P90        time.Duration `json:"-"`
-	P99        time.Duration `json:"-"`
+	// Requests is how many outcomes the window holds (at most the
+	// window's size).
+	Requests int `json:"requests"`
+	// Failures is how many of them failed.
+	Failures int `json:"failures"`
+	// ErrorRatio is Failures / Requests; 0 for an empty window.
+	ErrorRatio float64 `json:"error_ratio"`
+	// P50, P90 and P99 are the latency quantiles of the window's
+	// requests; zero for an empty window. JSON carries them as p50_ms,
+	// p90_ms and p99_ms (MarshalJSON).
+	P50 time.Duration `json:"-"`
+	P90 time.Duration `json:"-"`
+	P99 time.Duration `json:"-"`
 }
 
 // MarshalJSON writes the quantiles in milliseconds beside the counts.
@@ -366,9 +377,14 @@ func (r *ring) snapshot() Counts {
 // State is the canary state of every canaried schema, as the handler
 // serves it.
 type State struct {
-	Rate     float64                `json:"rate"`
-	MaxRate  float64                `json:"max_rate"`
-	Schemas  map[string]SchemaState `json:"schemas"`
+	// Rate is the starting share of every canaried schema (canary.rate).
+	Rate float64 `json:"rate"`
+	// MaxRate is the share at which growth stops (canary.max_rate).
+	MaxRate float64 `json:"max_rate"`
+	// Schemas holds each canaried schema's state, by name.
+	Schemas map[string]SchemaState `json:"schemas"`
+	// Settings are the judge's settings in force, as the canary keys
+	// name them (durations as text, such as "30s").
 	Settings struct {
 		Step               float64 `json:"step"`
 		Interval           string  `json:"interval"`
@@ -381,13 +397,20 @@ type State struct {
 
 // SchemaState is one schema's canary state.
 type SchemaState struct {
-	Share         float64    `json:"share"`
-	Legacy        Counts     `json:"legacy"`
-	Sockets       Counts     `json:"sockets"`
+	// Share is the share of the schema's gateway requests that sockets
+	// serves now, from 0 to 1.
+	Share float64 `json:"share"`
+	// Legacy and Sockets are the two paths' windows now.
+	Legacy  Counts `json:"legacy"`
+	Sockets Counts `json:"sockets"`
+	// CooldownUntil is when a fallback's cooldown ends; nil outside one.
 	CooldownUntil *time.Time `json:"cooldown_until,omitempty"`
-	LastChange    time.Time  `json:"last_change"`
-	LastReason    Reason     `json:"last_reason"`
-	Fallbacks     int64      `json:"fallbacks"`
+	// LastChange is when the share last changed, and LastReason why.
+	LastChange time.Time `json:"last_change"`
+	LastReason Reason    `json:"last_reason"`
+	// Fallbacks counts the schema's fallbacks since it entered the
+	// canary.
+	Fallbacks int64 `json:"fallbacks"`
 }
 
 // State returns the state of every canaried schema. A cooldown that has
