@@ -372,7 +372,9 @@ func dialH1(t *testing.T, addr string) *h1Conn {
 // request it refuses before writing (one that asks to switch protocols,
 // which the pool sends elsewhere: upgrade.go) leaves it free for the next;
 // an idle connection the server wrote to or closed fails its Reserve
-// (errH1Stale) and closes.
+// (errH1Stale) and closes (TestH1ConnStaleIdle); a cancel of the request's
+// context ends its wait for the header or a body read at once and closes
+// the connection.
 func TestH1ConnRules(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -444,4 +446,61 @@ func TestH1ConnRules(t *testing.T) {
 			t.Errorf("the server saw %v, want only the plain GET", seen)
 		}
 	})
+
+	for _, during := range []string{"the wait for the header", "a body read"} {
+		t.Run("a cancel interrupts "+during, func(t *testing.T) {
+			guard, stop := context.WithTimeout(context.Background(), testTimeout)
+			defer stop()
+			arrived, release := make(chan struct{}), make(chan struct{})
+			defer close(release)
+			srv := newScriptServer(t, func(n int, _ *http.Request, c net.Conn) (string, bool) {
+				if during == "a body read" {
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npart:"))
+				}
+				close(arrived)
+				<-release
+				return "", true
+			})
+			c := dialH1(t, srv.addr)
+			if err := c.Reserve(); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(guard)
+			defer cancel()
+			req, err := http.NewRequestWithContext(rctx, http.MethodGet, srv.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type res struct {
+				resp *http.Response
+				err  error
+			}
+			done := make(chan res, 1)
+			go func() {
+				resp, err := c.RoundTrip(req)
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				done <- res{resp, err}
+			}()
+			select {
+			case <-arrived:
+			case <-guard.Done():
+				t.Fatal("the request never reached the server")
+			}
+			cancel()
+			select {
+			case r := <-done:
+				if !errors.Is(r.err, context.Canceled) {
+					t.Errorf("error %v, want one matching context.Canceled", r.err)
+				}
+			case <-guard.Done():
+				t.Fatal("the request still waited after the cancel")
+			}
+			if c.Err() == nil || c.Available() != 0 {
+				t.Errorf("after the cancel: Err %v, Available %d; want the connection closed", c.Err(), c.Available())
+			}
+		})
+	}
 }
