@@ -35,16 +35,16 @@ import (
 // for the next one on the same connection, so a connection it does not
 // hang up ends when the client closes it: closed reports that.
 type scriptServer struct {
-	url    string
-	addr   string
-	closed chan string // remote addresses of the connections the client closed; buffered
+	url     string                                                                 // immutable: the schema URL
+	addr    string                                                                 // immutable: host:port
+	answers func(n int, req *http.Request, c net.Conn) (reply string, hangUp bool) // immutable
+	closed  chan string                                                            // remote addresses of the connections the client closed; buffered, written by serve
+	wg      sync.WaitGroup                                                         // the accept loop and each connection's serve
 
-	mu      sync.Mutex
-	seen    []string   // guarded by mu: per request, in order, "METHOD remote"
-	conns   []string   // guarded by mu: per connection, in order of accept
-	open    []net.Conn // guarded by mu: every accepted connection, closed at cleanup
-	answers func(n int, req *http.Request, c net.Conn) (reply string, hangUp bool)
-	wg      sync.WaitGroup
+	mu    sync.Mutex
+	seen  []string   // guarded by mu: per request, in order, "METHOD remote"
+	conns []string   // guarded by mu: per connection, in order of accept
+	open  []net.Conn // guarded by mu: every accepted connection, closed at cleanup
 }
 
 func newScriptServer(t *testing.T, answer func(n int, req *http.Request, c net.Conn) (reply string, hangUp bool)) *scriptServer {
