@@ -154,15 +154,13 @@ const (
 
 // transfer applies net/http's readTransfer (transfer.go) to rb.resp: it
 // decides the framing and fills ContentLength, TransferEncoding, Close,
-// Trailer and Body.
+// Trailer and Body, in readTransfer's steps: the connection's close, the
+// Transfer-Encoding, the length (fixLength), the trailer (fixTrailer),
+// then the body.
 func (rb *respBody) transfer(req *http.Request, br *bufio.Reader, owner Owner) error {
 	resp := &rb.resp
 	h := resp.Header
-	method := "GET"
-	if req != nil && req.Method != "" {
-		method = req.Method
-	}
-	isHead := method == "HEAD"
+	isHead := req != nil && req.Method == "HEAD"
 	// net/http computes Close from the version as sent, then treats
 	// HTTP/0.0 as HTTP/1.1 for the rest.
 	resp.Close = shouldClose(resp.ProtoMajor, resp.ProtoMinor, h)
@@ -170,58 +168,16 @@ func (rb *respBody) transfer(req *http.Request, br *bufio.Reader, owner Owner) e
 	if major == 0 && minor == 0 {
 		major, minor = 1, 1
 	}
-
-	// Transfer-Encoding: the field is always removed; HTTP/1.0 and older
-	// ignore it (go.dev/issue/12785); otherwise only one field whose
-	// value is "chunked" is accepted.
-	chunked := false
-	if te, ok := h["Transfer-Encoding"]; ok {
-		delete(h, "Transfer-Encoding")
-		if major > 1 || major == 1 && minor >= 1 {
-			if len(te) != 1 {
-				return malformed("too many transfer encodings", strings.Join(te, ","))
-			}
-			if !asciiEqualFold(te[0], "chunked") {
-				return malformed("unsupported transfer encoding", te[0])
-			}
-			chunked = true
-		}
+	chunked, err := transferEncoding(h, major, minor)
+	if err != nil {
+		return err
 	}
-
-	// Content-Length, as net/http's fixLength.
-	cls := h["Content-Length"]
-	var n int64
-	if len(cls) > 1 {
-		first := trimString(cls[0])
-		for _, v := range cls[1:] {
-			if trimString(v) != first {
-				return malformed("multiple Content-Length headers", strings.Join(cls, ","))
-			}
-		}
-		// Duplicates of one value collapse into that value, trimmed.
-		cls = cls[:1:1]
-		cls[0] = first
-		h["Content-Length"] = cls
-	}
-	if len(cls) > 0 {
-		var err error
-		if n, err = parseContentLength(cls[0]); err != nil {
-			return err
-		}
+	cls, n, err := contentLength(h)
+	if err != nil {
+		return err
 	}
 	bodyAllowed := bodyAllowedForStatus(resp.StatusCode)
-	var realLength int64
-	switch {
-	case isHead || !bodyAllowed:
-		realLength = 0
-	case chunked:
-		delete(h, "Content-Length")
-		realLength = -1
-	case len(cls) > 0:
-		realLength = n
-	default:
-		realLength = -1
-	}
+	realLength := wireLength(isHead, bodyAllowed, chunked, cls, n, h)
 	resp.ContentLength = realLength
 	if isHead {
 		// A HEAD response reports the length the GET would have had.
@@ -230,58 +186,131 @@ func (rb *respBody) transfer(req *http.Request, br *bufio.Reader, owner Owner) e
 			resp.ContentLength = n
 		}
 	}
-
-	// Trailer, as net/http's fixTrailer: only with chunked framing.
 	if vv, ok := h["Trailer"]; ok && chunked {
+		// As net/http's fixTrailer: only with chunked framing.
 		delete(h, "Trailer")
-		var err error
-		var trailer http.Header
-		for _, v := range vv {
-			forEachElement(v, func(key string) {
-				key = http.CanonicalHeaderKey(key)
-				switch key {
-				case "Transfer-Encoding", "Trailer", "Content-Length":
-					if err == nil {
-						err = malformed("bad trailer key", key)
-					}
-					return
-				}
-				if trailer == nil {
-					trailer = make(http.Header)
-				}
-				trailer[key] = nil
-			})
-		}
-		if err != nil {
+		if resp.Trailer, err = trailerKeys(vv); err != nil {
 			return err
 		}
-		resp.Trailer = trailer
 	}
-
 	if realLength == -1 && !chunked && bodyAllowed {
 		resp.Close = true // the body ends with the connection
 	}
 	if chunked {
 		resp.TransferEncoding = []string{"chunked"}
 	}
+	rb.initBody(isHead, bodyAllowed, chunked, realLength, br, owner)
+	return nil
+}
 
-	b := &rb.body
+// transferEncoding reads and removes the Transfer-Encoding field of h: it
+// is always removed; HTTP/1.0 and older ignore it (go.dev/issue/12785);
+// otherwise only one field whose value is "chunked" is accepted.
+func transferEncoding(h http.Header, major, minor int) (chunked bool, err error) {
+	te, ok := h["Transfer-Encoding"]
+	if !ok {
+		return false, nil
+	}
+	delete(h, "Transfer-Encoding")
+	if major < 1 || major == 1 && minor < 1 {
+		return false, nil
+	}
+	if len(te) != 1 {
+		return false, malformed("too many transfer encodings", strings.Join(te, ","))
+	}
+	if !asciiEqualFold(te[0], "chunked") {
+		return false, malformed("unsupported transfer encoding", te[0])
+	}
+	return true, nil
+}
+
+// contentLength reads the Content-Length fields of h as net/http's
+// fixLength: several must agree, and then collapse into one value,
+// trimmed; n is the value's length when cls is not empty.
+func contentLength(h http.Header) (cls []string, n int64, err error) {
+	cls = h["Content-Length"]
+	if len(cls) > 1 {
+		first := trimString(cls[0])
+		for _, v := range cls[1:] {
+			if trimString(v) != first {
+				return nil, 0, malformed("multiple Content-Length headers", strings.Join(cls, ","))
+			}
+		}
+		cls = cls[:1:1]
+		cls[0] = first
+		h["Content-Length"] = cls
+	}
+	if len(cls) > 0 {
+		if n, err = parseContentLength(cls[0]); err != nil {
+			return nil, 0, err
+		}
+	}
+	return cls, n, nil
+}
+
+// wireLength is the length of the body on the wire, as fixLength decides
+// it: 0 for a HEAD answer or a status without a body, -1 when chunked
+// (Content-Length then goes from h) or when nothing gives it, else n.
+func wireLength(isHead, bodyAllowed, chunked bool, cls []string, n int64, h http.Header) int64 {
+	switch {
+	case isHead || !bodyAllowed:
+		return 0
+	case chunked:
+		delete(h, "Content-Length")
+		return -1
+	case len(cls) > 0:
+		return n
+	}
+	return -1
+}
+
+// trailerKeys is net/http's fixTrailer over the Trailer field's values
+// vv: the declared names, canonical, with nil values; a name that frames
+// the message is refused.
+func trailerKeys(vv []string) (http.Header, error) {
+	var err error
+	var trailer http.Header
+	for _, v := range vv {
+		forEachElement(v, func(key string) {
+			key = http.CanonicalHeaderKey(key)
+			switch key {
+			case "Transfer-Encoding", "Trailer", "Content-Length":
+				if err == nil {
+					err = malformed("bad trailer key", key)
+				}
+				return
+			}
+			if trailer == nil {
+				trailer = make(http.Header)
+			}
+			trailer[key] = nil
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return trailer, nil
+}
+
+// initBody sets rb.resp.Body for the framing transfer decided:
+// http.NoBody when there is none, else rb.body reading it from br.
+func (rb *respBody) initBody(isHead, bodyAllowed, chunked bool, realLength int64, br *bufio.Reader, owner Owner) {
+	resp, b := &rb.resp, &rb.body
 	switch {
 	case resp.StatusCode == http.StatusSwitchingProtocols:
 		b.init(bodyUpgrade, 0, br, resp, owner)
 	case chunked && (isHead || !bodyAllowed), realLength == 0:
 		resp.Body = http.NoBody
-		return nil
+		return
 	case chunked:
 		b.init(bodyChunked, 0, br, resp, owner)
 	case realLength > 0:
 		b.init(bodyLength, realLength, br, resp, owner)
 	default:
-		// realLength < 0 without chunked: resp.Close is set above.
+		// realLength < 0 without chunked: resp.Close is set by transfer.
 		b.init(bodyEOF, 0, br, resp, owner)
 	}
 	resp.Body = b
-	return nil
 }
 
 // bodyAllowedForStatus reports whether status permits a body (RFC 9110,
