@@ -27,14 +27,20 @@ func TestWatchedParkedWaits(t *testing.T) {
 		t.Fatalf("a *net.TCPConn: hidden %v, wait set %v; want a wait", w.hidden, w.wait != nil)
 	}
 
+	// onPark runs as the Read begins, after it marked itself parked: the
+	// pool's own wake, used here to know when to write.
+	parked := make(chan struct{})
+	w.onPark = func() { close(parked) }
+	w.want.Store(true)
 	got := make(chan []byte, 1)
 	go func() {
 		buf := make([]byte, 16)
 		n, _ := w.Read(buf)
 		got <- buf[:n]
 	}()
-	for !w.parked.Load() {
-		time.Sleep(time.Millisecond)
+	<-parked
+	if !w.parked.Load() {
+		t.Fatal("the Read ran onPark but is not marked parked")
 	}
 	if _, err := peer.Write([]byte("stray")); err != nil {
 		t.Fatal(err)
