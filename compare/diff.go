@@ -80,11 +80,10 @@ func (c *comparer) result(name, schema string, x, y Outcome) Result {
 
 // core is o as the comparison core sees it.
 func (o *Outcome) core() *answerdiff.Answer {
-	a := &answerdiff.Answer{Err: o.Err, Status: o.Status, Header: o.Header, Body: o.Body, Uncompressed: o.Uncompressed, URL: o.URL, FinalURL: o.FinalURL, Elapsed: o.Elapsed}
-	for _, r := range o.Redirects {
-		a.Redirects = append(a.Redirects, answerdiff.Redirect(r))
+	return &answerdiff.Answer{
+		Err: o.Err, Status: o.Status, Header: o.Header, Body: o.Body, Uncompressed: o.Uncompressed, URL: o.URL, FinalURL: o.FinalURL, Elapsed: o.Elapsed,
+		Redirects: answerdiff.Map(o.Redirects, func(r Redirect) answerdiff.Redirect { return answerdiff.Redirect(r) }),
 	}
-	return a
 }
 
 // bodyDifferences compares two decoded bodies with schema's Comparator if

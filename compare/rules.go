@@ -119,11 +119,10 @@ func Capture(resp *http.Response, err error, elapsed time.Duration, max int64) O
 		max = DefaultMaxBodyBytes
 	}
 	a, truncated := answerdiff.Capture(resp, err, elapsed, max)
-	out := Outcome{Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Truncated: truncated, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed}
-	for _, r := range a.Redirects {
-		out.Redirects = append(out.Redirects, Redirect(r))
+	return Outcome{
+		Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Truncated: truncated, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed,
+		Redirects: answerdiff.Map(a.Redirects, func(r answerdiff.Redirect) Redirect { return Redirect(r) }),
 	}
-	return out
 }
 
 // Compare returns the classified differences between two outcomes of the

@@ -327,4 +327,3 @@ func send(ctx context.Context, inv Sender, req *Request, target *url.URL, opts *
 	}
 	return captured
 }
-

@@ -153,9 +153,8 @@ func (f ComparerFunc) Compare(schema string, primary, candidate Answer) []Differ
 // adds the time it spends reading the body.
 func capture(resp *http.Response, err error, elapsed time.Duration, max int64) (Answer, bool) {
 	c, truncated := answerdiff.Capture(resp, err, elapsed, max)
-	a := Answer{Err: c.Err, Status: c.Status, Header: c.Header, Body: c.Body, Uncompressed: c.Uncompressed, URL: c.URL, FinalURL: c.FinalURL, Elapsed: c.Elapsed}
-	for _, r := range c.Redirects {
-		a.Redirects = append(a.Redirects, Redirect(r))
-	}
-	return a, truncated
+	return Answer{
+		Err: c.Err, Status: c.Status, Header: c.Header, Body: c.Body, Uncompressed: c.Uncompressed, URL: c.URL, FinalURL: c.FinalURL, Elapsed: c.Elapsed,
+		Redirects: answerdiff.Map(c.Redirects, func(r answerdiff.Redirect) Redirect { return Redirect(r) }),
+	}, truncated
 }

@@ -26,9 +26,8 @@ func (defaultComparer) Compare(schema string, x, y Answer) []Difference {
 
 // core is a as the comparison core sees it.
 func (a *Answer) core() *answerdiff.Answer {
-	c := &answerdiff.Answer{Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed}
-	for _, r := range a.Redirects {
-		c.Redirects = append(c.Redirects, answerdiff.Redirect(r))
+	return &answerdiff.Answer{
+		Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed,
+		Redirects: answerdiff.Map(a.Redirects, func(r Redirect) answerdiff.Redirect { return answerdiff.Redirect(r) }),
 	}
-	return c
 }

@@ -48,14 +48,9 @@ import (
 // Kind says what part of the two answers differs.
 type Kind string
 
-// The kinds of Difference a Comparer reports.
-const (
-	KindStatus   Kind = "status"
-	KindHeader   Kind = "header"
-	KindBody     Kind = "body"
-	KindError    Kind = "error"
-	KindRedirect Kind = "redirect"
-)
+// The kinds of Difference a Comparer reports, with the values of
+// shadow.Kind's and compare.Kind's.
+const KindStatus, KindHeader, KindBody, KindError, KindRedirect Kind = "status", "header", "body", "error", "redirect"
 
 // Difference is one way in which the two answers differ; see
 // shadow.Difference and compare.Difference, which it converts to field by

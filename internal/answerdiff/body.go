@@ -192,17 +192,7 @@ func isContainer(v any) bool {
 }
 
 func (w *jsonWalk) walkObject(path string, x, y map[string]any) {
-	keys := make([]string, 0, len(x)+len(y))
-	for k := range x {
-		keys = append(keys, k)
-	}
-	for k := range y {
-		if _, ok := x[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range unionKeys(x, y) {
 		xv, hasX := x[k]
 		yv, hasY := y[k]
 		p := memberPath(path, k)
@@ -238,6 +228,21 @@ func memberPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// unionKeys returns the keys of x and y, sorted.
+func unionKeys[V any](x, y map[string]V) []string {
+	keys := make([]string, 0, len(x)+len(y))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	for k := range y {
+		if _, ok := x[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func isIdentifier(s string) bool {

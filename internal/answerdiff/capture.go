@@ -73,3 +73,17 @@ func ReadCapped(r io.Reader, limit int64) (body []byte, truncated bool, err erro
 	}
 	return body, false, err
 }
+
+// Map returns f of each element of s, nil for an empty s: it converts a
+// redirect chain between this package's Redirect and shadow's or
+// compare's.
+func Map[S, T any](s []S, f func(S) T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
+}

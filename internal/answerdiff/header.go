@@ -124,19 +124,8 @@ func (c *Comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) [
 	}
 	x, y := c.comparableHeader(xh, dropped), c.comparableHeader(yh, dropped)
 
-	names := make([]string, 0, len(x)+len(y))
-	for name := range x {
-		names = append(names, name)
-	}
-	for name := range y {
-		if _, ok := x[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-
 	var diffs []Difference
-	for _, name := range names {
+	for _, name := range unionKeys(x, y) {
 		xv, xok := x[name]
 		yv, yok := y[name]
 		if !xok || !yok || !slices.Equal(xv, yv) {
