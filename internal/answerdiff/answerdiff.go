@@ -32,7 +32,11 @@
 //     sides from a little before the first byte that differs.
 //
 // Package compare layers its Rules (ignored headers and JSON paths, a
-// Comparator per source schema, timing, the go-cmp text diff) on top.
+// Comparator per source schema, timing, the go-cmp text diff) on top,
+// through Options and the pieces of the default body comparison (Body,
+// JSON, Bytes, DecodeJSON). Both packages also capture a side's answer
+// from its response with Capture and redact published headers with
+// RedactSet and RedactHeader.
 package answerdiff
 
 import (
