@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/operation"
 )
@@ -147,7 +148,7 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 	}
 	r := &Recorder{
 		rate: opts.Rate, maxBody: opts.MaxBodyBytes, maxFile: opts.MaxFileBytes, maxFiles: opts.MaxFiles,
-		redact: redactSet(opts.Redact), mutation: opts.RecordMutations, rand: opts.Rand,
+		redact: answerdiff.RedactSet(opts.Redact), mutation: opts.RecordMutations, rand: opts.Rand,
 	}
 	if r.maxBody == 0 {
 		r.maxBody = DefaultRecorderMaxBodyBytes

@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/fusiongo/transport/internal/answerdiff"
 )
 
 // Redacted replaces the value of a sensitive header wherever compare
 // publishes one: in a Difference, a Report, its JSON and JUnit forms, and a
 // recorded corpus.
 const Redacted = "[REDACTED]"
-
-// sensitiveHeaders are redacted whatever the Rules say: they carry
-// credentials or sessions.
-var sensitiveHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "Proxy-Authorization"}
 
 // Rules say what a comparison leaves out and how a schema's bodies compare.
 // The zero value compares everything but Date and the hop-by-hop headers,
@@ -108,38 +105,7 @@ func (r *Rules) Validate() error {
 // RedactHeader returns a copy of h in which the values of the sensitive
 // headers (see Redact) are Redacted. A nil h gives nil.
 func (r *Rules) RedactHeader(h http.Header) http.Header {
-	return redactHeader(h, redactSet(r.Redact))
-}
-
-func redactSet(extra []string) map[string]bool {
-	set := make(map[string]bool, len(sensitiveHeaders)+len(extra))
-	for _, name := range sensitiveHeaders {
-		set[name] = true
-	}
-	for _, name := range extra {
-		set[http.CanonicalHeaderKey(name)] = true
-	}
-	return set
-}
-
-func redactHeader(h http.Header, sensitive map[string]bool) http.Header {
-	if h == nil {
-		return nil
-	}
-	out := make(http.Header, len(h))
-	for name, values := range h {
-		if sensitive[http.CanonicalHeaderKey(name)] {
-			redacted := make([]string, len(values))
-			for i := range redacted {
-				redacted[i] = Redacted
-			}
-			values = redacted
-		} else {
-			values = slices.Clone(values)
-		}
-		out[name] = values
-	}
-	return out
+	return answerdiff.RedactHeader(h, answerdiff.RedactSet(r.Redact))
 }
 
 // Capture reads (up to max bytes) and closes resp's body, recording status,
@@ -152,32 +118,11 @@ func Capture(resp *http.Response, err error, elapsed time.Duration, max int64) O
 	if max <= 0 {
 		max = DefaultMaxBodyBytes
 	}
-	out := Outcome{Elapsed: elapsed}
-	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		out.Err = err.Error()
-		return out
+	a, truncated := answerdiff.Capture(resp, err, elapsed, max)
+	return Outcome{
+		Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Truncated: truncated, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed,
+		Redirects: answerdiff.Map(a.Redirects, func(r answerdiff.Redirect) Redirect { return Redirect(r) }),
 	}
-	if resp == nil {
-		out.Err = "the Invoker returned neither a response nor an error"
-		return out
-	}
-	out.Status = resp.StatusCode
-	out.Header = resp.Header.Clone()
-	out.Uncompressed = resp.Uncompressed
-	recordRedirects(&out, resp)
-	if resp.Body != nil {
-		start := time.Now()
-		out.Body, out.Truncated, err = readCapped(resp.Body, max)
-		resp.Body.Close()
-		out.Elapsed += time.Since(start)
-		if err != nil {
-			out.Err = fmt.Sprintf("reading body: %v", err)
-		}
-	}
-	return out
 }
 
 // Compare returns the classified differences between two outcomes of the

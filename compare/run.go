@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/redact"
 )
@@ -197,8 +198,8 @@ func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Repor
 				x := send(ctx, a.Invoker, req, targets[i], &opts)
 				y := send(ctx, b.Invoker, req, targets[i], &opts)
 				res := c.result(req.Name, req.Schema, x, y)
-				res.A.Header = redactHeader(res.A.Header, c.redact)
-				res.B.Header = redactHeader(res.B.Header, c.redact)
+				res.A.Header = answerdiff.RedactHeader(res.A.Header, c.redact)
+				res.B.Header = answerdiff.RedactHeader(res.B.Header, c.redact)
 				results[i] = res
 				if opts.Progress != nil {
 					progressMu.Lock()
@@ -325,39 +326,4 @@ func send(ctx context.Context, inv Sender, req *Request, target *url.URL, opts *
 		captured.URL = out.URL
 	}
 	return captured
-}
-
-// recordRedirects fills in where the answer came from and the redirects
-// that led there. An http.Client records them: each request it makes for a
-// redirect carries the response that caused it (Request.Response).
-func recordRedirects(out *Outcome, resp *http.Response) {
-	if resp.Request == nil || resp.Request.URL == nil {
-		return
-	}
-	out.FinalURL = resp.Request.URL.Redacted()
-	first := resp.Request
-	var hops []Redirect
-	for first.Response != nil && first.Response.Request != nil {
-		hops = append(hops, Redirect{
-			Status:   first.Response.StatusCode,
-			Location: first.Response.Header.Get("Location"),
-		})
-		first = first.Response.Request
-	}
-	for i, j := 0, len(hops)-1; i < j; i, j = i+1, j-1 {
-		hops[i], hops[j] = hops[j], hops[i]
-	}
-	out.Redirects = hops
-	if out.URL == "" && first.URL != nil {
-		out.URL = first.URL.Redacted()
-	}
-}
-
-// readCapped reads r up to limit bytes and reports whether there was more.
-func readCapped(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if int64(len(body)) > limit {
-		return body[:limit], true, err
-	}
-	return body, false, err
 }

@@ -2,10 +2,10 @@ package shadow
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
+
+	"github.com/fusiongo/transport/internal/answerdiff"
 )
 
 // Sender is what a Shadow needs of each path: the sending half of
@@ -151,62 +151,10 @@ func (f ComparerFunc) Compare(schema string, primary, candidate Answer) []Differ
 // answer; truncated says whether there was more. resp and err are what a
 // Sender returned; elapsed is the time until it returned, to which capture
 // adds the time it spends reading the body.
-func capture(resp *http.Response, err error, elapsed time.Duration, max int64) (a Answer, truncated bool) {
-	a.Elapsed = elapsed
-	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		a.Err = err.Error()
-		return a, false
-	}
-	if resp == nil {
-		a.Err = "the Invoker returned neither a response nor an error"
-		return a, false
-	}
-	a.Status = resp.StatusCode
-	a.Header = resp.Header.Clone()
-	a.Uncompressed = resp.Uncompressed
-	recordRedirects(&a, resp)
-	if resp.Body != nil {
-		start := time.Now()
-		a.Body, truncated, err = readCapped(resp.Body, max)
-		resp.Body.Close()
-		a.Elapsed += time.Since(start)
-		if err != nil {
-			a.Err = fmt.Sprintf("reading body: %v", err)
-		}
-	}
-	return a, truncated
-}
-
-// recordRedirects fills a's URLs and redirect chain from the requests
-// net/http links to resp.
-func recordRedirects(a *Answer, resp *http.Response) {
-	if resp.Request == nil || resp.Request.URL == nil {
-		return
-	}
-	a.FinalURL = resp.Request.URL.Redacted()
-	first := resp.Request
-	var hops []Redirect
-	for first.Response != nil && first.Response.Request != nil {
-		hops = append(hops, Redirect{Status: first.Response.StatusCode, Location: first.Response.Header.Get("Location")})
-		first = first.Response.Request
-	}
-	for i, j := 0, len(hops)-1; i < j; i, j = i+1, j-1 {
-		hops[i], hops[j] = hops[j], hops[i]
-	}
-	a.Redirects = hops
-	if first.URL != nil {
-		a.URL = first.URL.Redacted()
-	}
-}
-
-// readCapped reads r up to limit bytes and reports whether there was more.
-func readCapped(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if int64(len(body)) > limit {
-		return body[:limit], true, err
-	}
-	return body, false, err
+func capture(resp *http.Response, err error, elapsed time.Duration, max int64) (Answer, bool) {
+	c, truncated := answerdiff.Capture(resp, err, elapsed, max)
+	return Answer{
+		Err: c.Err, Status: c.Status, Header: c.Header, Body: c.Body, Uncompressed: c.Uncompressed, URL: c.URL, FinalURL: c.FinalURL, Elapsed: c.Elapsed,
+		Redirects: answerdiff.Map(c.Redirects, func(r answerdiff.Redirect) Redirect { return Redirect(r) }),
+	}, truncated
 }
