@@ -96,8 +96,10 @@ func isToken(s string) bool {
 
 // CorpusError is a problem with one line of a corpus.
 type CorpusError struct {
-	Line int // 1-based
-	Err  error
+	// Line is the corpus line that failed, counting from 1.
+	Line int
+	// Err is why it failed.
+	Err error
 }
 
 func (e *CorpusError) Error() string { return fmt.Sprintf("corpus line %d: %v", e.Line, e.Err) }

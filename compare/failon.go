@@ -19,6 +19,8 @@ timing, or total (a difference of any kind). Example: status>0,body>2%`
 // many requests have a difference of a kind. The zero value never fails,
 // like "none". See ParseFailOn.
 type FailOn struct {
+	// Limits are the thresholds; a report breaches FailOn when it
+	// breaches any of them. None: nothing fails.
 	Limits []Limit
 }
 
@@ -30,7 +32,8 @@ type Limit struct {
 
 	// Max is the most requests allowed to have the difference, or with
 	// Percent the most percent of the report's requests.
-	Max     float64
+	Max float64
+	// Percent makes Max a percentage of the report's requests.
 	Percent bool
 }
 
@@ -143,12 +146,14 @@ func (f FailOn) String() string {
 
 // Breach is a Limit that a Report exceeds.
 type Breach struct {
+	// Limit is the threshold that was passed.
 	Limit Limit `json:"-"`
 
 	// Threshold is the Limit as written, e.g. "body>2%".
 	Threshold string `json:"threshold"`
 
-	// Requests of Of requests have a difference of the limit's kind.
+	// Requests of Of requests (the report's) have a difference of the
+	// limit's kind.
 	Requests int `json:"requests"`
 	Of       int `json:"of"`
 }

@@ -11,6 +11,8 @@ import (
 // Group is one difference that several requests share: the same kind, path
 // and explanation.
 type Group struct {
+	// Kind, Path and Explanation are those of the differences the group
+	// holds, which are equal in all three.
 	Kind        Kind   `json:"kind"`
 	Path        string `json:"path,omitempty"`
 	Explanation string `json:"explanation"`

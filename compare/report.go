@@ -30,6 +30,8 @@ var kinds = []Kind{KindStatus, KindHeader, KindBody, KindError, KindRedirect, Ki
 
 // Difference is one way in which the two sides' answers to a request differ.
 type Difference struct {
+	// Kind is what differs: status, header, body, error, redirect or
+	// timing.
 	Kind Kind `json:"kind"`
 
 	// Path is the header name for KindHeader and the JSON path (like
@@ -57,8 +59,10 @@ type Difference struct {
 
 // Redirect is one redirect that a side followed.
 type Redirect struct {
-	Status   int    `json:"status"`
-	Location string `json:"location"` // as the Location header gave it
+	// Status is the redirect's status code (301, 302, 303, 307, 308).
+	Status int `json:"status"`
+	// Location is the target as the Location header gave it.
+	Location string `json:"location"`
 }
 
 // Outcome is what one side answered to one request.
@@ -67,6 +71,7 @@ type Outcome struct {
 	// the side answered.
 	Err string
 
+	// Status and Header are the response's; zero and nil after an error.
 	Status int
 	Header http.Header
 
@@ -96,6 +101,7 @@ type Outcome struct {
 
 // Result is the comparison of the two answers to one request.
 type Result struct {
+	// Name is the corpus request's name, and Schema its source schema.
 	Name   string
 	Schema string
 
@@ -120,12 +126,16 @@ func (r *Result) BothFailed() bool { return r.A.Err != "" && r.B.Err != "" }
 // Report is the outcome of Run: one Result per corpus request, in corpus
 // order.
 type Report struct {
-	A, B    string // the names of the sides
+	// A and B are the names of the sides, as Run was given them.
+	A, B string
+	// Results holds one Result per corpus request, in corpus order.
 	Results []Result
 }
 
 // Counts summarises a Report.
 type Counts struct {
+	// Requests is the number of results; Identical and Different split
+	// them by whether any Difference was found.
 	Requests  int `json:"requests"`
 	Identical int `json:"identical"`
 	Different int `json:"different"`

@@ -43,7 +43,15 @@ type Publisher interface {
 // LogPublisher writes each mismatch as one log/slog record at Warn, and
 // each dropped comparison at Debug.
 type LogPublisher struct {
+	// Logger receives the records. Nil: slog.Default().
 	Logger *slog.Logger
+}
+
+func (p LogPublisher) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.Default()
+	}
+	return p.Logger
 }
 
 // Publish logs the mismatch with one attribute group per difference.
@@ -56,7 +64,7 @@ func (p LogPublisher) Publish(m Mismatch) {
 		}
 		attrs = append(attrs, slog.Group("difference", "kind", string(d.Kind), "path", d.Path, "explanation", d.Explanation))
 	}
-	p.Logger.Warn("shadow mismatch", attrs...)
+	p.logger().Warn("shadow mismatch", attrs...)
 }
 
 // Compared logs nothing.
@@ -64,7 +72,7 @@ func (p LogPublisher) Compared(string, bool) {}
 
 // Dropped logs at Debug.
 func (p LogPublisher) Dropped(schema, reason string) {
-	p.Logger.Debug("shadow comparison dropped", "source_schema", schema, "reason", reason)
+	p.logger().Debug("shadow comparison dropped", "source_schema", schema, "reason", reason)
 }
 
 // MetricsPublisher counts comparisons, mismatches by kind, and drops by
