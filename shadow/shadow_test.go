@@ -3,6 +3,8 @@ package shadow_test
 import (
 	"context"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,5 +64,20 @@ func TestComparer(t *testing.T) {
 				t.Errorf("mismatch %+v, want products with both statuses 200", m)
 			}
 		})
+	}
+}
+
+// TestLogPublisherZeroValue: the zero LogPublisher logs to slog.Default(),
+// as its doc says, instead of panicking on its nil Logger.
+func TestLogPublisherZeroValue(t *testing.T) {
+	var buf strings.Builder
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	var p shadow.LogPublisher
+	p.Publish(shadow.Mismatch{Schema: "products"})
+	p.Dropped("products", shadow.DropBusy)
+	if out := buf.String(); !strings.Contains(out, "shadow mismatch") || !strings.Contains(out, "shadow comparison dropped") {
+		t.Errorf("slog.Default() got %q; want the mismatch and the drop", out)
 	}
 }
