@@ -367,7 +367,7 @@ func newHedgeServer(t *testing.T) *hedgeServer {
 // held query, 1 otherwise) well before the held answer's 2 s; mutations,
 // slower than the delay, are sent once each.
 func TestResilienceHedge(t *testing.T) {
-	const queries, workers, mutations = 500, 8, 20
+	const queries, workers, mutations = 500, 8, 8
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
 			srv := newHedgeServer(t)

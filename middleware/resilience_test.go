@@ -1,0 +1,296 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/middleware"
+)
+
+// holdServer answers with the status in the X-Status request header
+// (200 without one); a request with X-Hold waits until the request ends.
+func holdServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Hold") != "" {
+			<-r.Context().Done()
+			return
+		}
+		if s := r.Header.Get("X-Status"); s != "" {
+			var code int
+			fmt.Sscan(s, &code)
+			w.WriteHeader(code)
+		}
+		io.WriteString(w, `{"data":{}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+// outcome is how one request to a hold server ends.
+type outcome struct {
+	name string
+	send func(t *testing.T, rt http.RoundTripper, url string)
+}
+
+func sendWith(t *testing.T, rt http.RoundTripper, ctx context.Context, url string, h ...string) {
+	req := newRequest(t, ctx, url, queryBody, true)
+	for i := 0; i+1 < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	resp, err := rt.RoundTrip(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// cancelledBy sends a held request and ends its context with cause once
+// the server has it.
+func cancelledBy(cause error) func(t *testing.T, rt http.RoundTripper, url string) {
+	return func(t *testing.T, rt http.RoundTripper, url string) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		timer := time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
+		defer timer.Stop()
+		sendWith(t, rt, ctx, url, "X-Hold", "1")
+	}
+}
+
+// TestBreakerOutcomes: on the wire, what counts as a failure (a listed
+// status, a transport error, a header or request timeout), a success (a
+// 4xx, a 200) and neither (the caller's own cancellation). A breaker with
+// min_requests 1 opens on one failure; with min_requests 2 and ratio 0.5,
+// an outcome followed by a failure opens it unless the outcome was
+// excluded.
+func TestBreakerOutcomes(t *testing.T) {
+	srv, _ := holdServer(t)
+	refused := httptest.NewServer(nil)
+	refusedURL := refused.URL
+	refused.Close()
+	cases := []struct {
+		outcome
+		want string // failure, success, excluded
+	}{
+		{outcome{"503", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "503") }}, "failure"},
+		{outcome{"500", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "500") }}, "failure"},
+		{outcome{"404", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "404") }}, "success"},
+		{outcome{"429", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "429") }}, "success"},
+		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success"},
+		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure"},
+		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
+		{outcome{"request timeout", cancelledBy(&bound.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
+		{outcome{"caller cancelled", cancelledBy(context.Canceled)}, "excluded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			one := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 1, OpenFor: time.Hour})
+			tc.send(t, one.Middleware()(http.DefaultTransport), srv.URL)
+			if got, wantOpen := one.State(), tc.want == "failure"; (got == middleware.BreakerOpen) != wantOpen {
+				t.Errorf("after one %s, state %s; want open: %t", tc.name, got, wantOpen)
+			}
+			two := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 2, FailureRatio: 0.5, OpenFor: time.Hour})
+			rt := two.Middleware()(http.DefaultTransport)
+			tc.send(t, rt, srv.URL)
+			sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+			if got, wantOpen := two.State(), tc.want != "excluded"; (got == middleware.BreakerOpen) != wantOpen {
+				t.Errorf("after a %s and a 503 (min_requests 2), state %s; want open: %t", tc.name, got, wantOpen)
+			}
+		})
+	}
+}
+
+// TestBreakerRefusesUnsent: an open breaker's refusal wraps ErrCircuitOpen,
+// names the schema, and sends nothing; Retry does not try it again.
+func TestBreakerRefusesUnsent(t *testing.T) {
+	srv, seen := holdServer(t)
+	b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, OpenFor: time.Hour})
+	rt := middleware.Chain(http.DefaultTransport, middleware.Retry(middleware.RetryConfig{MaxAttempts: 5, WaitMin: time.Millisecond}), b.Middleware())
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "500") // 500 is not retried by default
+	if n := seen.Load(); n != 1 {
+		t.Fatalf("the server saw %d requests, want 1", n)
+	}
+	_, err := rt.RoundTrip(newRequest(t, context.Background(), srv.URL, queryBody, true))
+	if !errors.Is(err, middleware.ErrCircuitOpen) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), "giving up after 1 attempt(s)") {
+		t.Errorf("error %v, want ErrCircuitOpen naming products after 1 attempt", err)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("the server saw %d requests, want 1: the refusal is unsent", n)
+	}
+}
+
+// okTransport answers every request with one response, allocating nothing.
+type okTransport struct{ resp http.Response }
+
+func (o *okTransport) RoundTrip(*http.Request) (*http.Response, error) { return &o.resp, nil }
+
+// TestBreakerAllocs: a closed breaker costs no allocation per request.
+func TestBreakerAllocs(t *testing.T) {
+	rt := middleware.NewBreaker(middleware.BreakerConfig{}).Middleware()(&okTransport{http.Response{StatusCode: 200, Body: http.NoBody}})
+	req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+	if n := testing.AllocsPerRun(1000, func() { rt.RoundTrip(req) }); n != 0 {
+		t.Errorf("%v allocations per request through a closed breaker, want 0", n)
+	}
+}
+
+// BenchmarkBreaker is the breaker's own cost per request: a closed breaker
+// around a RoundTripper that answers at once, against the bare one.
+//
+//	go test -run '^$' -bench BenchmarkBreaker -count 6 ./middleware/
+func BenchmarkBreaker(b *testing.B) {
+	next := &okTransport{http.Response{StatusCode: 200, Body: http.NoBody}}
+	req, _ := http.NewRequest(http.MethodPost, "http://products.test/graphql", http.NoBody)
+	for _, v := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"off", next},
+		{"closed", middleware.NewBreaker(middleware.BreakerConfig{}).Middleware()(next)},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v.rt.RoundTrip(req)
+			}
+		})
+	}
+}
+
+// TestRetryBudget: with ratio 0.5 and no floor, 100 first tries allow
+// exactly 50 extra tries, however many goroutines spend at once; First
+// and Spend allocate nothing.
+func TestRetryBudget(t *testing.T) {
+	var refused atomic.Int64
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused.Add(1) }})
+	for range 100 {
+		b.First()
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range 10 {
+				if b.Spend() {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if g, r := granted.Load(), refused.Load(); g != 50 || r != 150 {
+		t.Errorf("granted %d, refused %d of 200; want 50 and 150", g, r)
+	}
+	floor := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.2, MinPerSecond: 3})
+	n := 0
+	for floor.Spend() {
+		n++
+	}
+	if n != 30 {
+		t.Errorf("a budget without first tries and a floor of 3 per second granted %d over the window, want 30", n)
+	}
+	if a := testing.AllocsPerRun(1000, func() { b.First(); b.Spend() }); a != 0 {
+		t.Errorf("%v allocations per First and Spend, want 0", a)
+	}
+}
+
+// TestRetrySpendsBudget: on the wire, a failing schema with max_attempts
+// 5 and a budget of ratio 1 without a floor (each first try pays for one
+// retry) sees 2 requests for each query, not 5.
+func TestRetrySpendsBudget(t *testing.T) {
+	srv, seen := holdServer(t)
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 1, MinPerSecond: -1})
+	rt := middleware.Retry(middleware.RetryConfig{MaxAttempts: 5, WaitMin: time.Millisecond, WaitMax: time.Millisecond, Budget: budget})(http.DefaultTransport)
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	if n := seen.Load(); n != 2 {
+		t.Errorf("first query: the server saw %d requests, want 2 (1 first try, 1 retry the budget allows)", n)
+	}
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	if n := seen.Load(); n != 4 {
+		t.Errorf("second query: the server saw %d requests in all, want 4", n)
+	}
+}
+
+// TestHedgeQuantile: with a p50 delay, a query is not hedged until 20
+// samples are in (a slow first query is sent once); after 20 fast queries
+// a slow query is hedged and the hedge's answer returned.
+func TestHedgeQuantile(t *testing.T) {
+	var calls atomic.Int64
+	release := make(chan struct{})
+	defer close(release)
+	arrived := make(chan struct{}, 10) // a slow call is in the handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := calls.Add(1)
+		if r.Header.Get("X-Slow") != "" && r.Header.Get("X-Slow") == fmt.Sprint(n) {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		fmt.Fprintf(w, "call %d", n)
+	}))
+	defer srv.Close()
+	var sent, won atomic.Int64
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.5, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	get := func(h ...string) string {
+		req := newRequest(t, context.Background(), srv.URL, queryBody, true)
+		for i := 0; i+1 < len(h); i += 2 {
+			req.Header.Set(h[i], h[i+1])
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// Before 20 samples: the slow call (the first) is released by a
+	// goroutine once the server has it, and nothing is hedged.
+	go func() {
+		<-arrived
+		release <- struct{}{}
+	}()
+	if got := get("X-Slow", "1"); got != "call 1" || sent.Load() != 0 {
+		t.Fatalf("first query: %q with %d hedges, want call 1 and none", got, sent.Load())
+	}
+	for range 20 {
+		get()
+	}
+	n := calls.Load()
+	got := get("X-Slow", fmt.Sprint(n+1))
+	<-arrived // the slow call's own arrival; the hedge cancelled it
+	if got != fmt.Sprintf("call %d", n+2) || sent.Load() != 1 || won.Load() != 1 {
+		t.Errorf("slow query after 21 samples: %q, %d hedges sent, %d won; want call %d from one winning hedge", got, sent.Load(), won.Load(), n+2)
+	}
+	if got := get(); got != fmt.Sprintf("call %d", n+3) {
+		t.Errorf("next query: %q", got)
+	}
+	// A mutation is never hedged.
+	req := newRequest(t, context.Background(), srv.URL, mutationBody, true)
+	req.Header.Set("X-Slow", fmt.Sprint(n+4))
+	go func() {
+		<-arrived
+		release <- struct{}{}
+	}()
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := calls.Load(); c != n+4 || sent.Load() != 1 {
+		t.Errorf("a slow mutation: %d calls in all and %d hedges, want %d and 1", c, sent.Load(), n+4)
+	}
+}
