@@ -196,7 +196,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	}
 	so := inv.o.schemas[name]
 	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
-	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
+	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
 	rules, err := headers.New(headers.Spec{
 		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
 		Matching: settings.Headers.ForwardMatching,
@@ -254,6 +254,17 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		r.entry, r.front = f, true
 	}
 	return r, opened, nil
+}
+
+// forBackend returns settings as a backend gets them: without the keys
+// the request path itself acts on for every path (the circuit breaker, the
+// retry budget, hedging; resilience.go), so that changing one of them
+// never makes a backend build a new transport.
+func forBackend(settings env.Settings) env.Settings {
+	settings.CircuitBreaker = env.BreakerSettings{}
+	settings.Hedge = env.HedgeSettings{}
+	settings.Retry.BudgetRatio, settings.Retry.BudgetMinPerSecond = 0, 0
+	return settings
 }
 
 // headerValues converts SchemaOptions.HeaderValues for package headers.

@@ -223,7 +223,8 @@ func TestResilienceBreakerIgnores4xx(t *testing.T) {
 // TestResilienceReloadKeepsBreaker, on every path: a reload that leaves
 // the breaker settings alone (it changes header_timeout) keeps an open
 // breaker open; one that changes them (failure_ratio) starts a closed
-// breaker, and the call after it reaches the server.
+// breaker, and the call after it reaches the server. Neither reload opens
+// a connection: the breaker keys are not part of a transport's key.
 func TestResilienceReloadKeepsBreaker(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
@@ -235,6 +236,7 @@ func TestResilienceReloadKeepsBreaker(t *testing.T) {
 			}
 			_, err := call(inv, queryBody)
 			checkRefused(t, err)
+			conns := len(srv.Opened())
 
 			same := withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 				breakerOn(time.Hour)(s)
@@ -261,6 +263,9 @@ func TestResilienceReloadKeepsBreaker(t *testing.T) {
 			}
 			if n := srv.seen.Load(); n != 11 {
 				t.Errorf("the server saw %d requests, want 11", n)
+			}
+			if n := len(srv.Opened()); n != conns {
+				t.Errorf("%d connections opened after the reloads, %d before: a breaker key must not replace the transport", n, conns)
 			}
 		})
 	}

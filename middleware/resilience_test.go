@@ -83,10 +83,18 @@ func TestBreakerOutcomes(t *testing.T) {
 		outcome
 		want string // failure, success, excluded
 	}{
-		{outcome{"503", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "503") }}, "failure"},
-		{outcome{"500", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "500") }}, "failure"},
-		{outcome{"404", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "404") }}, "success"},
-		{outcome{"429", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url, "X-Status", "429") }}, "success"},
+		{outcome{"503", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "503")
+		}}, "failure"},
+		{outcome{"500", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "500")
+		}}, "failure"},
+		{outcome{"404", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "404")
+		}}, "success"},
+		{outcome{"429", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "429")
+		}}, "success"},
 		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success"},
 		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure"},
 		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
