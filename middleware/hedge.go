@@ -203,7 +203,10 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 			results <- hedgeResult{resp: resp, err: err, hedge: hedge, idx: idx, cancel: cancel}
 		}()
 	}
-	launch(c.req, false)
+	// Every attempt reads the bytes classify read, never the caller's: an
+	// attempt that lost may still be writing its body after the winner's
+	// response went back to the caller.
+	launch(withBody(c.req, c.body), false)
 	pending := 1
 	timer := time.NewTimer(delay)
 	defer timer.Stop()

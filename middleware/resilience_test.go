@@ -229,33 +229,64 @@ func TestRetrySpendsBudget(t *testing.T) {
 	}
 }
 
-// TestHedgeQuantile: with a p50 delay, a query is not hedged until 20
-// samples are in (a slow first query is sent once); after 20 fast queries
-// a slow query is hedged and the hedge's answer returned.
+// TestHedgeQuantile: with a p90 delay, a query is not hedged until 20
+// samples are in (a held first query is sent once); after 20 fast queries
+// a held query is hedged and the hedge's answer returned; a held mutation
+// is sent once.
 func TestHedgeQuantile(t *testing.T) {
-	var calls atomic.Int64
-	release := make(chan struct{})
-	defer close(release)
-	arrived := make(chan struct{}, 10) // a slow call is in the handler
+	var mu sync.Mutex
+	arrivals := map[string]int{}           // by X-Id
+	releases := map[string]chan struct{}{} // by X-Id: closed to release its held arrival
+	releaseOf := func(id string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if releases[id] == nil {
+			releases[id] = make(chan struct{})
+		}
+		return releases[id]
+	}
+	arrived := make(chan string, 100) // the X-Id of each held arrival
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		n := calls.Add(1)
-		if r.Header.Get("X-Slow") != "" && r.Header.Get("X-Slow") == fmt.Sprint(n) {
-			arrived <- struct{}{}
+		id := r.Header.Get("X-Id")
+		mu.Lock()
+		arrivals[id]++
+		n := arrivals[id]
+		mu.Unlock()
+		if r.Header.Get("X-Slow") != "" && n == 1 {
+			arrived <- id
 			select {
-			case <-release:
+			case <-releaseOf(id):
 			case <-r.Context().Done():
 			}
 		}
-		fmt.Fprintf(w, "call %d", n)
+		fmt.Fprintf(w, "%s arrival %d", id, n)
 	}))
 	defer srv.Close()
+	seen := func(id string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return arrivals[id]
+	}
+	// releaseOn releases the held arrival of id once it is in.
+	releaseOn := func(id string) {
+		go func() {
+			for got := range arrived {
+				if got == id {
+					close(releaseOf(id))
+					return
+				}
+			}
+		}()
+	}
+	defer close(releaseOf("late")) // held until the hedge cancels it
 	var sent, won atomic.Int64
-	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.5, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
-	get := func(h ...string) string {
-		req := newRequest(t, context.Background(), srv.URL, queryBody, true)
-		for i := 0; i+1 < len(h); i += 2 {
-			req.Header.Set(h[i], h[i+1])
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	send := func(body, id string, slow bool) string {
+		req := newRequest(t, context.Background(), srv.URL, body, true)
+		req.Header.Set("X-Id", id)
+		if slow {
+			req.Header.Set("X-Slow", "1")
 		}
 		resp, err := rt.RoundTrip(req)
 		if err != nil {
@@ -265,40 +296,22 @@ func TestHedgeQuantile(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	// Before 20 samples: the slow call (the first) is released by a
-	// goroutine once the server has it, and nothing is hedged.
-	go func() {
-		<-arrived
-		release <- struct{}{}
-	}()
-	if got := get("X-Slow", "1"); got != "call 1" || sent.Load() != 0 {
-		t.Fatalf("first query: %q with %d hedges, want call 1 and none", got, sent.Load())
+	releaseOn("early")
+	if got := send(queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
+		t.Fatalf("a held query before 20 samples: %q, %d hedges, %d arrivals; want its one arrival and no hedge", got, sent.Load(), seen("early"))
 	}
-	for range 20 {
-		get()
+	for i := range 20 {
+		send(queryBody, fmt.Sprint("fast", i), false)
 	}
-	n := calls.Load()
-	got := get("X-Slow", fmt.Sprint(n+1))
-	<-arrived // the slow call's own arrival; the hedge cancelled it
-	if got != fmt.Sprintf("call %d", n+2) || sent.Load() != 1 || won.Load() != 1 {
-		t.Errorf("slow query after 21 samples: %q, %d hedges sent, %d won; want call %d from one winning hedge", got, sent.Load(), won.Load(), n+2)
+	before := sent.Load()
+	if got := send(queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 || won.Load() < 1 {
+		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it, %d won; want arrival 2 from a winning hedge", got, sent.Load()-before, won.Load())
 	}
-	if got := get(); got != fmt.Sprintf("call %d", n+3) {
-		t.Errorf("next query: %q", got)
+	if <-arrived != "late" {
+		t.Error("the held arrival was not the late query's")
 	}
-	// A mutation is never hedged.
-	req := newRequest(t, context.Background(), srv.URL, mutationBody, true)
-	req.Header.Set("X-Slow", fmt.Sprint(n+4))
-	go func() {
-		<-arrived
-		release <- struct{}{}
-	}()
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if c := calls.Load(); c != n+4 || sent.Load() != 1 {
-		t.Errorf("a slow mutation: %d calls in all and %d hedges, want %d and 1", c, sent.Load(), n+4)
+	releaseOn("mutation")
+	if got := send(mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
+		t.Errorf("a held mutation: %q with %d arrivals, want one", got, seen("mutation"))
 	}
 }

@@ -124,6 +124,11 @@ func (c RetryConfig) waitMax() time.Duration {
 // and turns the last retryable response into an error; the loop leaves
 // redirects and cookies to next, and follows and stores none itself.
 //
+// With cfg.Budget, each query's first try is counted in the budget and each
+// retry paid from it; a retry it has no room for is not made, and the
+// failure goes back as it is. A request that a circuit breaker further in
+// refused (ErrCircuitOpen) is not retried.
+//
 // Between tries, the failed response's body is drained a little and closed.
 // When the tries run out on a retryable status, that last response is
 // returned as it is, for the caller to read. Transport errors that a retry
