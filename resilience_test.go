@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // resilienceGuard bounds a wait in the resilience tests; it only fails a
@@ -514,5 +519,58 @@ func TestResilienceShadowHasNoBreaker(t *testing.T) {
 	inv.Close() // waits for the comparisons
 	if got := evs.transitions(); len(got) != 0 {
 		t.Errorf("breaker transitions %v, want none: the shadow candidate has no breaker", got)
+	}
+}
+
+// TestResilienceTelemetryAndLog, on every path: a schema answering 503,
+// with a breaker (min_requests 10) and retries under a budget with no
+// floor (ratio 0.1): the budget refuses retries, logged at Warn at most
+// once a second, and counted; the breaker's opening is a Warn line naming
+// the schema and a transition in fusion.transport.breaker.transitions.
+func TestResilienceTelemetryAndLog(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			tel, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs logBuffer
+			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				breakerOn(time.Hour)(s)
+				s.Retry = env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, BudgetRatio: 0.1, BudgetMinPerSecond: env.NoLimit}
+			}), transport.WithTelemetry(tel), transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			start := time.Now()
+			for range 10 {
+				call(inv, queryBody)
+			}
+			elapsed := time.Since(start)
+			l := logs.String()
+			if !strings.Contains(l, `level=WARN msg="circuit breaker open: calls to the source schema fail at once, unsent" source_schema=products`) {
+				t.Errorf("no Warn line for the breaker's opening:\n%s", l)
+			}
+			warns := strings.Count(l, `msg="retry budget exhausted`)
+			if limit := int(elapsed/time.Second) + 2; warns < 1 || warns > limit {
+				t.Errorf("%d budget lines in %s, want 1 to %d (at most one a second)", warns, elapsed, limit)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+						for _, dp := range d.DataPoints {
+							got[m.Name] += dp.Value
+						}
+					}
+				}
+			}
+			if got[telemetry.MetricBreakerTransitions] != 1 || got[telemetry.MetricRetryBudgetExhaustions] == 0 {
+				t.Errorf("metrics %v: want 1 breaker transition and some budget exhaustions", got)
+			}
+		})
 	}
 }
