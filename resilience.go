@@ -40,10 +40,10 @@ const (
 // ResilienceEvent is one resilience event of a source schema; see
 // WithResilienceHook.
 type ResilienceEvent struct {
-	Kind   ResilienceKind
-	Schema string   // the source schema's name
-	Path   env.Path // the path of the route: legacy or sockets (a canary's candidate is sockets)
-	Time   time.Time
+	Kind   ResilienceKind // always set
+	Schema string         // the source schema's name
+	Path   env.Path       // the path of the route: legacy or sockets (a canary's candidate is sockets)
+	Time   time.Time      // when the event happened
 	// From and To are the breaker's states, for BreakerStateChanged:
 	// "closed", "half_open", "open". Empty otherwise.
 	From, To string

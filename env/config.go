@@ -316,8 +316,8 @@ type HedgeSettings struct {
 	// schema's recent times to headers. Default: p95.
 	Delay HedgeDelay
 
-	// MaxExtra is how many more times a query may be sent; at least 1.
-	// Default: 1.
+	// MaxExtra is how many more times a query may be sent; from 1 to 16
+	// (middleware.MaxHedgeExtra). Default: 1.
 	MaxExtra int
 }
 

@@ -1,6 +1,7 @@
 package env_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ func TestLoadResilienceErrors(t *testing.T) {
 		{"hedge:\n    delay: soon", `defaults.hedge.delay: invalid value "soon": want a positive duration such as 50ms, or a quantile such as p95`},
 		{"hedge:\n    delay: 0s", `defaults.hedge.delay: invalid value "0s": want a positive duration`},
 		{"hedge:\n    max_extra: 0", `defaults.hedge.max_extra: invalid value 0: want a whole number, at least 1`},
+		{"hedge:\n    max_extra: 17", `defaults.hedge.max_extra: invalid value 17: at most 16`},
 		{"circuit_breaker:\n    ratio: 0.5", `defaults.circuit_breaker.ratio: unknown key`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
@@ -128,6 +130,18 @@ func TestValidateResilience(t *testing.T) {
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v; want %q", err, want)
+		}
+	}
+	nan := math.NaN()
+	cfg.SourceSchemas["p"] = env.SourceSchema{URL: "http://p:1/graphql", Settings: env.Settings{
+		CircuitBreaker: env.BreakerSettings{FailureRatio: nan},
+		Retry:          env.RetrySettings{BudgetRatio: nan},
+		Hedge:          env.HedgeSettings{Delay: env.HedgeDelay{Quantile: nan}},
+	}}
+	err = cfg.Validate()
+	for _, key := range []string{"circuit_breaker.failure_ratio", "retry.budget_ratio", "hedge.delay"} {
+		if err == nil || !strings.Contains(err.Error(), "source_schemas.p."+key+": invalid") {
+			t.Errorf("Validate with NaN: %v; want an error for %s", err, key)
 		}
 	}
 }

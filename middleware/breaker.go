@@ -44,7 +44,7 @@ func (s BreakerState) String() string {
 }
 
 // BreakerConfig configures NewBreaker. A zero or negative field means its
-// default.
+// default. A field is read once, by NewBreaker.
 type BreakerConfig struct {
 	// Schema names the source schema in the breaker's refusals.
 	// Default: none ("circuit breaker open" alone).
@@ -52,7 +52,8 @@ type BreakerConfig struct {
 
 	// FailureRatio is the share of failed requests in Window at which the
 	// breaker opens, once MinRequests requests were counted in Window.
-	// Values above 1 are treated as 1. Default: 0.5.
+	// Values above 1 are treated as 1; zero, negative or NaN means the
+	// default. Default: 0.5.
 	FailureRatio float64
 
 	// MinRequests is how many requests Window must hold (successes and
@@ -118,7 +119,7 @@ var (
 
 // NewBreaker returns a closed breaker configured by cfg (copied).
 func NewBreaker(cfg BreakerConfig) *Breaker {
-	if cfg.FailureRatio <= 0 {
+	if !(cfg.FailureRatio > 0) { // zero, negative or NaN
 		cfg.FailureRatio = DefaultBreakerFailureRatio
 	}
 	if cfg.MinRequests <= 0 {

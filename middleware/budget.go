@@ -41,7 +41,7 @@ const (
 // RetryBudgetConfig configures NewRetryBudget.
 type RetryBudgetConfig struct {
 	// Ratio is the share of first tries that may be tried again in the
-	// window. Zero or negative means the default. Default: 0.2.
+	// window. Zero, negative or NaN means the default. Default: 0.2.
 	Ratio float64
 
 	// MinPerSecond is the floor: retries allowed per second of the window
@@ -58,7 +58,7 @@ type RetryBudgetConfig struct {
 
 // NewRetryBudget returns an empty budget configured by cfg.
 func NewRetryBudget(cfg RetryBudgetConfig) *RetryBudget {
-	if cfg.Ratio <= 0 {
+	if !(cfg.Ratio > 0) { // zero, negative or NaN
 		cfg.Ratio = DefaultBudgetRatio
 	}
 	switch {
@@ -67,6 +67,7 @@ func NewRetryBudget(cfg RetryBudgetConfig) *RetryBudget {
 	case cfg.MinPerSecond < 0:
 		cfg.MinPerSecond = 0
 	}
+	cfg.MinPerSecond = min(cfg.MinPerSecond, 1<<40) // so that × the window cannot overflow
 	return &RetryBudget{
 		ratio:       cfg.Ratio,
 		floor:       int64(cfg.MinPerSecond) * budgetBuckets,

@@ -32,8 +32,8 @@ type HedgeConfig struct {
 	Latencies *Latencies
 
 	// MaxExtra is how many more times a query may be sent, one more after
-	// each Delay without headers. Zero or negative means the default.
-	// Default: 1.
+	// each Delay without headers. Zero or negative means the default;
+	// above MaxHedgeExtra means MaxHedgeExtra. Default: 1.
 	MaxExtra int
 
 	// Budget, if set, pays for each hedge: with no room left, no hedge is
@@ -49,6 +49,9 @@ type HedgeConfig struct {
 	// must not block. Default: nil.
 	OnSent, OnWon func()
 }
+
+// MaxHedgeExtra is the most HedgeConfig.MaxExtra can be.
+const MaxHedgeExtra = 16
 
 // MinLatencySamples is how many samples a Latencies needs before its
 // quantile is used as a hedge delay.
@@ -84,13 +87,16 @@ func (l *Latencies) Record(d time.Duration) {
 	l.ring[i%latencyRing].Store(int64(d))
 }
 
-// Quantile returns quantile q (in (0, 1)) of the recent samples, or zero
-// while there are fewer than MinLatencySamples.
+// Quantile returns quantile q (in (0, 1); above 1 is the largest sample)
+// of the recent samples, or zero while there are fewer than
+// MinLatencySamples or for a q that is not above zero. One Latencies
+// serves one q: the value is cached for the next calls.
 func (l *Latencies) Quantile(q float64) time.Duration {
 	n := l.n.Load()
-	if n < MinLatencySamples {
-		return 0
+	if n < MinLatencySamples || !(q > 0) {
+		return 0 // too few samples, or q is not a quantile (zero, negative, NaN)
 	}
+	q = min(q, 1)
 	now := int64(time.Since(l.start))
 	if c := l.cached.Load(); c > 0 && n-l.at.Load() < latencyEvery && now-l.when.Load() < int64(latencyRecompute) {
 		return time.Duration(c)
@@ -129,6 +135,7 @@ func Hedge(cfg HedgeConfig) Middleware {
 	if cfg.Quantile <= 0 && cfg.Delay <= 0 {
 		return func(next http.RoundTripper) http.RoundTripper { return next }
 	}
+	cfg.MaxExtra = min(cfg.MaxExtra, MaxHedgeExtra)
 	if cfg.MaxExtra <= 0 {
 		cfg.MaxExtra = 1
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -313,5 +314,32 @@ func TestHedgeQuantile(t *testing.T) {
 	releaseOn("mutation")
 	if got := send(mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
 		t.Errorf("a held mutation: %q with %d arrivals, want one", got, seen("mutation"))
+	}
+}
+
+// TestResilienceHostileConfig: out-of-range configurations (NaN, huge,
+// negative) build working middleware and never panic.
+func TestResilienceHostileConfig(t *testing.T) {
+	srv, _ := holdServer(t)
+	nan := math.NaN()
+	b := middleware.NewBreaker(middleware.BreakerConfig{FailureRatio: nan, MinRequests: math.MaxInt, Window: -1, OpenFor: -1, HalfOpenRequests: math.MaxInt, Statuses: []int{-5}})
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: nan, MinPerSecond: math.MaxInt})
+	rt := middleware.Chain(http.DefaultTransport,
+		middleware.Retry(middleware.RetryConfig{MaxAttempts: 2, WaitMin: time.Millisecond, Budget: budget}),
+		middleware.Hedge(middleware.HedgeConfig{Quantile: nan, Delay: -1, MaxExtra: -3, Budget: budget}),
+		middleware.Hedge(middleware.HedgeConfig{Quantile: 7, MaxExtra: math.MaxInt, Budget: budget}),
+		b.Middleware())
+	for range 30 {
+		sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	}
+	if !budget.Spend() {
+		t.Error("a budget with a huge floor refused a retry")
+	}
+	l := middleware.NewLatencies()
+	for range 30 {
+		l.Record(time.Millisecond)
+	}
+	for _, q := range []float64{nan, -1, 0, 0.5, 1, 2, math.Inf(1)} {
+		l.Quantile(q)
 	}
 }
