@@ -343,3 +343,80 @@ func TestResilienceHostileConfig(t *testing.T) {
 		l.Quantile(q)
 	}
 }
+
+// closeSpy is a response body that reports its Close.
+type closeSpy struct {
+	io.Reader
+	closed chan struct{}
+}
+
+func (b *closeSpy) Close() error { close(b.closed); return nil }
+
+// TestHedgeLoserClosed: when the first attempt's response arrives after
+// the hedge's won, it is drained and closed, and the first attempt's
+// context was cancelled; with the budget spent, a late query is not
+// hedged.
+func TestHedgeLoserClosed(t *testing.T) {
+	release := make(chan struct{})
+	loser := &closeSpy{Reader: strings.NewReader("late"), closed: make(chan struct{})}
+	cancelled := make(chan bool, 1)
+	var calls atomic.Int64
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			<-release
+			cancelled <- req.Context().Err() != nil
+			return &http.Response{StatusCode: 200, Body: loser}, nil
+		}
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("hedge"))}, nil
+	})
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond})(next)
+	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hedge" {
+		t.Fatalf("body %q, want the hedge's", body)
+	}
+	close(release)
+	if !<-cancelled {
+		t.Error("the losing attempt's context was not cancelled")
+	}
+	select {
+	case <-loser.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the losing attempt's response was never closed")
+	}
+
+	// No budget left: no hedge; the query waits for its one attempt. The
+	// budget's refusal (OnExhausted) tells when the hedge was due.
+	exhausted := make(chan struct{}, 1)
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.01, MinPerSecond: -1, OnExhausted: func(bool) { exhausted <- struct{}{} }})
+	var sent atomic.Int64
+	calls.Store(0)
+	hold := make(chan struct{})
+	next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			<-hold
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	})
+	rt = middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, Budget: budget, CountFirst: true, OnSent: func() { sent.Add(1) }})(next)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-exhausted
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 || sent.Load() != 0 {
+		t.Errorf("%d attempts, %d hedges with the budget spent; want 1 and 0", n, sent.Load())
+	}
+}
