@@ -153,7 +153,9 @@ func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Res
 // again on legacy, within what is left of the call's bounds; anything
 // else operation.Of does not call a query (a mutation, or a body that
 // servers would read differently), or any request that got a response,
-// is not.
+// is not. A call that the sockets side's circuit breaker refused was not
+// sent at all: it goes to legacy whatever its kind, and counts as a
+// sockets failure in the judge.
 func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
@@ -169,7 +171,9 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	start := s.Start()
 	resp, err := e.candidate.post(bctx, body)
 	record(ctx, s, canary.Sockets, resp, err, start)
-	if !spentOnSockets(bctx, err) && operation.Of(body) == operation.Query {
+	// A call the sockets side's breaker refused was not sent: it goes to
+	// legacy whatever its kind.
+	if !spentOnSockets(bctx, err) && (errors.Is(err, bound.ErrCircuitOpen) || operation.Of(body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.serve.post(bctx, body)
@@ -209,7 +213,11 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	resp, err := e.candidate.do(bctx, req)
 	record(ctx, s, canary.Sockets, resp, err, start)
 	if !spentOnSockets(bctx, err) {
-		if again, ok := resendable(req); ok {
+		again, ok := resendable(req)
+		if !ok && errors.Is(err, bound.ErrCircuitOpen) {
+			again, ok = refusedAgain(req)
+		}
+		if ok {
 			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 			start = s.Start()
 			resp, err = e.serve.do(bctx, again)
@@ -261,6 +269,25 @@ func (c *spannedCall) finish(resp *http.Response, err error) (*http.Response, er
 		return resp, ferr // err already names the schema
 	}
 	return result(c.t, resp, ferr)
+}
+
+// refusedAgain returns a copy of req to send on legacy after the sockets
+// side's breaker refused it, unsent, whatever its kind: as it is without a
+// body, with a fresh body from GetBody otherwise.
+func refusedAgain(req *http.Request) (*http.Request, bool) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	again := req.Clone(req.Context())
+	again.Body = rc
+	return again, true
 }
 
 // maxResendBody bounds the body canaryDo reads to tell a query from a

@@ -33,6 +33,14 @@ var (
 	// goes to the schema's new URL; see docs/design.md, "Reload".
 	ErrReloaded = bound.ErrReloaded
 
+	// ErrCircuitOpen is wrapped by the error for a request that its source
+	// schema's circuit breaker refused (circuit_breaker.enabled): the
+	// breaker is open, or half-open with its trial calls in flight. The
+	// error names the schema. Nothing was sent, retry does not send it
+	// again, and under a canary a call that the sockets side's breaker
+	// refused goes to legacy.
+	ErrCircuitOpen = bound.ErrCircuitOpen
+
 	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
 	// the connection over to another protocol (101 Switching Protocols) when
 	// the request did not ask for an upgrade. The connection is closed at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,4 +113,49 @@ func ExampleHeaderTimeoutError() {
 	var hte *transport.HeaderTimeoutError
 	fmt.Println(errors.As(err, &hte), hte.Bound, errors.Is(err, context.DeadlineExceeded))
 	// Output: true 50ms true
+}
+
+// A source schema that is down, behind a circuit breaker: after
+// min_requests failures the breaker opens and calls fail at once, unsent,
+// with an error that matches ErrCircuitOpen. The hook sees the change.
+func ExampleWithResilienceHook() {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+
+	cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{"products": {
+		URL: down.URL + "/graphql",
+		Settings: env.Settings{CircuitBreaker: env.BreakerSettings{
+			Enabled: env.Enabled, MinRequests: 3, OpenFor: time.Minute,
+		}},
+	}}}
+	inv, err := transport.New(cfg, transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
+		if ev.Kind == transport.BreakerStateChanged {
+			fmt.Printf("%s: breaker %s -> %s\n", ev.Schema, ev.From, ev.To)
+		}
+	}), transport.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer inv.Close()
+
+	for range 4 {
+		resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
+		if errors.Is(err, transport.ErrCircuitOpen) {
+			fmt.Println("refused, not sent")
+			continue
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.Status)
+	}
+	// Output:
+	// 503 Service Unavailable
+	// 503 Service Unavailable
+	// products: breaker closed -> open
+	// 503 Service Unavailable
+	// refused, not sent
 }

@@ -81,6 +81,7 @@ type route struct {
 	front          bool                // the backend has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
 	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
+	res            resilience          // breaker, retry budget, hedge samples (resilience.go)
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -195,7 +196,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	}
 	so := inv.o.schemas[name]
 	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
-	s := &backend.Schema{Name: name, URL: u, Settings: settings, Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
+	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
 	rules, err := headers.New(headers.Spec{
 		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
 		Matching: settings.Headers.ForwardMatching,
@@ -245,13 +246,25 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 			r.timed = ht
 		}
 	}
-	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, builtins(settings, name, inv.log), be.Middleware(s))
+	r.res = inv.resilienceOf(r, settings, prev)
+	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, inv.builtins(r.res, settings, name, path), be.Middleware(s))
 	pipeline := middleware.Chain(sender{r}, mws...)
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {
 		r.entry, r.front = f, true
 	}
 	return r, opened, nil
+}
+
+// forBackend returns settings as a backend gets them: without the keys
+// the request path itself acts on for every path (the circuit breaker, the
+// retry budget, hedging; resilience.go), so that changing one of them
+// never makes a backend build a new transport.
+func forBackend(settings env.Settings) env.Settings {
+	settings.CircuitBreaker = env.BreakerSettings{}
+	settings.Hedge = env.HedgeSettings{}
+	settings.Retry.BudgetRatio, settings.Retry.BudgetMinPerSecond = 0, 0
+	return settings
 }
 
 // headerValues converts SchemaOptions.HeaderValues for package headers.
@@ -295,20 +308,20 @@ func (inv *Transport) traced(name string, path env.Path) []func(http.RoundTrippe
 // order they run: Dedupe (identical in-flight queries share one request;
 // its key holds every header of the request, the rules' and the caller's,
 // so two users never share an answer), then Retry (each attempt goes on
-// through the rest of the pipeline).
-func builtins(settings env.Settings, schema string, log *slog.Logger) []func(http.RoundTripper) http.RoundTripper {
+// through the rest of the pipeline; its retries spend the retry budget),
+// then Hedge (a late query sent once more, each hedge paid from the same
+// budget), then the circuit breaker, which every attempt and every hedge
+// passes (resilience.go).
+func (inv *Transport) builtins(res resilience, settings env.Settings, name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
 	var out []func(http.RoundTripper) http.RoundTripper
 	if settings.Dedupe.On() {
 		out = append(out, middleware.Dedupe())
 	}
-	if r := settings.Retry; r.MaxAttempts > 1 {
-		out = append(out, middleware.Retry(middleware.RetryConfig{
-			MaxAttempts: r.MaxAttempts,
-			WaitMin:     env.Bound(r.WaitMin),
-			WaitMax:     env.Bound(r.WaitMax),
-			Statuses:    r.Statuses,
-			Logger:      log.With("source_schema", schema),
-		}))
+	retry, hedge, breaker := inv.resilient(res, settings, name, path)
+	for _, m := range []middleware.Middleware{retry, hedge, breaker} {
+		if m != nil {
+			out = append(out, m)
+		}
 	}
 	return out
 }

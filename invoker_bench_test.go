@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 )
 
@@ -26,7 +27,8 @@ import (
 // HTTP/1.1 responder on loopback, the body read to its end and closed. All
 // variants run in one run, from a hand-written client (the floor) through
 // bare net/http to both paths' Do and Post, so that their differences are
-// the cost of each layer.
+// the cost of each layer. PostBreaker is Post with the circuit breaker on
+// (and closed): its difference from Post is the breaker's cost.
 //
 // Metrics besides ns/op, B/op and allocs/op:
 //
@@ -156,6 +158,20 @@ func BenchmarkCall(b *testing.B) {
 			b.Run("Post", func(b *testing.B) {
 				measure(b, srv, func() error {
 					resp, err := inv.Post(gctx, "products", benchQuery)
+					return readBody(resp, err, &buf)
+				})
+			})
+			// Post through a closed circuit breaker (circuit_breaker.enabled):
+			// the difference from Post is the breaker's cost per call.
+			cfg.Defaults.CircuitBreaker.Enabled = env.Enabled
+			withBreaker, err := transport.New(cfg, transport.WithLookupEnv(noEnv), transport.WithLogger(quiet))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer withBreaker.Close()
+			b.Run("PostBreaker", func(b *testing.B) {
+				measure(b, srv, func() error {
+					resp, err := withBreaker.Post(gctx, "products", benchQuery)
 					return readBody(resp, err, &buf)
 				})
 			})

@@ -27,7 +27,8 @@ type options struct {
 	telemetry       *telemetry.Telemetry
 	requestLog      *slog.Logger
 
-	canaryHook func(canary.Event) // see WithCanaryHook (canary.go)
+	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
+	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

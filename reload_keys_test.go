@@ -40,7 +40,7 @@ import (
 const (
 	reloadKeysCallers  = 8
 	reloadKeysReloads  = 300 // per path; reloadKeysShort with -short
-	reloadKeysShort    = 60
+	reloadKeysShort    = 80
 	reloadKeysAllEvery = 5 // every fifth reload flips every key at once
 	// reloadKeysStall bounds the wait for a request after a reload, and
 	// for the connections to close after Close: a hang fails the test
@@ -52,6 +52,8 @@ const (
 // reloadKeySkips are the keys of env.SettingKeys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
+	"hedge.enabled": "a hedge sends a query twice, which the run's per-request accounting does not expect " +
+		"(TestResilienceHedge and TestResilienceReloadKeepsBreaker cover hedging and the reload of the resilience keys)",
 	"unix_socket": "a value sends the schema's connections to a Unix socket instead of its host: the loopback servers " +
 		"listen on TCP only, and in defaults the socket would serve both schemas, one of them over TLS " +
 		"(TestSettingUnixSocket covers the key)",
@@ -153,6 +155,21 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		// Every request has a body or URL of its own, so dedupe never
 		// merges two and every request still reaches the server.
 		pair("dedupe", func(s *env.Settings) *env.Toggle { return &s.Dedupe }, env.Disabled, env.Enabled),
+		pair("retry.budget_ratio", func(s *env.Settings) *float64 { return &s.Retry.BudgetRatio }, 0.2, env.RatioOff),
+		pair("retry.budget_min_per_second", func(s *env.Settings) *int { return &s.Retry.BudgetMinPerSecond }, 10, env.NoLimit),
+		// The servers answer 200: a breaker counts successes only and
+		// never opens.
+		pair("circuit_breaker.enabled", func(s *env.Settings) *env.Toggle { return &s.CircuitBreaker.Enabled }, env.Disabled, env.Enabled),
+		pair("circuit_breaker.failure_ratio", func(s *env.Settings) *float64 { return &s.CircuitBreaker.FailureRatio }, 0.5, 0.9),
+		pair("circuit_breaker.min_requests", func(s *env.Settings) *int { return &s.CircuitBreaker.MinRequests }, 20, 50),
+		d("circuit_breaker.window", func(s *env.Settings) *time.Duration { return &s.CircuitBreaker.Window }, 10*time.Second, 20*time.Second),
+		d("circuit_breaker.open_for", func(s *env.Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }, time.Second, 2*time.Second),
+		pair("circuit_breaker.half_open_requests", func(s *env.Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }, 1, 3),
+		pair("circuit_breaker.statuses", func(s *env.Settings) *[]int { return &s.CircuitBreaker.Statuses }, []int{503}, []int{500, 503}),
+		// hedge.enabled is skipped (reloadKeySkips): these two are inert
+		// while it is off, which the reload must take all the same.
+		pair("hedge.delay", func(s *env.Settings) *env.HedgeDelay { return &s.Hedge.Delay }, env.HedgeDelay{After: 50 * time.Millisecond}, env.HedgeDelay{Quantile: 0.99}),
+		pair("hedge.max_extra", func(s *env.Settings) *int { return &s.Hedge.MaxExtra }, 1, 2),
 	}
 }
 
@@ -381,7 +398,7 @@ func (p *reloadShadowPublisher) Dropped(string, string) {}
 // sockets path serves it, so that the tls.* keys act; where the legacy path
 // serves it (with Go's system roots), beta is cleartext. The test fails
 // first if a key of env.SettingKeys is neither reloaded nor skipped with a
-// reason. 300 reloads per path, 60 with -short.
+// reason. 300 reloads per path, 80 with -short.
 func TestReloadEveryKeyUnderLoad(t *testing.T) {
 	pki := testpki.New(t, t.TempDir())
 	other := testpki.New(t, t.TempDir())

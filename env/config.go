@@ -12,6 +12,7 @@ package env
 
 import (
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/fusiongo/transport/middleware"
@@ -260,7 +261,94 @@ type Settings struct {
 	// trace context and X-Request-Id (middleware.Dedupe), so two users
 	// never share an answer. Default: Disabled.
 	Dedupe Toggle
+
+	// CircuitBreaker stops sending to a source schema that fails, on both
+	// paths. Default: off. See BreakerSettings.
+	CircuitBreaker BreakerSettings
+
+	// Hedge sends a slow query once more. Default: off. See HedgeSettings.
+	Hedge HedgeSettings
 }
+
+// BreakerSettings configure a source schema's circuit breaker
+// (middleware.Breaker): once MinRequests outcomes in Window are
+// FailureRatio failures or more, the breaker opens and calls fail at once,
+// unsent (transport.ErrCircuitOpen); after OpenFor, HalfOpenRequests trial
+// calls go through, and their outcome closes or reopens it. A failure is a
+// transport error, a header or request timeout, or one of Statuses; a call
+// whose caller left counts as neither. Every zero field inherits.
+type BreakerSettings struct {
+	// Enabled switches the breaker on. Default: Disabled.
+	Enabled Toggle
+
+	// FailureRatio is the share of failures, in (0, 1], that opens the
+	// breaker. Default: 0.5.
+	FailureRatio float64
+
+	// MinRequests is how many outcomes the window must hold before the
+	// breaker may open; at least 1. Default: 20.
+	MinRequests int
+
+	// Window is the rolling window of the counts (ten buckets of a tenth
+	// each); positive. Default: 10s.
+	Window time.Duration
+
+	// OpenFor is how long the breaker stays open before its trial calls;
+	// positive. Default: 5s.
+	OpenFor time.Duration
+
+	// HalfOpenRequests is how many trial calls a half-open breaker lets
+	// through; at least 1. Default: 1.
+	HalfOpenRequests int
+
+	// Statuses lists the response statuses that count as failures.
+	// Default: 500, 502, 503, 504.
+	Statuses []int
+}
+
+// HedgeSettings configure hedged queries (middleware.Hedge): a query
+// without response headers after Delay is sent once more, up to MaxExtra
+// more times; the first answer wins and the others are cancelled. Hedges
+// spend the retry budget. Mutations and subscriptions are never hedged.
+// Every zero field inherits.
+type HedgeSettings struct {
+	// Enabled switches hedging on. Default: Disabled.
+	Enabled Toggle
+
+	// Delay is the wait before a hedge: a duration, or a quantile of the
+	// schema's recent times to headers. Default: p95.
+	Delay HedgeDelay
+
+	// MaxExtra is how many more times a query may be sent; from 1 to 16
+	// (middleware.MaxHedgeExtra). Default: 1.
+	MaxExtra int
+}
+
+// HedgeDelay is the hedge delay: After (files: "50ms") or, when Quantile
+// is set, that quantile of the schema's last 1024 times to response
+// headers (files: "p95", "p99.9"), with no hedge until 20 samples are in.
+// The zero HedgeDelay inherits.
+type HedgeDelay struct {
+	// After is a fixed delay; used when Quantile is zero. Default: 0.
+	After time.Duration
+	// Quantile is in (0, 1): 0.95 for "p95". Default: 0.
+	Quantile float64
+}
+
+// String spells d as a file does: "50ms", "p95", "p99.9".
+func (d HedgeDelay) String() string {
+	if d.Quantile > 0 {
+		return "p" + strconv.FormatFloat(d.Quantile*100, 'f', -1, 64)
+	}
+	if d.After == 0 {
+		return "inherit"
+	}
+	return d.After.String()
+}
+
+// RatioOff, as RetrySettings.BudgetRatio, turns the retry budget off
+// (files: "off"); zero inherits.
+const RatioOff = -1.0
 
 // HTTP2Settings are the HTTP/2 settings of a source schema.
 type HTTP2Settings struct {
@@ -345,6 +433,18 @@ type RetrySettings struct {
 	// Statuses lists the response statuses that are retried.
 	// Default: 429, 502, 503, 504.
 	Statuses []int
+
+	// BudgetRatio bounds the retries and hedges of the schema: over a
+	// sliding 10s they stay at most BudgetRatio times the first tries plus
+	// BudgetMinPerSecond × 10; past it a failure is returned as it is.
+	// RatioOff (off in files) turns the budget off; any positive number
+	// is a ratio (1 allows a retry per first try). Default: 0.2.
+	BudgetRatio float64
+
+	// BudgetMinPerSecond is the budget's floor: retries per second allowed
+	// whatever the first tries. NoLimit (0 in files) means no floor.
+	// Default: 10.
+	BudgetMinPerSecond int
 }
 
 // Toggle is a setting that can be switched on or off, or inherited.
@@ -502,8 +602,25 @@ var builtin = Settings{
 		WaitMin:     middleware.DefaultRetryWaitMin, // the retry middleware's defaults, defined there once
 		WaitMax:     middleware.DefaultRetryWaitMax,
 		Statuses:    middleware.DefaultRetryStatuses(),
+
+		BudgetRatio:        middleware.DefaultBudgetRatio,
+		BudgetMinPerSecond: middleware.DefaultBudgetMinPerSecond,
 	},
 	Dedupe: Disabled,
+	CircuitBreaker: BreakerSettings{
+		Enabled:          Disabled,
+		FailureRatio:     middleware.DefaultBreakerFailureRatio,
+		MinRequests:      middleware.DefaultBreakerMinRequests,
+		Window:           middleware.DefaultBreakerWindow,
+		OpenFor:          middleware.DefaultBreakerOpenFor,
+		HalfOpenRequests: middleware.DefaultBreakerHalfOpenRequests,
+		Statuses:         middleware.DefaultBreakerStatuses(),
+	},
+	Hedge: HedgeSettings{
+		Enabled:  Disabled,
+		Delay:    HedgeDelay{Quantile: 0.95},
+		MaxExtra: 1,
+	},
 }
 
 // inherit fills the unset fields of s from parent, key by key.

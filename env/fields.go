@@ -72,7 +72,19 @@ var settingFields = []field{
 	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }),
 	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }),
 	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }),
+	ratioField("retry.budget_ratio", true, func(s *Settings) *float64 { return &s.Retry.BudgetRatio }),
+	floorField("retry.budget_min_per_second", func(s *Settings) *int { return &s.Retry.BudgetMinPerSecond }),
 	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }),
+	toggleField("circuit_breaker.enabled", func(s *Settings) *Toggle { return &s.CircuitBreaker.Enabled }),
+	ratioField("circuit_breaker.failure_ratio", false, func(s *Settings) *float64 { return &s.CircuitBreaker.FailureRatio }),
+	countField("circuit_breaker.min_requests", func(s *Settings) *int { return &s.CircuitBreaker.MinRequests }),
+	durationField("circuit_breaker.window", func(s *Settings) *time.Duration { return &s.CircuitBreaker.Window }),
+	durationField("circuit_breaker.open_for", func(s *Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }),
+	countField("circuit_breaker.half_open_requests", func(s *Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }),
+	intListField("circuit_breaker.statuses", func(s *Settings) *[]int { return &s.CircuitBreaker.Statuses }),
+	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }),
+	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }),
+	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }),
 }
 
 // SettingKeys returns the keys a source schema or defaults section may
@@ -86,7 +98,7 @@ func SettingKeys() []string {
 }
 
 // sections are the nested mappings among the setting keys.
-var sections = []string{"http2", "tls", "headers", "retry"}
+var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge"}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range settingFields {
@@ -147,6 +159,137 @@ func attemptsField(key string, p func(*Settings) *int) field {
 	}
 	f.format = func(s *Settings) string { return strconv.Itoa(*p(s)) }
 	return f
+}
+
+// countField reads a count: a whole number, at least 1.
+func countField(key string, p func(*Settings) *int) field {
+	f := limitField(key, p)
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		n, ok := wholeNumber(v)
+		if !ok || n < 1 {
+			e.add(k, v, nil, "invalid value %v: want a whole number, at least 1", v)
+			return
+		}
+		*p(s) = n
+	}
+	f.format = func(s *Settings) string { return strconv.Itoa(*p(s)) }
+	return f
+}
+
+// floorField reads a rate floor: a whole number, 0 for none (stored as
+// NoLimit, since zero inherits).
+func floorField(key string, p func(*Settings) *int) field {
+	f := limitField(key, p)
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		n, ok := wholeNumber(v)
+		switch {
+		case !ok || n < 0:
+			e.add(k, v, nil, "invalid value %v: want a whole number, 0 or more (0: none)", v)
+		case n == 0:
+			*p(s) = NoLimit
+		default:
+			*p(s) = n
+		}
+	}
+	f.format = func(s *Settings) string {
+		if *p(s) < 0 {
+			return "0"
+		}
+		return strconv.Itoa(*p(s))
+	}
+	return f
+}
+
+// wholeNumber reads a YAML number or a string of digits.
+func wholeNumber(v any) (int, bool) {
+	n, ok := number(v)
+	if str, isString := v.(string); isString {
+		parsed, err := strconv.Atoi(strings.TrimSpace(str))
+		n, ok = float64(parsed), err == nil
+	}
+	if !ok || n != float64(int(n)) {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// ratioField reads a positive ratio; with allowOff, "off" too (RatioOff).
+// A ratio field that is not allowOff must be at most 1.
+func ratioField(key string, allowOff bool, p func(*Settings) *float64) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			n, ok := number(v)
+			if str, isString := v.(string); isString {
+				str = strings.TrimSpace(str)
+				if allowOff && strings.EqualFold(str, "off") {
+					*p(s) = RatioOff
+					return
+				}
+				parsed, err := strconv.ParseFloat(str, 64)
+				n, ok = parsed, err == nil
+			}
+			switch {
+			case ok && n > 0 && (allowOff || n <= 1):
+				*p(s) = n
+			case allowOff:
+				e.add(k, v, nil, "invalid value %v: want a positive number, or off", v)
+			default:
+				e.add(k, v, nil, "invalid value %v: want a number above 0, at most 1", v)
+			}
+		},
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != 0 },
+		format: func(s *Settings) string {
+			if *p(s) < 0 {
+				return "off"
+			}
+			return strconv.FormatFloat(*p(s), 'g', -1, 64)
+		},
+	}
+}
+
+// hedgeDelayField reads a hedge delay: a positive duration ("50ms") or a
+// quantile ("p95", "p99.9").
+func hedgeDelayField(key string, p func(*Settings) *HedgeDelay) field {
+	return field{
+		key: key,
+		decode: func(e *errorList, k string, v any, s *Settings) {
+			str, ok := v.(string)
+			if !ok {
+				e.add(k, v, nil, "invalid value %v: want a duration such as 50ms, or a quantile such as p95", v)
+				return
+			}
+			d, err := ParseHedgeDelay(str)
+			if err != nil {
+				e.add(k, v, err, "invalid value %q: %v", str, err)
+				return
+			}
+			*p(s) = d
+		},
+		inherit: func(d, par *Settings) { inheritZero(p(d), *p(par)) },
+		isSet:   func(s *Settings) bool { return *p(s) != HedgeDelay{} },
+		format:  func(s *Settings) string { return p(s).String() },
+	}
+}
+
+// ParseHedgeDelay reads a hedge delay as a file spells it: a positive
+// duration ("50ms") or a quantile of the recent times to headers, "p"
+// and a percentage above 0 and below 100 ("p95", "p99.9").
+func ParseHedgeDelay(s string) (HedgeDelay, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(strings.ToLower(s), "p"); ok {
+		pct, err := strconv.ParseFloat(rest, 64)
+		if err != nil || !(pct > 0 && pct < 100) {
+			return HedgeDelay{}, fmt.Errorf("want a quantile such as p95 or p99.9: p and a percentage above 0 and below 100")
+		}
+		return HedgeDelay{Quantile: pct / 100}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return HedgeDelay{}, fmt.Errorf("want a positive duration such as 50ms, or a quantile such as p95")
+	}
+	return HedgeDelay{After: d}, nil
 }
 
 func stringField(key string, p func(*Settings) *string) field {

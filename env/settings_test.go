@@ -45,7 +45,21 @@ defaults:
     wait_min: 10ms
     wait_max: 1s
     statuses: [503]
+    budget_ratio: 0.1
+    budget_min_per_second: 5
   dedupe: true
+  circuit_breaker:
+    enabled: true
+    failure_ratio: 0.3
+    min_requests: 40
+    window: 30s
+    open_for: 2s
+    half_open_requests: 3
+    statuses: [502, 503]
+  hedge:
+    enabled: true
+    delay: p99
+    max_extra: 2
 source_schemas:
   products:
     url: https://products.internal/graphql
@@ -58,6 +72,8 @@ source_schemas:
     unix_socket: /run/products.sock
     retry:
       max_attempts: 2
+    hedge:
+      delay: 40ms
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
@@ -85,8 +101,12 @@ source_schemas:
 		Headers: env.HeaderSettings{Forward: []string{"X-Tenant"}, ForwardMatching: []string{"^X-Trace-"},
 			Rename: map[string]string{"X-User": "X-Source-User"}, Set: map[string]string{"X-Gateway": "fusion"},
 			MaxForwardedBytes: 16384},
-		Retry:  env.RetrySettings{MaxAttempts: 2, WaitMin: 10 * time.Millisecond, WaitMax: time.Second, Statuses: []int{503}},
+		Retry: env.RetrySettings{MaxAttempts: 2, WaitMin: 10 * time.Millisecond, WaitMax: time.Second, Statuses: []int{503},
+			BudgetRatio: 0.1, BudgetMinPerSecond: 5},
 		Dedupe: env.Enabled,
+		CircuitBreaker: env.BreakerSettings{Enabled: env.Enabled, FailureRatio: 0.3, MinRequests: 40, Window: 30 * time.Second,
+			OpenFor: 2 * time.Second, HalfOpenRequests: 3, Statuses: []int{502, 503}},
+		Hedge: env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -107,8 +127,12 @@ func TestBuiltInSettings(t *testing.T) {
 		Proxy:         "off",
 		Decompression: []string{},
 		Headers:       env.HeaderSettings{MaxForwardedBytes: 64 << 10},
-		Retry:         env.RetrySettings{MaxAttempts: 1, WaitMin: 100 * time.Millisecond, WaitMax: 2 * time.Second, Statuses: []int{429, 502, 503, 504}},
-		Dedupe:        env.Disabled,
+		Retry: env.RetrySettings{MaxAttempts: 1, WaitMin: 100 * time.Millisecond, WaitMax: 2 * time.Second, Statuses: []int{429, 502, 503, 504},
+			BudgetRatio: 0.2, BudgetMinPerSecond: 10},
+		Dedupe: env.Disabled,
+		CircuitBreaker: env.BreakerSettings{Enabled: env.Disabled, FailureRatio: 0.5, MinRequests: 20, Window: 10 * time.Second,
+			OpenFor: 5 * time.Second, HalfOpenRequests: 1, Statuses: []int{500, 502, 503, 504}},
+		Hedge: env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

@@ -13,7 +13,7 @@
 //
 // They are meant to run in this order, outermost first:
 //
-//	Logging → Dedupe → Retry → Token → transport
+//	Logging → Dedupe → Retry → Hedge → Breaker → Token → transport
 //
 // for these reasons:
 //
@@ -26,10 +26,15 @@
 //   - Retry sits outside Token so that each attempt gets a fresh token: a
 //     token that expires during a wait (Retry-After may ask for seconds) is
 //     not sent again.
+//   - Hedge sits inside Retry, so that a retried attempt may be hedged and
+//     both spend one RetryBudget, and outside Breaker, so that every
+//     attempt and every hedge passes the breaker and counts as one outcome.
+//     Retry does not send again a request the breaker refused
+//     (ErrCircuitOpen): it was not sent.
 //
 // # What is retried and shared
 //
-// Retry and Dedupe act only on GraphQL queries sent as GraphQL-over-HTTP
+// Retry, Hedge and Dedupe act only on GraphQL queries sent as GraphQL-over-HTTP
 // JSON bodies (operation.Of). A mutation is never sent twice, a
 // subscription never shared, and a request whose kind cannot be told for
 // sure (a persisted query without its document, a GET request, a body over

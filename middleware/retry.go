@@ -49,6 +49,12 @@ type RetryConfig struct {
 	// the statuses that RFC 6585 and RFC 9110 define it for.
 	Backoff retryablehttp.Backoff
 
+	// Budget, if set, bounds the retries: each query's first try is
+	// counted in it, and a retry that it has no room for is not made (the
+	// failure is returned as it is). Several Retry middlewares, or a
+	// Hedge, may share one budget. Default: nil, no bound but MaxAttempts.
+	Budget *RetryBudget
+
 	// Logger receives one Debug record per retry. Give it the source
 	// schema's attribute (Logger.With) to tell schemas apart.
 	// Default: slog.Default().
@@ -118,6 +124,11 @@ func (c RetryConfig) waitMax() time.Duration {
 // and turns the last retryable response into an error; the loop leaves
 // redirects and cookies to next, and follows and stores none itself.
 //
+// With cfg.Budget, each query's first try is counted in the budget and each
+// retry paid from it; a retry it has no room for is not made, and the
+// failure goes back as it is. A request that a circuit breaker further in
+// refused (ErrCircuitOpen) is not retried.
+//
 // Between tries, the failed response's body is drained a little and closed.
 // When the tries run out on a retryable status, that last response is
 // returned as it is, for the caller to read. Transport errors that a retry
@@ -163,13 +174,14 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 		return r.next.RoundTrip(c.req)
 	}
 	ctx := req.Context()
+	r.cfg.Budget.First()
 	for attempt := 1; ; attempt++ {
 		send := c.req
 		if attempt > 1 {
 			send = withBody(c.req, c.body)
 		}
 		resp, err := r.next.RoundTrip(send)
-		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts {
+		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts || !r.cfg.Budget.Spend() {
 			if err != nil {
 				return nil, giveUp(req, attempt, err)
 			}
@@ -195,8 +207,8 @@ func (r *retrier) retryable(ctx context.Context, resp *http.Response, err error)
 	if err == nil {
 		return slices.Contains(r.cfg.Statuses, resp.StatusCode)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) {
-		return false // an overtaken request fails the same way each time
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) || errors.Is(err, bound.ErrCircuitOpen) {
+		return false // an overtaken or refused request fails the same way each time
 	}
 	// retryablehttp only finds a certificate error directly under a
 	// *url.Error; one wrapped deeper is found here.

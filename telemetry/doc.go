@@ -41,6 +41,13 @@
 //	fusion.transport.transports.kept       Int64Counter         {transport}   none
 //	fusion.transport.transports.replaced   Int64Counter         {transport}   none
 //	fusion.transport.transports.removed    Int64Counter         {transport}   none
+//	fusion.transport.canary.share          Float64Gauge         1             fusion.source_schema
+//	fusion.transport.canary.fallbacks      Int64Counter         {fallback}    fusion.source_schema
+//	fusion.transport.breaker.state         Int64Gauge           1             fusion.source_schema, fusion.transport.path
+//	fusion.transport.breaker.transitions   Int64Counter         {transition}  fusion.source_schema, fusion.transport.path, fusion.breaker.state
+//	fusion.transport.retry.budget_exhausted Int64Counter        {retry}       fusion.source_schema, fusion.transport.path
+//	fusion.transport.hedges.sent           Int64Counter         {request}     fusion.source_schema, fusion.transport.path
+//	fusion.transport.hedges.won            Int64Counter         {request}     fusion.source_schema, fusion.transport.path
 //
 // B, the attributes known before sending: fusion.source_schema,
 // fusion.transport.path, http.request.method, server.address, server.port.
@@ -59,6 +66,15 @@
 // open counts busy and idle connections, idle the idle ones among them. The
 // reload counters are fed by the path, through RecordReload, for every
 // reload that took effect.
+//
+// The breaker gauge holds the state a source schema's circuit breaker
+// last changed to (0 closed, 1 half-open, 2 open), recorded on each
+// change through RecordBreakerState, which also counts the transition by
+// the state changed to (fusion.breaker.state). A breaker that never
+// changed state has no point: it is closed. The budget counter counts
+// every retry and hedge that a source schema's retry budget refused
+// (RecordBudgetExhausted); the hedge counters count the hedges sent and
+// those whose response was returned (RecordHedge).
 //
 // A nil *Telemetry records nothing, so a path can take one as an optional
 // setting.

@@ -107,7 +107,8 @@ type Telemetry struct {
 	replaced metric.Int64Counter
 	removed  metric.Int64Counter
 
-	canary canaryInstruments
+	canary     canaryInstruments
+	resilience resilienceInstruments
 }
 
 // New creates the tracer, the meter and every instrument once, from opts.
@@ -186,6 +187,7 @@ func New(opts Options) (*Telemetry, error) {
 		metric.WithDescription("Source schema transports that a reload dropped because their schema was removed."))
 	check(err)
 	t.canary = newCanaryInstruments(m, check)
+	t.resilience = newResilienceInstruments(m, check)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}

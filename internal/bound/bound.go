@@ -25,6 +25,12 @@ import (
 // middleware can know it.
 var ErrReloaded = errors.New("reloaded")
 
+// ErrCircuitOpen is the cause of a request that a source schema's circuit
+// breaker refused, unsent (transport.ErrCircuitOpen): the breaker is open,
+// or half-open with its trial requests all in flight. Retry does not send
+// it again. It lives here for the reason ErrReloaded does.
+var ErrCircuitOpen = errors.New("circuit breaker open")
+
 // HeaderTimeoutError is the cause of a request cancelled because its
 // response headers did not arrive within the bound. It matches
 // context.DeadlineExceeded with errors.Is and reports Timeout() true.

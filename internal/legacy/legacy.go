@@ -189,8 +189,13 @@ func sameOrigin(req *http.Request) bool {
 // shared keys it reads from defaults only. Every other key is the sockets
 // path's.
 var (
-	perRequest = []string{"header_timeout", "request_timeout", "headers.forward", "headers.forward_matching", "headers.rename", "headers.set", "headers.max_forwarded_bytes", "retry.max_attempts", "retry.wait_min", "retry.wait_max", "retry.statuses", "dedupe"}
-	shared     = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive", "max_response_header_bytes"}
+	perRequest = []string{"header_timeout", "request_timeout", "headers.forward", "headers.forward_matching", "headers.rename", "headers.set", "headers.max_forwarded_bytes", "retry.max_attempts", "retry.wait_min", "retry.wait_max", "retry.statuses", "dedupe",
+		// Read by the request path for every path (the root's resilience.go).
+		"retry.budget_ratio", "retry.budget_min_per_second",
+		"circuit_breaker.enabled", "circuit_breaker.failure_ratio", "circuit_breaker.min_requests", "circuit_breaker.window",
+		"circuit_breaker.open_for", "circuit_breaker.half_open_requests", "circuit_breaker.statuses",
+		"hedge.enabled", "hedge.delay", "hedge.max_extra"}
+	shared = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive", "max_response_header_bytes"}
 )
 
 // Ignored lists the keys set in cfg that the legacy path does not read, as

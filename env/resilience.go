@@ -1,0 +1,64 @@
+package env
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fusiongo/transport/middleware"
+)
+
+// validateResilience checks the circuit breaker, retry budget and hedge
+// values set at one level (as Go code may set them; a file's decoding
+// already refuses the same values), naming their keys.
+func validateResilience(errs *errorList, prefix string, s Settings) {
+	b := s.CircuitBreaker
+	if r := b.FailureRatio; r < 0 || r > 1 || math.IsNaN(r) {
+		errs.add(prefix+".circuit_breaker.failure_ratio", r, nil, "invalid value %v: want a number above 0, at most 1", r)
+	}
+	for _, c := range []struct {
+		key string
+		n   int
+	}{
+		{"circuit_breaker.min_requests", b.MinRequests},
+		{"circuit_breaker.half_open_requests", b.HalfOpenRequests},
+		{"hedge.max_extra", s.Hedge.MaxExtra},
+	} {
+		if c.n < 0 {
+			errs.add(prefix+"."+c.key, c.n, nil, "invalid value %d: want a whole number, at least 1", c.n)
+		}
+	}
+	if n := s.Hedge.MaxExtra; n > middleware.MaxHedgeExtra {
+		errs.add(prefix+".hedge.max_extra", n, nil, "invalid value %d: at most %d", n, middleware.MaxHedgeExtra)
+	}
+	for _, d := range []struct {
+		key string
+		v   fmt.Stringer
+		bad bool
+	}{
+		{"circuit_breaker.window", b.Window, b.Window < 0},
+		{"circuit_breaker.open_for", b.OpenFor, b.OpenFor < 0},
+	} {
+		if d.bad {
+			errs.add(prefix+"."+d.key, "off", nil, "invalid value off: the breaker needs a positive duration")
+		}
+	}
+	for i, st := range b.Statuses {
+		if st < 100 || st > 599 {
+			errs.add(fmt.Sprintf("%s.circuit_breaker.statuses[%d]", prefix, i), st, nil, "invalid status %v: want a number from 100 to 599", st)
+		}
+	}
+	if r := s.Retry.BudgetRatio; r < 0 && r != RatioOff || math.IsNaN(r) {
+		errs.add(prefix+".retry.budget_ratio", r, nil, "invalid value %v: want a positive number, or off", r)
+	}
+	if n := s.Retry.BudgetMinPerSecond; n < NoLimit {
+		errs.add(prefix+".retry.budget_min_per_second", n, nil, "invalid value %d: want a whole number, 0 or more (0: none)", n)
+	}
+	switch d := s.Hedge.Delay; {
+	case d.Quantile != 0 && d.After != 0:
+		errs.add(prefix+".hedge.delay", d.String(), nil, "invalid value: set a duration (After) or a quantile, not both")
+	case d.Quantile < 0 || d.Quantile >= 1 || math.IsNaN(d.Quantile):
+		errs.add(prefix+".hedge.delay", d.Quantile, nil, "invalid quantile %v: want a number above 0 and below 1 (p95 is 0.95)", d.Quantile)
+	case d.After < 0:
+		errs.add(prefix+".hedge.delay", d.After.String(), nil, "invalid value %s: want a positive duration such as 50ms, or a quantile such as p95", d.After)
+	}
+}

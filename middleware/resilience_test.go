@@ -1,0 +1,422 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/middleware"
+)
+
+// holdServer answers with the status in the X-Status request header
+// (200 without one); a request with X-Hold waits until the request ends.
+func holdServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Hold") != "" {
+			<-r.Context().Done()
+			return
+		}
+		if s := r.Header.Get("X-Status"); s != "" {
+			var code int
+			fmt.Sscan(s, &code)
+			w.WriteHeader(code)
+		}
+		io.WriteString(w, `{"data":{}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+// outcome is how one request to a hold server ends.
+type outcome struct {
+	name string
+	send func(t *testing.T, rt http.RoundTripper, url string)
+}
+
+func sendWith(t *testing.T, rt http.RoundTripper, ctx context.Context, url string, h ...string) {
+	req := newRequest(t, ctx, url, queryBody, true)
+	for i := 0; i+1 < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	resp, err := rt.RoundTrip(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// cancelledBy sends a held request and ends its context with cause once
+// the server has it.
+func cancelledBy(cause error) func(t *testing.T, rt http.RoundTripper, url string) {
+	return func(t *testing.T, rt http.RoundTripper, url string) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		timer := time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
+		defer timer.Stop()
+		sendWith(t, rt, ctx, url, "X-Hold", "1")
+	}
+}
+
+// TestBreakerOutcomes: on the wire, what counts as a failure (a listed
+// status, a transport error, a header or request timeout), a success (a
+// 4xx, a 200) and neither (the caller's own cancellation). A breaker with
+// min_requests 1 opens on one failure; with min_requests 2 and ratio 0.5,
+// an outcome followed by a failure opens it unless the outcome was
+// excluded.
+func TestBreakerOutcomes(t *testing.T) {
+	srv, _ := holdServer(t)
+	refused := httptest.NewServer(nil)
+	refusedURL := refused.URL
+	refused.Close()
+	cases := []struct {
+		outcome
+		want string // failure, success, excluded
+	}{
+		{outcome{"503", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "503")
+		}}, "failure"},
+		{outcome{"500", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "500")
+		}}, "failure"},
+		{outcome{"404", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "404")
+		}}, "success"},
+		{outcome{"429", func(t *testing.T, rt http.RoundTripper, url string) {
+			sendWith(t, rt, context.Background(), url, "X-Status", "429")
+		}}, "success"},
+		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success"},
+		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure"},
+		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
+		{outcome{"request timeout", cancelledBy(&bound.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
+		{outcome{"caller cancelled", cancelledBy(context.Canceled)}, "excluded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			one := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 1, OpenFor: time.Hour})
+			tc.send(t, one.Middleware()(http.DefaultTransport), srv.URL)
+			if got, wantOpen := one.State(), tc.want == "failure"; (got == middleware.BreakerOpen) != wantOpen {
+				t.Errorf("after one %s, state %s; want open: %t", tc.name, got, wantOpen)
+			}
+			two := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 2, FailureRatio: 0.5, OpenFor: time.Hour})
+			rt := two.Middleware()(http.DefaultTransport)
+			tc.send(t, rt, srv.URL)
+			sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+			if got, wantOpen := two.State(), tc.want != "excluded"; (got == middleware.BreakerOpen) != wantOpen {
+				t.Errorf("after a %s and a 503 (min_requests 2), state %s; want open: %t", tc.name, got, wantOpen)
+			}
+		})
+	}
+}
+
+// TestBreakerRefusesUnsent: an open breaker's refusal wraps ErrCircuitOpen,
+// names the schema, and sends nothing; Retry does not try it again.
+func TestBreakerRefusesUnsent(t *testing.T) {
+	srv, seen := holdServer(t)
+	b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, OpenFor: time.Hour})
+	rt := middleware.Chain(http.DefaultTransport, middleware.Retry(middleware.RetryConfig{MaxAttempts: 5, WaitMin: time.Millisecond}), b.Middleware())
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "500") // 500 is not retried by default
+	if n := seen.Load(); n != 1 {
+		t.Fatalf("the server saw %d requests, want 1", n)
+	}
+	_, err := rt.RoundTrip(newRequest(t, context.Background(), srv.URL, queryBody, true))
+	if !errors.Is(err, middleware.ErrCircuitOpen) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), "giving up after 1 attempt(s)") {
+		t.Errorf("error %v, want ErrCircuitOpen naming products after 1 attempt", err)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("the server saw %d requests, want 1: the refusal is unsent", n)
+	}
+}
+
+// okTransport answers every request with one response, allocating nothing.
+type okTransport struct{ resp http.Response }
+
+func (o *okTransport) RoundTrip(*http.Request) (*http.Response, error) { return &o.resp, nil }
+
+// TestBreakerAllocs: a closed breaker costs no allocation per request.
+func TestBreakerAllocs(t *testing.T) {
+	rt := middleware.NewBreaker(middleware.BreakerConfig{}).Middleware()(&okTransport{http.Response{StatusCode: 200, Body: http.NoBody}})
+	req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+	if n := testing.AllocsPerRun(1000, func() { rt.RoundTrip(req) }); n != 0 {
+		t.Errorf("%v allocations per request through a closed breaker, want 0", n)
+	}
+}
+
+// BenchmarkBreaker is the breaker's own cost per request: a closed breaker
+// around a RoundTripper that answers at once, against the bare one.
+//
+//	go test -run '^$' -bench BenchmarkBreaker -count 6 ./middleware/
+func BenchmarkBreaker(b *testing.B) {
+	next := &okTransport{http.Response{StatusCode: 200, Body: http.NoBody}}
+	req, _ := http.NewRequest(http.MethodPost, "http://products.test/graphql", http.NoBody)
+	for _, v := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"off", next},
+		{"closed", middleware.NewBreaker(middleware.BreakerConfig{}).Middleware()(next)},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v.rt.RoundTrip(req)
+			}
+		})
+	}
+}
+
+// TestRetryBudget: with ratio 0.5 and no floor, 100 first tries allow
+// exactly 50 extra tries, however many goroutines spend at once; First
+// and Spend allocate nothing.
+func TestRetryBudget(t *testing.T) {
+	var refused atomic.Int64
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused.Add(1) }})
+	for range 100 {
+		b.First()
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range 10 {
+				if b.Spend() {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if g, r := granted.Load(), refused.Load(); g != 50 || r != 150 {
+		t.Errorf("granted %d, refused %d of 200; want 50 and 150", g, r)
+	}
+	floor := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.2, MinPerSecond: 3})
+	n := 0
+	for floor.Spend() {
+		n++
+	}
+	if n != 30 {
+		t.Errorf("a budget without first tries and a floor of 3 per second granted %d over the window, want 30", n)
+	}
+	if a := testing.AllocsPerRun(1000, func() { b.First(); b.Spend() }); a != 0 {
+		t.Errorf("%v allocations per First and Spend, want 0", a)
+	}
+}
+
+// TestRetrySpendsBudget: on the wire, a failing schema with max_attempts
+// 5 and a budget of ratio 1 without a floor (each first try pays for one
+// retry) sees 2 requests for each query, not 5.
+func TestRetrySpendsBudget(t *testing.T) {
+	srv, seen := holdServer(t)
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 1, MinPerSecond: -1})
+	rt := middleware.Retry(middleware.RetryConfig{MaxAttempts: 5, WaitMin: time.Millisecond, WaitMax: time.Millisecond, Budget: budget})(http.DefaultTransport)
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	if n := seen.Load(); n != 2 {
+		t.Errorf("first query: the server saw %d requests, want 2 (1 first try, 1 retry the budget allows)", n)
+	}
+	sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	if n := seen.Load(); n != 4 {
+		t.Errorf("second query: the server saw %d requests in all, want 4", n)
+	}
+}
+
+// TestHedgeQuantile: with a p90 delay, a query is not hedged until 20
+// samples are in (a held first query is sent once); after 20 fast queries
+// a held query is hedged and the hedge's answer returned; a held mutation
+// is sent once.
+func TestHedgeQuantile(t *testing.T) {
+	var mu sync.Mutex
+	arrivals := map[string]int{}           // by X-Id
+	releases := map[string]chan struct{}{} // by X-Id: closed to release its held arrival
+	releaseOf := func(id string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if releases[id] == nil {
+			releases[id] = make(chan struct{})
+		}
+		return releases[id]
+	}
+	arrived := make(chan string, 100) // the X-Id of each held arrival
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		id := r.Header.Get("X-Id")
+		mu.Lock()
+		arrivals[id]++
+		n := arrivals[id]
+		mu.Unlock()
+		if r.Header.Get("X-Slow") != "" && n == 1 {
+			arrived <- id
+			select {
+			case <-releaseOf(id):
+			case <-r.Context().Done():
+			}
+		}
+		fmt.Fprintf(w, "%s arrival %d", id, n)
+	}))
+	defer srv.Close()
+	seen := func(id string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return arrivals[id]
+	}
+	// releaseOn releases the held arrival of id once it is in.
+	releaseOn := func(id string) {
+		go func() {
+			for got := range arrived {
+				if got == id {
+					close(releaseOf(id))
+					return
+				}
+			}
+		}()
+	}
+	defer close(releaseOf("late")) // held until the hedge cancels it
+	var sent, won atomic.Int64
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	send := func(body, id string, slow bool) string {
+		req := newRequest(t, context.Background(), srv.URL, body, true)
+		req.Header.Set("X-Id", id)
+		if slow {
+			req.Header.Set("X-Slow", "1")
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	releaseOn("early")
+	if got := send(queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
+		t.Fatalf("a held query before 20 samples: %q, %d hedges, %d arrivals; want its one arrival and no hedge", got, sent.Load(), seen("early"))
+	}
+	for i := range 20 {
+		send(queryBody, fmt.Sprint("fast", i), false)
+	}
+	before := sent.Load()
+	if got := send(queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 || won.Load() < 1 {
+		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it, %d won; want arrival 2 from a winning hedge", got, sent.Load()-before, won.Load())
+	}
+	if <-arrived != "late" {
+		t.Error("the held arrival was not the late query's")
+	}
+	releaseOn("mutation")
+	if got := send(mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
+		t.Errorf("a held mutation: %q with %d arrivals, want one", got, seen("mutation"))
+	}
+}
+
+// TestResilienceHostileConfig: out-of-range configurations (NaN, huge,
+// negative) build working middleware and never panic.
+func TestResilienceHostileConfig(t *testing.T) {
+	srv, _ := holdServer(t)
+	nan := math.NaN()
+	b := middleware.NewBreaker(middleware.BreakerConfig{FailureRatio: nan, MinRequests: math.MaxInt, Window: -1, OpenFor: -1, HalfOpenRequests: math.MaxInt, Statuses: []int{-5}})
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: nan, MinPerSecond: math.MaxInt})
+	rt := middleware.Chain(http.DefaultTransport,
+		middleware.Retry(middleware.RetryConfig{MaxAttempts: 2, WaitMin: time.Millisecond, Budget: budget}),
+		middleware.Hedge(middleware.HedgeConfig{Quantile: nan, Delay: -1, MaxExtra: -3, Budget: budget}),
+		middleware.Hedge(middleware.HedgeConfig{Quantile: 7, MaxExtra: math.MaxInt, Budget: budget}),
+		b.Middleware())
+	for range 30 {
+		sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
+	}
+	if !budget.Spend() {
+		t.Error("a budget with a huge floor refused a retry")
+	}
+	l := middleware.NewLatencies()
+	for range 30 {
+		l.Record(time.Millisecond)
+	}
+	for _, q := range []float64{nan, -1, 0, 0.5, 1, 2, math.Inf(1)} {
+		l.Quantile(q)
+	}
+}
+
+// closeSpy is a response body that reports its Close.
+type closeSpy struct {
+	io.Reader
+	closed chan struct{}
+}
+
+func (b *closeSpy) Close() error { close(b.closed); return nil }
+
+// TestHedgeLoserClosed: when the first attempt's response arrives after
+// the hedge's won, it is drained and closed, and the first attempt's
+// context was cancelled; with the budget spent, a late query is not
+// hedged.
+func TestHedgeLoserClosed(t *testing.T) {
+	release := make(chan struct{})
+	loser := &closeSpy{Reader: strings.NewReader("late"), closed: make(chan struct{})}
+	cancelled := make(chan bool, 1)
+	var calls atomic.Int64
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			<-release
+			cancelled <- req.Context().Err() != nil
+			return &http.Response{StatusCode: 200, Body: loser}, nil
+		}
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("hedge"))}, nil
+	})
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond})(next)
+	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hedge" {
+		t.Fatalf("body %q, want the hedge's", body)
+	}
+	close(release)
+	if !<-cancelled {
+		t.Error("the losing attempt's context was not cancelled")
+	}
+	select {
+	case <-loser.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the losing attempt's response was never closed")
+	}
+
+	// No budget left: no hedge; the query waits for its one attempt. The
+	// budget's refusal (OnExhausted) tells when the hedge was due.
+	exhausted := make(chan struct{}, 1)
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.01, MinPerSecond: -1, OnExhausted: func(bool) { exhausted <- struct{}{} }})
+	var sent atomic.Int64
+	calls.Store(0)
+	hold := make(chan struct{})
+	next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			<-hold
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	})
+	rt = middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, Budget: budget, CountFirst: true, OnSent: func() { sent.Add(1) }})(next)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-exhausted
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 || sent.Load() != 0 {
+		t.Errorf("%d attempts, %d hedges with the budget spent; want 1 and 0", n, sent.Load())
+	}
+}

@@ -1,0 +1,576 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/telemetry"
+)
+
+// resilienceGuard bounds a wait in the resilience tests; it only fails a
+// test that would otherwise hang, and never times anything.
+const resilienceGuard = 10 * time.Second
+
+// resilienceEvents collects the resilience hook's events.
+type resilienceEvents struct {
+	mu  sync.Mutex
+	evs []transport.ResilienceEvent
+}
+
+func (r *resilienceEvents) hook(ev transport.ResilienceEvent) {
+	r.mu.Lock()
+	r.evs = append(r.evs, ev)
+	r.mu.Unlock()
+}
+
+// transitions returns the breaker's changes so far, "from>to".
+func (r *resilienceEvents) transitions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, ev := range r.evs {
+		if ev.Kind == transport.BreakerStateChanged {
+			out = append(out, ev.From+">"+ev.To)
+		}
+	}
+	return out
+}
+
+// count returns how many events of kind k arrived.
+func (r *resilienceEvents) count(k transport.ResilienceKind) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.evs {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// switchServer answers every request with the status in status, counts
+// what reaches it, and, while hold is set, reports each arrival on arrived
+// and waits for release.
+type switchServer struct {
+	*schemaServer
+	status  atomic.Int32
+	seen    atomic.Int64
+	hold    atomic.Bool
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func newSwitchServer(t *testing.T, status int) *switchServer {
+	s := &switchServer{arrived: make(chan struct{}, 100), release: make(chan struct{})}
+	s.status.Store(int32(status))
+	s.schemaServer = newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.seen.Add(1)
+		if s.hold.Load() {
+			s.arrived <- struct{}{}
+			select {
+			case <-s.release:
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(int(s.status.Load()))
+		io.WriteString(w, `{"data":{"ok":true}}`)
+	})
+	return s
+}
+
+// breakerOn sets a small breaker on the products schema.
+func breakerOn(openFor time.Duration) func(*env.SourceSchema) {
+	return func(s *env.SourceSchema) {
+		s.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 10, Window: 10 * time.Second, OpenFor: openFor, FailureRatio: 0.5}
+	}
+}
+
+// call sends one query and returns its status, or its error; a body is
+// read and closed.
+func call(inv transport.Invoker, body string) (int, error) {
+	resp, err := inv.Post(context.Background(), "products", []byte(body))
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+const queryBody = `{"query":"query { ok }"}`
+
+// checkRefused fails the test unless err is a refusal that names the
+// schema.
+func checkRefused(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, transport.ErrCircuitOpen) {
+		t.Fatalf("error %v, want one that matches ErrCircuitOpen", err)
+	}
+	if !strings.Contains(err.Error(), `"products"`) {
+		t.Errorf("error %q does not name the source schema", err)
+	}
+}
+
+// TestResilienceBreakerOpensAndRecovers, on every path: a schema that
+// answers 503 to every call opens its breaker after min_requests (10) at
+// failure_ratio 0.5; the calls after it fail at once with ErrCircuitOpen,
+// naming the schema, and the server sees none of them. After open_for
+// exactly half_open_requests (1) trial call reaches the server while the
+// others are refused; the recovered server's answer closes the breaker.
+func TestResilienceBreakerOpensAndRecovers(t *testing.T) {
+	const openFor = 200 * time.Millisecond
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			var evs resilienceEvents
+			inv := newInvoker(t, withSchema(p, srv.URL(), breakerOn(openFor)), transport.WithResilienceHook(evs.hook))
+			for i := range 10 {
+				if st, err := call(inv, queryBody); err != nil || st != http.StatusServiceUnavailable {
+					t.Fatalf("call %d: %d, %v; want the server's 503", i, st, err)
+				}
+			}
+			if got := evs.transitions(); !slices.Equal(got, []string{"closed>open"}) {
+				t.Fatalf("breaker transitions after 10 failures: %v, want [closed>open]", got)
+			}
+			for range 20 {
+				_, err := call(inv, queryBody)
+				checkRefused(t, err)
+			}
+			if n := srv.seen.Load(); n != 10 {
+				t.Fatalf("the server saw %d requests, want 10: a refused call must not be sent", n)
+			}
+
+			// Waiting out open_for itself, the one sleep the test needs.
+			time.Sleep(openFor)
+			srv.hold.Store(true)
+			srv.status.Store(http.StatusOK)
+			trial := make(chan error, 1)
+			go func() {
+				st, err := call(inv, queryBody)
+				if err == nil && st != http.StatusOK {
+					err = fmt.Errorf("status %d", st)
+				}
+				trial <- err
+			}()
+			select {
+			case <-srv.arrived:
+			case <-time.After(resilienceGuard):
+				t.Fatal("the trial call did not reach the server")
+			}
+			for range 5 {
+				_, err := call(inv, queryBody)
+				checkRefused(t, err)
+			}
+			srv.hold.Store(false)
+			close(srv.release)
+			if err := <-trial; err != nil {
+				t.Fatalf("trial call: %v", err)
+			}
+			if n := srv.seen.Load(); n != 11 {
+				t.Fatalf("the server saw %d requests, want 11: exactly one trial call", n)
+			}
+			if got := evs.transitions(); !slices.Equal(got, []string{"closed>open", "open>half_open", "half_open>closed"}) {
+				t.Fatalf("breaker transitions: %v, want closed>open, open>half_open, half_open>closed", got)
+			}
+			for i := range 20 {
+				if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+					t.Fatalf("call %d after closing: %d, %v", i, st, err)
+				}
+			}
+			if n := srv.seen.Load(); n != 31 {
+				t.Errorf("the server saw %d requests, want 31", n)
+			}
+		})
+	}
+}
+
+// TestResilienceBreakerIgnores4xx, on every path: 4xx answers never open
+// the breaker; every call reaches the server.
+func TestResilienceBreakerIgnores4xx(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newSwitchServer(t, http.StatusBadRequest)
+			var evs resilienceEvents
+			inv := newInvoker(t, withSchema(p, srv.URL(), breakerOn(time.Hour)), transport.WithResilienceHook(evs.hook))
+			for i := range 50 {
+				if st, err := call(inv, queryBody); err != nil || st != http.StatusBadRequest {
+					t.Fatalf("call %d: %d, %v; want the server's 400", i, st, err)
+				}
+			}
+			if n := srv.seen.Load(); n != 50 {
+				t.Errorf("the server saw %d requests, want 50", n)
+			}
+			if got := evs.transitions(); len(got) != 0 {
+				t.Errorf("breaker transitions %v, want none", got)
+			}
+		})
+	}
+}
+
+// TestResilienceReloadKeepsBreaker, on every path: a reload that leaves
+// the breaker settings alone (it changes header_timeout) keeps an open
+// breaker open; one that changes them (failure_ratio) starts a closed
+// breaker, and the call after it reaches the server. Neither reload opens
+// a connection: the breaker keys are not part of a transport's key.
+func TestResilienceReloadKeepsBreaker(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			cfg := withSchema(p, srv.URL(), breakerOn(time.Hour))
+			inv := newInvoker(t, cfg)
+			for range 10 {
+				call(inv, queryBody)
+			}
+			_, err := call(inv, queryBody)
+			checkRefused(t, err)
+			conns := len(srv.Opened())
+
+			same := withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				breakerOn(time.Hour)(s)
+				s.HeaderTimeout = 7 * time.Second
+			})
+			if err := inv.Reload(same); err != nil {
+				t.Fatal(err)
+			}
+			_, err = call(inv, queryBody)
+			checkRefused(t, err)
+			if n := srv.seen.Load(); n != 10 {
+				t.Fatalf("after a reload that kept the breaker settings the server saw %d requests, want 10", n)
+			}
+
+			changed := withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				breakerOn(time.Hour)(s)
+				s.CircuitBreaker.FailureRatio = 0.9
+			})
+			if err := inv.Reload(changed); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := call(inv, queryBody); err != nil || st != http.StatusServiceUnavailable {
+				t.Fatalf("after a reload that changed the breaker: %d, %v; want the server's 503", st, err)
+			}
+			if n := srv.seen.Load(); n != 11 {
+				t.Errorf("the server saw %d requests, want 11", n)
+			}
+			if n := len(srv.Opened()); n != conns {
+				t.Errorf("%d connections opened after the reloads, %d before: a breaker key must not replace the transport", n, conns)
+			}
+		})
+	}
+}
+
+// TestResilienceRetryBudget, on every path: 200 concurrent callers of a
+// schema that answers 503, with max_attempts 5. With the default budget
+// (ratio 0.2, 10 per second over 10 s) the server sees at most the first
+// tries plus the budget: 200 + 0.2×200 + 10×10 = 340. With budget_ratio
+// off it sees every attempt: 200×5 = 1000.
+func TestResilienceRetryBudget(t *testing.T) {
+	const callers, attempts = 200, 5
+	for _, p := range paths {
+		for _, budget := range []string{"default", "off"} {
+			t.Run(string(p)+"/"+budget, func(t *testing.T) {
+				srv := newSwitchServer(t, http.StatusServiceUnavailable)
+				var evs resilienceEvents
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+					s.Retry = env.RetrySettings{MaxAttempts: attempts, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
+					if budget == "off" {
+						s.Retry.BudgetRatio = env.RatioOff
+					}
+				}), transport.WithResilienceHook(evs.hook))
+				var wg sync.WaitGroup
+				var bad atomic.Int64
+				for range callers {
+					wg.Go(func() {
+						if st, err := call(inv, queryBody); err != nil || st != http.StatusServiceUnavailable {
+							bad.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if n := bad.Load(); n != 0 {
+					t.Errorf("%d callers did not get the server's 503 back", n)
+				}
+				n := srv.seen.Load()
+				t.Logf("budget %s: the server saw %d requests from %d callers with max_attempts %d", budget, n, callers, attempts)
+				switch budget {
+				case "default":
+					if n < callers || n > 340 {
+						t.Errorf("the server saw %d requests, want from %d to 340 (200 + 0.2×200 + 10×10)", n, callers)
+					}
+					if evs.count(transport.BudgetExhausted) == 0 {
+						t.Error("no budget_exhausted event")
+					}
+				case "off":
+					if n != callers*attempts {
+						t.Errorf("the server saw %d requests, want %d", n, callers*attempts)
+					}
+				}
+			})
+		}
+	}
+}
+
+// hedgeServer answers a query carrying "id" at once, except the first
+// attempt of every fifth id, which waits for release (or the request's
+// end); its body says which attempt of the id answered.
+type hedgeServer struct {
+	*schemaServer
+	mu       sync.Mutex
+	attempts map[string]int // by id
+	calls    atomic.Int64
+	release  chan struct{}
+}
+
+func newHedgeServer(t *testing.T) *hedgeServer {
+	s := &hedgeServer{attempts: map[string]int{}, release: make(chan struct{})}
+	s.schemaServer = newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Query     string
+			Variables struct{ ID int }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		s.calls.Add(1)
+		key := fmt.Sprintf("%s/%d", strings.Fields(req.Query)[0], req.Variables.ID)
+		s.mu.Lock()
+		s.attempts[key]++
+		n := s.attempts[key]
+		s.mu.Unlock()
+		slow := req.Variables.ID%5 == 0 && n == 1
+		if strings.HasPrefix(req.Query, "mutation") {
+			// Later than the hedge delay: a hedgeable call would go twice.
+			select {
+			case <-time.After(150 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+		} else if slow {
+			select {
+			case <-s.release:
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+		}
+		fmt.Fprintf(w, `{"data":{"attempt":%d}}`, n)
+	})
+	return s
+}
+
+// TestResilienceHedge, on every path: hedging on (delay 50ms), 500 queries
+// of which every fifth's first answer is held back. The server sees at
+// most 1.2× the calls; every caller got the fast attempt (attempt 2 for a
+// held query, 1 otherwise) well before the held answer's 2 s; mutations,
+// slower than the delay, are sent once each.
+func TestResilienceHedge(t *testing.T) {
+	const queries, workers, mutations = 500, 8, 8
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newHedgeServer(t)
+			defer close(srv.release)
+			var evs resilienceEvents
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 50 * time.Millisecond}}
+			}), transport.WithResilienceHook(evs.hook))
+			ids := make(chan int, queries)
+			for i := range queries {
+				ids <- i
+			}
+			close(ids)
+			var mu sync.Mutex
+			var took []time.Duration
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for id := range ids {
+						start := time.Now()
+						resp, err := inv.Post(context.Background(), "products", fmt.Appendf(nil, `{"query":"query Q($id: Int) { q(id: $id) }","variables":{"id":%d}}`, id))
+						if err != nil {
+							t.Errorf("query %d: %v", id, err)
+							continue
+						}
+						body, _ := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						d := time.Since(start)
+						want := 1
+						if id%5 == 0 {
+							want = 2
+						}
+						if got := fmt.Sprintf(`{"data":{"attempt":%d}}`, want); string(body) != got {
+							t.Errorf("query %d: body %s, want %s (the fast attempt)", id, body, got)
+						}
+						mu.Lock()
+						took = append(took, d)
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			slices.Sort(took)
+			p99 := took[len(took)*99/100]
+			t.Logf("%s: %d queries, the server saw %d calls, %d hedges sent, %d won; p50 %s, p99 %s, max %s",
+				p, queries, srv.calls.Load(), evs.count(transport.HedgeSent), evs.count(transport.HedgeWon),
+				took[len(took)/2], p99, took[len(took)-1])
+			if n := srv.calls.Load(); n > queries*12/10 {
+				t.Errorf("the server saw %d calls for %d queries, want at most %d (1.2×)", n, queries, queries*12/10)
+			}
+			if max := took[len(took)-1]; max >= 1500*time.Millisecond {
+				t.Errorf("the slowest query took %s: a caller waited for a held answer", max)
+			}
+			if won := evs.count(transport.HedgeWon); won < queries/5 {
+				t.Errorf("%d hedges won, want at least %d (one per held query)", won, queries/5)
+			}
+
+			before := srv.calls.Load()
+			for i := range mutations {
+				st, err := call(inv, fmt.Sprintf(`{"query":"mutation M($id: Int) { m(id: $id) }","variables":{"id":%d}}`, i))
+				if err != nil || st != http.StatusOK {
+					t.Fatalf("mutation %d: %d, %v", i, st, err)
+				}
+			}
+			if n := srv.calls.Load() - before; n != mutations {
+				t.Errorf("the server saw %d calls for %d mutations slower than the hedge delay, want each once", n, mutations)
+			}
+		})
+	}
+}
+
+// TestResilienceCanaryBreaker: under a canary at rate 1, the sockets side
+// of a schema answers 503 (a sockets-only server route) and its breaker
+// (min_requests 5) opens; the calls it refuses, unsent, go again on legacy
+// and succeed, a mutation too; the judge counts them as sockets failures
+// and falls back. The server saw exactly the 5 sockets calls that opened
+// the breaker.
+func TestResilienceCanaryBreaker(t *testing.T) {
+	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if bySockets(r) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		io.WriteString(w, `{"data":{"ok":true}}`)
+	})
+	cfg := canaryConfig(env.CanarySettings{Rate: 1, Window: 20, MinRequests: 10, Cooldown: time.Hour}, "products", srv.URL())
+	cfg.Defaults.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 5, OpenFor: time.Hour}
+	var evs resilienceEvents
+	inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook))
+	for i := range 5 {
+		if st, err := call(inv, queryBody); err != nil || st != http.StatusServiceUnavailable {
+			t.Fatalf("call %d: %d, %v; want sockets' 503, an answer returned as is", i, st, err)
+		}
+	}
+	if got := evs.transitions(); !slices.Equal(got, []string{"closed>open"}) {
+		t.Fatalf("breaker transitions %v, want [closed>open]", got)
+	}
+	if st, err := call(inv, `{"query":"mutation { m }"}`); err != nil || st != http.StatusOK {
+		t.Fatalf("a mutation refused by the sockets breaker: %d, %v; want legacy's 200", st, err)
+	}
+	for i := 0; i < 200 && canaryState(t, inv).Schemas["products"].Share != 0; i++ {
+		if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+			t.Fatalf("call %d with the sockets breaker open: %d, %v; want legacy's 200", i, st, err)
+		}
+	}
+	st := canaryState(t, inv).Schemas["products"]
+	if st.Share != 0 || st.Fallbacks != 1 {
+		t.Fatalf("canary state %+v, want a fallback to share 0", st)
+	}
+	if legacy, sockets := countPaths(srv); sockets != 5 || legacy == 0 {
+		t.Errorf("the server saw %d sockets and %d legacy requests, want 5 sockets (the breaker's refusals unsent) and some legacy", sockets, legacy)
+	}
+	for _, ev := range evs.evs {
+		if ev.Kind == transport.BreakerStateChanged && (ev.Schema != "products" || ev.Path != env.PathSockets) {
+			t.Errorf("breaker event %+v, want products on sockets", ev)
+		}
+	}
+}
+
+// TestResilienceShadowHasNoBreaker: a shadow candidate gets no breaker:
+// with sockets failing every shadowed call, no breaker opens and the
+// serving side answers.
+func TestResilienceShadowHasNoBreaker(t *testing.T) {
+	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if bySockets(r) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		io.WriteString(w, `{"data":{"ok":true}}`)
+	})
+	cfg := config(env.PathLegacy, "products", srv.URL())
+	cfg.Shadow = env.ShadowSettings{Rate: 1}
+	cfg.Defaults.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 2, OpenFor: time.Hour}
+	var evs resilienceEvents
+	inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook))
+	for i := range 20 {
+		if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+			t.Fatalf("call %d: %d, %v", i, st, err)
+		}
+	}
+	inv.Close() // waits for the comparisons
+	if got := evs.transitions(); len(got) != 0 {
+		t.Errorf("breaker transitions %v, want none: the shadow candidate has no breaker", got)
+	}
+}
+
+// TestResilienceTelemetryAndLog, on every path: a schema answering 503,
+// with a breaker (min_requests 10) and retries under a budget with no
+// floor (ratio 0.1): the budget refuses retries, logged at Warn at most
+// once a second, and counted; the breaker's opening is a Warn line naming
+// the schema and a transition in fusion.transport.breaker.transitions.
+func TestResilienceTelemetryAndLog(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			tel, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs logBuffer
+			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				breakerOn(time.Hour)(s)
+				s.Retry = env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, BudgetRatio: 0.1, BudgetMinPerSecond: env.NoLimit}
+			}), transport.WithTelemetry(tel), transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			start := time.Now()
+			for range 10 {
+				call(inv, queryBody)
+			}
+			elapsed := time.Since(start)
+			l := logs.String()
+			if !strings.Contains(l, `level=WARN msg="circuit breaker open: calls to the source schema fail at once, unsent" source_schema=products`) {
+				t.Errorf("no Warn line for the breaker's opening:\n%s", l)
+			}
+			warns := strings.Count(l, `msg="retry budget exhausted`)
+			if limit := int(elapsed/time.Second) + 2; warns < 1 || warns > limit {
+				t.Errorf("%d budget lines in %s, want 1 to %d (at most one a second)", warns, elapsed, limit)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+						for _, dp := range d.DataPoints {
+							got[m.Name] += dp.Value
+						}
+					}
+				}
+			}
+			if got[telemetry.MetricBreakerTransitions] != 1 || got[telemetry.MetricRetryBudgetExhaustions] == 0 {
+				t.Errorf("metrics %v: want 1 breaker transition and some budget exhaustions", got)
+			}
+		})
+	}
+}
