@@ -176,33 +176,9 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 	if t.pool.h1 != nil && backend.AsksUpgrade(req) {
 		return t.pool.upgrade(req, d)
 	}
-	var start, deadline time.Time
-	if d > 0 {
-		start = time.Now()
-		deadline = start.Add(d)
-	}
-	c, pending, err := t.pool.get(req.Context(), deadline)
+	c, pending, queued, err := t.connFor(req, d)
 	if err != nil {
-		gqlhttp.CloseBody(req) // a RoundTripper closes the body, even on errors
-		switch {
-		case errors.Is(err, errDrained):
-			return nil, backend.ErrDrained
-		case errors.Is(err, errQueueTimeout):
-			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: time.Since(start)}
-		}
 		return nil, err
-	}
-	var queued time.Duration
-	if d > 0 {
-		queued = time.Since(start)
-		if queued >= d {
-			if !c.h2.Load() {
-				c.cc.Release()
-			}
-			t.pool.done(c, pending)
-			gqlhttp.CloseBody(req)
-			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
-		}
 	}
 	if hc, ok := c.cc.(*h1Conn); ok {
 		// The h1 engine bounds the header with a read deadline and judges
@@ -214,6 +190,51 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		}
 		return resp, err
 	}
+	return t.netHTTPRoundTrip(c, pending, req, d, queued)
+}
+
+// connFor gets req a connection from the pool, within d of header bound
+// when d > 0 (the wait counts against it), and says how long req queued.
+// On an error req's body is closed and nothing was sent.
+func (t *poolTransport) connFor(req *http.Request, d time.Duration) (c *conn, pending bool, queued time.Duration, err error) {
+	var start, deadline time.Time
+	if d > 0 {
+		start = time.Now()
+		deadline = start.Add(d)
+	}
+	c, pending, err = t.pool.get(req.Context(), deadline)
+	if err != nil {
+		gqlhttp.CloseBody(req) // a RoundTripper closes the body, even on errors
+		switch {
+		case errors.Is(err, errDrained):
+			return nil, false, 0, backend.ErrDrained
+		case errors.Is(err, errQueueTimeout):
+			return nil, false, 0, &bound.HeaderTimeoutError{Bound: d, Queued: time.Since(start)}
+		}
+		return nil, false, 0, err
+	}
+	if d > 0 {
+		queued = time.Since(start)
+		if queued >= d {
+			if !c.h2.Load() {
+				c.cc.Release()
+			}
+			t.pool.done(c, pending)
+			gqlhttp.CloseBody(req)
+			return nil, false, 0, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+		}
+	}
+	return c, pending, queued, nil
+}
+
+// netHTTPRoundTrip sends req on c, an http.ClientConn of engine nethttp,
+// with the connection's header timer armed for what is left of d. A
+// failure that backend.Resend may send again comes back as a
+// *backend.AttemptError: nothing of req was written (Unsent), or c had
+// carried an earlier request and no byte of an answer came (Reused), as
+// net/http's Transport decides; a request answered in part is never sent
+// again, since the server has seen it.
+func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Request, d, queued time.Duration) (*http.Response, error) {
 	if c.oneShot && !req.Close {
 		// The connection carries this request only: ask the server to
 		// close it too, on a shallow copy, so the caller's request is
@@ -223,12 +244,13 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		req = &r
 	}
 	reused := c.reused.Load()
-	var written int64
+	var written, got int64
 	watched := c.written != nil && !c.h2.Load()
 	if watched {
-		written = c.written.Load()
+		written, got = c.written.Load(), c.wc.got.Load()
 	}
 	var resp *http.Response
+	var err error
 	if d > 0 {
 		c.headerTimer.Reset(d - queued)
 		resp, err = c.cc.RoundTrip(req)
@@ -253,6 +275,10 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 			return nil, err
 		}
 		unsent := watched && c.written.Load() == written
+		answered := watched && c.wc.got.Load() != got
+		if reused && answered {
+			reused = false // the server saw it: never again
+		}
 		if reused || unsent {
 			return nil, &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
 		}

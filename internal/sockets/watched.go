@@ -38,6 +38,7 @@ type watchedConn struct {
 	// carries one request (conn.oneShot).
 	parked  atomic.Bool
 	reads   atomic.Uint64 // Reads that have returned; written by Read, read by the pool
+	got     atomic.Int64  // bytes Reads have returned; written by Read, read by the request's goroutine
 	written atomic.Int64  // bytes written so far
 	// h2 is set by the pool (conn.setH2) once the connection is known to
 	// speak HTTP/2, and never cleared: Read then skips waitReadable, since
@@ -193,6 +194,9 @@ func (w *watchedConn) Read(p []byte) (int, error) {
 	}
 	n, err := w.Conn.Read(p)
 	w.parked.Store(false)
+	if n > 0 {
+		w.got.Add(int64(n))
+	}
 	w.reads.Add(1)
 	return n, err
 }
