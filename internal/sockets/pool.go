@@ -1,7 +1,6 @@
 package sockets
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -76,21 +75,32 @@ type pool struct {
 	dialing int        // dials under way: counted by get, uncounted by dial
 	drained bool       // set once by drain, never cleared: get fails and idle connections close
 
-	// waiters are the requests waiting for a connection, oldest first (by
-	// ticket): get appends a newcomer and puts a woken waiter that found
-	// nothing back in its place; signal takes the oldest, for each slot
-	// that frees up, as net/http's wantConnQueue does. woken counts the
-	// waiters signal took that have not looked again yet: while there are
-	// any, a newcomer queues instead of taking what they were woken for.
-	waiters []*waiter
-	woken   int
-	tickets uint64 // the last ticket given
+	// The requests waiting for a connection, oldest first: a doubly
+	// linked list (head, tail; waiter.prev, waiter.next) so that joining,
+	// leaving and being served take no search. Only the head is ever woken
+	// (signal): headWoken is set while it has been woken and has not
+	// looked yet, and further signals until it looks are folded into that
+	// one wake, since it looks at the pool as it is then. A woken head that
+	// finds nothing stays at the head; one that takes what it was woken
+	// for leaves the queue and wakes the next (passOn), as net/http's
+	// wantConnQueue hands a freed connection to the oldest waiter. While
+	// anyone waits, a newcomer queues at the tail instead of looking, so
+	// it cannot take what the head was woken for.
+	head, tail *waiter
+	headWoken  bool
+	nwait      int // the waiters in the list
+
+	// testHookWoken, when set by a test, runs in get after a waiter's wake
+	// arrives and before it takes p.mu to look. Set before the pool's first
+	// get; nil in production.
+	testHookWoken func()
 }
 
-// waiter is one request waiting in pool.waiters.
+// waiter is one request waiting in the pool's queue.
 type waiter struct {
-	wake   chan struct{} // buffered 1: signal sends once when it takes the waiter out of the queue
-	ticket uint64        // its place in the queue: the order it came in
+	wake       chan struct{} // buffered 1: signal sends once per wake, only to the head
+	prev, next *waiter       // the queue's links; guarded by pool.mu
+	queued     bool          // in the queue; guarded by pool.mu
 }
 
 // clientConn is one connection as the pool drives it: an
@@ -224,18 +234,27 @@ func (c *conn) ready() bool {
 	if c.wc == nil || c.h2.Load() {
 		return true
 	}
-	reads := c.wc.reads.Load()
-	if !c.wc.parked.Load() {
-		c.wc.want.Store(true)
-		if !c.wc.parked.Load() {
-			return false
-		}
-		// It parked meanwhile: no need to be told.
+	if c.parkedEmpty() {
+		return true
 	}
-	// The socket is empty, and the Read that was parked before the look is
-	// still the one parked after it: it cannot have taken bytes that came
-	// before the look.
-	return !c.wc.pending() && c.wc.parked.Load() && c.wc.reads.Load() == reads
+	// Not parked, or it moved while looked at: ask to be told when it
+	// parks next, then look once more, since it may have parked before it
+	// could see the ask. If this look fails too, a Read has begun or ended
+	// after the ask (or bytes wait in the socket, which the reader takes
+	// next), so the next park tells (parkedNow): a waiter that waits for
+	// this connection is woken. An ask that a park consumed before the
+	// look woke a waiter already.
+	c.wc.want.Store(true)
+	return c.parkedEmpty()
+}
+
+// parkedEmpty reports whether net/http's reader is parked with the socket
+// empty: the Read that was parked before the look is still the one parked
+// after it, so it cannot have taken bytes that came before the look.
+// p.mu is held.
+func (c *conn) parkedEmpty() bool {
+	reads := c.wc.reads.Load()
+	return c.wc.parked.Load() && !c.wc.pending() && c.wc.parked.Load() && c.wc.reads.Load() == reads
 }
 
 // parkedNow is the watchedConn's onPark: net/http's reader is waiting for
@@ -260,7 +279,7 @@ func (c *conn) limitKnown() bool {
 
 // get returns a connection for one request: an open, unexpired connection
 // with room, a new one, or, at the connection limit, the next one that
-// frees up, in the order the requests came (see pool.waiters). It returns
+// frees up, in the order the requests came (see pool.head). It returns
 // errDrained once the pool drains, the context's cause if ctx ends while
 // the request waits, and errQueueTimeout if deadline (when not zero)
 // passes while it waits.
@@ -278,81 +297,51 @@ func (c *conn) limitKnown() bool {
 func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bool, err error) {
 	var (
 		w       *waiter // this request's place in the queue, once it has waited
-		woke    bool    // signal took w: it was counted in p.woken
 		expired <-chan time.Time
 	)
 	for {
 		p.mu.Lock()
-		if woke {
-			p.woken--
-			woke = false
+		if w != nil && w == p.head {
+			// w was woken (only the head is) and looks now: a signal from
+			// here on is a new wake.
+			p.headWoken = false
 		}
 		if p.drained {
+			if w != nil && w.queued {
+				p.unlink(w)
+				p.signal() // the next waiter learns it too
+			}
 			p.mu.Unlock()
 			return nil, false, errDrained
 		}
-		var pick *conn
-		var stale []*conn
-		dial := false
-		// A newcomer queues behind the requests already waiting, and
-		// behind those woken to take what freed up.
-		if w != nil || (len(p.waiters) == 0 && p.woken == 0) {
-			var soon bool
-			pick, soon, stale = p.scan(time.Now())
-			// With strictH2, one HTTP/2 connection takes every request:
-			// while one is open or being dialled, requests wait for a
-			// stream instead. A connection that is free but not ready
-			// yet will be in a moment (or will close): wait for it
-			// rather than dial another.
-			dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+		pick, dial, stale := p.look(w)
+		if pick == nil && !dial {
+			w = p.enqueue(w)
 		}
-		if dial {
-			p.dialing++
-			p.passOn()
-			p.mu.Unlock()
-			closeAll(stale)
+		p.mu.Unlock()
+		closeAll(stale)
+		switch {
+		case dial:
 			c, err := p.dial(ctx)
 			return c, err == nil, err
-		}
-		if pick == nil {
-			if w == nil {
-				p.tickets++
-				w = &waiter{wake: make(chan struct{}, 1), ticket: p.tickets}
-			}
-			p.enqueue(w)
-			p.mu.Unlock()
-			closeAll(stale)
+		case pick == nil:
 			if !deadline.IsZero() && expired == nil {
 				t := time.NewTimer(time.Until(deadline))
 				defer t.Stop()
 				expired = t.C
 			}
-			select {
-			case <-w.wake:
-				woke = true
-				continue
-			case <-ctx.Done():
-				p.leave(w)
-				return nil, false, context.Cause(ctx)
-			case <-expired:
-				p.leave(w)
-				return nil, false, errQueueTimeout
+			if err := p.wait(ctx, w, expired); err != nil {
+				return nil, false, err
 			}
+			continue
 		}
-		// The claim is taken with p.mu held, as the connection is picked:
-		// from here on no idle timer, expiry, maxIdle trim or drain closes
-		// it, since they all check idle with p.mu held.
-		pick.claims++
-		pick.timer.Stop()
-		h2 := pick.h2.Load()
-		p.passOn()
-		p.mu.Unlock()
-		closeAll(stale)
-		if !h2 {
+		if !pick.h2.Load() {
 			if err := pick.cc.Reserve(); err != nil {
 				// It closed since scan looked (the server closed it), or is
-				// no longer HTTP/1's one free slot: look again.
+				// no longer HTTP/1's one free slot: look again, first in
+				// line, as the oldest request it was.
 				p.done(pick, true)
+				w = p.requeueFirst(w)
 				continue
 			}
 		}
@@ -361,42 +350,157 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 	}
 }
 
+// look is one look at the pool for a request: w is its place in the queue,
+// nil for a newcomer. A newcomer looks only when nobody waits, and a waiter
+// only when it is the head (woken): otherwise look returns nothing and the
+// request waits. It returns a connection with room, claimed for the
+// request, or reports that the request may dial (counted in p.dialing); in
+// either case the request has left the queue and the next waiter is woken
+// to look for what else there is. stale lists connections scan took out of
+// the pool, for the caller to close once p.mu is released. p.mu is held.
+func (p *pool) look(w *waiter) (pick *conn, dial bool, stale []*conn) {
+	if (w == nil && p.head != nil) || (w != nil && w != p.head) {
+		return nil, false, nil
+	}
+	var soon bool
+	pick, soon, stale = p.scan(time.Now())
+	// With strictH2, one HTTP/2 connection takes every request: while one
+	// is open or being dialled, requests wait for a stream instead. A
+	// connection that is free but not ready yet will be in a moment (or
+	// will close): wait for it rather than dial another.
+	dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+	switch {
+	case pick != nil:
+		// The claim is taken with p.mu held, as the connection is picked:
+		// from here on no idle timer, expiry, maxIdle trim or drain closes
+		// it, since they all check idle with p.mu held.
+		pick.claims++
+		pick.timer.Stop()
+	case dial:
+		p.dialing++
+	default:
+		return nil, false, stale
+	}
+	if w != nil {
+		p.unlink(w)
+	}
+	p.passOn()
+	return pick, dial, stale
+}
+
+// wait waits for w's wake, and takes w out of the queue if ctx ends or
+// expired fires first.
+func (p *pool) wait(ctx context.Context, w *waiter, expired <-chan time.Time) error {
+	select {
+	case <-w.wake:
+		if p.testHookWoken != nil {
+			p.testHookWoken()
+		}
+		return nil
+	case <-ctx.Done():
+		p.leave(w)
+		return context.Cause(ctx)
+	case <-expired:
+		p.leave(w)
+		return errQueueTimeout
+	}
+}
+
+// requeueFirst puts a request whose picked connection failed Reserve back
+// at the head of the queue, where it was (or would have been, as a
+// newcomer that found nobody waiting), and marks it woken, since it looks
+// again at once: signals until it looks fold into that look. A waiter
+// woken meanwhile finds itself behind it and waits again. p.mu is not
+// held.
+func (p *pool) requeueFirst(w *waiter) *waiter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w == nil {
+		w = &waiter{wake: make(chan struct{}, 1)}
+	}
+	w.prev, w.next, w.queued = nil, p.head, true
+	if p.head != nil {
+		p.head.prev = w
+	} else {
+		p.tail = w
+	}
+	p.head = w
+	p.nwait++
+	p.headWoken = true
+	return w
+}
+
 // passOn wakes the next waiter once a request has taken what it was woken
 // for (or found it could dial): whatever else there is, room for another
 // stream, another connection or another dial, is the next waiter's to look
-// for. A waiter that finds nothing goes back to its place. p.mu is held.
+// for. A waiter that finds nothing stays where it is. p.mu is held.
 func (p *pool) passOn() {
-	if len(p.waiters) > 0 {
-		p.signal()
-	}
+	p.signal()
 }
 
 // errQueueTimeout is get's error when its deadline passed while the
 // request waited for a connection.
 var errQueueTimeout = errors.New("no connection free before the deadline")
 
-// enqueue puts w in p.waiters by its ticket: at the end for a newcomer, in
-// its old place for a waiter that was woken and found nothing. p.mu is
-// held.
-func (p *pool) enqueue(w *waiter) {
-	i, _ := slices.BinarySearchFunc(p.waiters, w.ticket, func(x *waiter, t uint64) int { return cmp.Compare(x.ticket, t) })
-	p.waiters = slices.Insert(p.waiters, i, w)
+// enqueue puts a newcomer's request at the tail of the queue and returns
+// its waiter; a waiter already in the queue keeps its place. p.mu is held.
+func (p *pool) enqueue(w *waiter) *waiter {
+	if w == nil {
+		w = &waiter{wake: make(chan struct{}, 1)}
+	}
+	if w.queued {
+		return w
+	}
+	w.prev, w.next, w.queued = p.tail, nil, true
+	if p.tail != nil {
+		p.tail.next = w
+	} else {
+		p.head = w
+	}
+	p.tail = w
+	p.nwait++
+	return w
 }
 
-// leave takes w out of the queue when its request gives up. If signal had
-// already taken it, the wake it was given goes to the next waiter.
+// unlink takes w out of the queue. If w is the head and was woken (by a
+// signal since it last looked, even one sent while it looked, such as
+// scan's), the wake is taken back and unlink reports it: the caller passes
+// it on (signal), since it was for whatever w now does not take. p.mu is
+// held.
+func (p *pool) unlink(w *waiter) (woken bool) {
+	if !w.queued {
+		return false
+	}
+	if w == p.head && p.headWoken {
+		woken = true
+		p.headWoken = false
+		select {
+		case <-w.wake:
+		default:
+		}
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		p.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		p.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
+	p.nwait--
+	return woken
+}
+
+// leave takes w out of the queue when its request gives up. If w was the
+// head and had been woken, the wake goes to the next waiter.
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.waiters, w); i >= 0 {
-		p.waiters = slices.Delete(p.waiters, i, i+1)
-		return
-	}
-	select {
-	case <-w.wake:
-		p.woken--
+	if p.unlink(w) {
 		p.signal()
-	default:
 	}
 }
 
@@ -723,22 +827,25 @@ func (p *pool) removeAt(i int) {
 }
 
 // signal wakes the oldest waiting request to look again: one wake for each
-// connection or slot that frees up. p.mu is held.
+// connection or slot that frees up, folded into the head's wake while it
+// has not looked yet (see pool.head). p.mu is held.
 func (p *pool) signal() {
-	if len(p.waiters) == 0 {
+	if p.head == nil || p.headWoken {
 		return
 	}
-	w := p.waiters[0]
-	p.waiters = slices.Delete(p.waiters, 0, 1)
-	p.woken++
-	w.wake <- struct{}{}
+	p.headWoken = true
+	select {
+	case p.head.wake <- struct{}{}:
+	default:
+		// Still holds a wake it was given as head before requeueFirst put
+		// another request in front of it: it wakes all the same.
+	}
 }
 
-// signalAll wakes every waiting request: the pool drains. p.mu is held.
+// signalAll wakes the waiting requests: the pool drains. Each that finds
+// it drained wakes the next (get). p.mu is held.
 func (p *pool) signalAll() {
-	for len(p.waiters) > 0 {
-		p.signal()
-	}
+	p.signal()
 }
 
 // drain stops new requests, closes idle connections at once and every other
