@@ -71,7 +71,7 @@ type pool struct {
 	sawH2 atomic.Bool // the last TLS handshake negotiated h2
 
 	mu      sync.Mutex // guards the fields below, and conn.claims and conn.settled
-	conns   []*conn    // the open connections, the only ones get hands out: appended by dial, removed by removeAt, scan and drain
+	conns   []*conn    // the open connections, the only ones get hands out, in no order: added by add, taken out by remove (conn.at is each one's index)
 	dialing int        // dials under way: counted by get, uncounted by dial
 	drained bool       // set once by drain, never cleared: get fails and idle connections close
 
@@ -89,6 +89,20 @@ type pool struct {
 	head, tail *waiter
 	headWoken  bool
 	nwait      int // the waiters in the list
+
+	// The idle connections, most recently used first, as net/http keeps
+	// its idle list: a doubly linked list through conn.idlePrev and
+	// conn.idleNext, so that get takes the warmest connection, and a
+	// connection joins or leaves it, without a search. A connection is on
+	// it from the update that saw it idle until get claims it or it leaves
+	// the pool. nidle counts them, for maxIdle.
+	idleTop, idleBottom *conn
+	nidle               int
+
+	// multiplexed is set once a connection of the pool has been found to
+	// speak HTTP/2 (conn.setH2; never cleared): get then also looks for
+	// room on busy connections, which HTTP/1 ones never have. Atomic.
+	multiplexed atomic.Bool
 
 	// testHookWoken, when set by a test, runs in get after a waiter's wake
 	// arrives and before it takes p.mu to look. Set before the pool's first
@@ -146,6 +160,14 @@ type conn struct {
 	// with p.mu held, and the connection's removal stops it.
 	watch      *time.Timer
 	watchDelay time.Duration // guarded by p.mu: the watch's current backoff
+
+	// at is c's index in p.conns, -1 once it has left the pool (or before
+	// add). Guarded by p.mu.
+	at int
+	// idlePrev and idleNext link c in the pool's idle list (see
+	// pool.idleTop) while onIdle holds. Guarded by p.mu.
+	idlePrev, idleNext *conn
+	onIdle             bool
 
 	// written counts the bytes written on the connection (nil when it
 	// cannot be counted: a Dial hook's connection under nethttp), so that a
@@ -209,6 +231,7 @@ const (
 // watchedConn's Read.
 func (c *conn) setH2() {
 	c.h2.Store(true)
+	c.p.multiplexed.Store(true)
 	if c.wc != nil {
 		c.wc.h2.Store(true)
 	}
@@ -264,7 +287,7 @@ func (c *conn) parkedEmpty() bool {
 func (c *conn) parkedNow() {
 	p := c.p
 	p.mu.Lock()
-	if slices.Contains(p.conns, c) {
+	if c.at >= 0 {
 		p.signal()
 	}
 	p.mu.Unlock()
@@ -376,6 +399,7 @@ func (p *pool) look(w *waiter) (pick *conn, dial bool, stale []*conn) {
 		// it, since they all check idle with p.mu held.
 		pick.claims++
 		pick.timer.Stop()
+		p.unidle(pick)
 	case dial:
 		p.dialing++
 	default:
@@ -525,40 +549,55 @@ func (p *pool) done(c *conn, pending bool) {
 	}
 }
 
-// scan finds a connection with room and takes out of the pool the
-// connections that have closed and the expired idle ones, which the caller
+// scan finds a connection with room: the most recently used idle one
+// that is ready, else (once the pool multiplexes) a busy HTTP/2 one with a
+// free stream. On its way down the idle list it takes out of the pool the
+// connections that have closed and the expired ones, which the caller
 // closes with closeAll once p.mu is released. soon reports a connection
 // with room that is not ready yet (see conn.ready): its reader parks in a
 // moment, and its parkedNow wakes a waiter, or it closes. p.mu is held.
 func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 	dropped := false
-	for i := 0; i < len(p.conns); i++ {
-		c := p.conns[i]
+	for c := p.idleTop; c != nil && pick == nil; {
+		next := c.idleNext
 		switch {
 		case c.cc.Err() != nil:
 			// Closed; its hook may not have run yet.
 			c.stopTimers()
-			p.conns = slices.Delete(p.conns, i, i+1)
-			i--
+			p.remove(c)
 			dropped = true
 		case c.expired(now) && c.idle():
 			stale = append(stale, c)
-			p.conns = slices.Delete(p.conns, i, i+1)
-			i--
-		case c.expired(now) || c.oneShot:
-			// Busy: closed when its last request ends, and given no other.
-		case pick == nil && c.settled && c.cc.Available() > c.claims:
-			if c.ready() {
-				pick = c
-			} else {
-				soon = true
-			}
+			p.remove(c)
+		case c.expired(now) || c.oneShot || !c.settled || c.cc.Available() <= c.claims:
+			// Busy again, or not to be given out: update sees to it.
+		case c.ready():
+			pick = c
+		default:
+			soon = true
 		}
+		c = next
+	}
+	if pick == nil && p.multiplexed.Load() {
+		pick = p.withRoom(now)
 	}
 	if dropped || len(stale) > 0 {
 		p.signal()
 	}
 	return pick, soon, stale
+}
+
+// withRoom finds a busy HTTP/2 connection with a free stream: one that
+// has a request on it is not on the idle list. The pool's HTTP/2
+// connections are few (one, under strictH2), so this looks at each. p.mu
+// is held.
+func (p *pool) withRoom(now time.Time) *conn {
+	for _, c := range p.conns {
+		if c.h2.Load() && !c.onIdle && c.settled && !c.expired(now) && c.cc.Err() == nil && c.cc.Available() > c.claims {
+			return c
+		}
+	}
+	return nil
 }
 
 // hasH2 reports whether an HTTP/2 connection is open. p.mu is held.
@@ -601,7 +640,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	}
 	now := time.Now()
 	cc, h2 := d.cc, d.h2
-	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot}
+	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot, at: -1}
 	if c.wc != nil {
 		c.wc.onPark = c.parkedNow
 	}
@@ -642,7 +681,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		c.close()
 		return nil, err
 	}
-	p.conns = append(p.conns, c)
+	p.add(c)
 	// Requests that waited while this dial ran may fit on it (HTTP/2) or
 	// may now dial their own: wake them to look again.
 	p.signal()
@@ -738,17 +777,27 @@ func (c *conn) watchFired() {
 // returns (done), or settleMax has passed (the server may allow exactly 100
 // streams, which looks the same as no SETTINGS yet).
 //
-// While c is busy or not settled, its watch runs update again, at watchMin
-// after the last update from its hook or done and then backing off to
-// watchMax, so that an end of a request that the hook missed is seen within
-// that time: fromWatch reports that the watch called.
+// The watch: net/http's state hook can miss the end of a response that
+// no claim holds (its request's RoundTrip has returned and done has run,
+// its body is still being read). The hook runs with the state it was
+// called for recorded, but looks at the connection (under p.mu) later; if
+// another request starts in between and ends while the hook runs, the
+// state when the hook returns equals the recorded one and ClientConn does
+// not call it again, though the hook saw the connection busy. On the h1
+// engine the hook sees every change, and while every request in flight is
+// held by a claim its done looks again. So only while c is not settled,
+// or more is in flight on it than claims hold (InFlight > claims), its
+// watch runs update again, at watchMin after the last update from its hook
+// or done and then backing off to watchMax, so that an end the hook missed
+// is seen within that time: fromWatch reports that the watch called. A
+// response body read to its end in the caller's goroutine (the common
+// case) runs the hook, which stops the watch before it fires.
 func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
-	i := slices.Index(p.conns, c)
-	if i < 0 {
+	if c.at < 0 {
 		return false
 	}
 	if c.cc.Err() != nil {
-		p.removeAt(i)
+		p.remove(c)
 		c.stopTimers()
 		return false
 	}
@@ -758,19 +807,24 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	idle := c.idle()
 	if idle {
 		now := time.Now()
-		if p.drained || c.oneShot || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
-			p.removeAt(i)
+		if p.drained || c.oneShot || c.expired(now) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
+			p.remove(c)
 			return true
 		}
-		if d := c.idleBound(now); d > 0 {
-			c.timer.Reset(d)
+		if !c.onIdle {
+			p.pushIdle(c)
+			if d := c.idleBound(now); d > 0 {
+				c.timer.Reset(d)
+			}
 		}
 	}
 	if c.settled && c.cc.Available() > c.claims && c.ready() {
 		p.signal()
 	}
-	if (idle && c.settled) || p.h1 != nil {
-		// The h1 engine's hook sees every change: no watch needed.
+	if p.h1 != nil || (c.settled && c.cc.InFlight() <= c.claims) {
+		// The h1 engine's hook sees every change; and while every request
+		// in flight on c is held by its claim, the last one's done looks
+		// at c again: no watch needed.
 		c.watch.Stop()
 	} else {
 		if fromWatch {
@@ -781,17 +835,6 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 		c.watch.Reset(c.watchDelay)
 	}
 	return false
-}
-
-// idleCount counts the connections with no request on them. p.mu is held.
-func (p *pool) idleCount() int {
-	n := 0
-	for _, c := range p.conns {
-		if c.idle() && c.cc.Err() == nil {
-			n++
-		}
-	}
-	return n
 }
 
 // idleBound is how long an idle connection may wait for its next request:
@@ -810,20 +853,67 @@ func (c *conn) idleBound(now time.Time) time.Duration {
 func (c *conn) idleExpired() {
 	p := c.p
 	p.mu.Lock()
-	i := slices.Index(p.conns, c)
-	if i < 0 || !c.idle() {
+	if c.at < 0 || !c.idle() {
 		p.mu.Unlock()
 		return
 	}
-	p.removeAt(i)
+	p.remove(c)
 	p.mu.Unlock()
 	c.close()
 }
 
-// removeAt takes p.conns[i] out of the pool. p.mu is held.
-func (p *pool) removeAt(i int) {
-	p.conns = slices.Delete(p.conns, i, i+1)
+// add puts a new connection in the pool. p.mu is held.
+func (p *pool) add(c *conn) {
+	c.at = len(p.conns)
+	p.conns = append(p.conns, c)
+}
+
+// remove takes c out of the pool, and off the idle list, and wakes a
+// waiter: there is room for another connection. p.mu is held.
+func (p *pool) remove(c *conn) {
+	if c.at < 0 {
+		return
+	}
+	p.unidle(c)
+	last := len(p.conns) - 1
+	p.conns[c.at] = p.conns[last]
+	p.conns[c.at].at = c.at
+	p.conns[last] = nil
+	p.conns = p.conns[:last]
+	c.at = -1
 	p.signal()
+}
+
+// pushIdle puts c at the top of the idle list: the next to be handed out.
+// p.mu is held.
+func (p *pool) pushIdle(c *conn) {
+	c.onIdle, c.idlePrev, c.idleNext = true, nil, p.idleTop
+	if p.idleTop != nil {
+		p.idleTop.idlePrev = c
+	} else {
+		p.idleBottom = c
+	}
+	p.idleTop = c
+	p.nidle++
+}
+
+// unidle takes c off the idle list, if it is on it. p.mu is held.
+func (p *pool) unidle(c *conn) {
+	if !c.onIdle {
+		return
+	}
+	if c.idlePrev != nil {
+		c.idlePrev.idleNext = c.idleNext
+	} else {
+		p.idleTop = c.idleNext
+	}
+	if c.idleNext != nil {
+		c.idleNext.idlePrev = c.idlePrev
+	} else {
+		p.idleBottom = c.idlePrev
+	}
+	c.onIdle, c.idlePrev, c.idleNext = false, nil, nil
+	p.nidle--
 }
 
 // signal wakes the oldest waiting request to look again: one wake for each
@@ -859,8 +949,8 @@ func (p *pool) drain() {
 	p.drained = true
 	p.signalAll()
 	var idle []*conn
-	for i := 0; i < len(p.conns); i++ {
-		switch c := p.conns[i]; {
+	for _, c := range slices.Clone(p.conns) {
+		switch {
 		case c.cc.Err() != nil:
 			c.stopTimers()
 		case c.idle():
@@ -868,8 +958,7 @@ func (p *pool) drain() {
 		default:
 			continue
 		}
-		p.conns = slices.Delete(p.conns, i, i+1)
-		i--
+		p.remove(c)
 	}
 	p.signal()
 	p.mu.Unlock()
