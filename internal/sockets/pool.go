@@ -168,6 +168,13 @@ type conn struct {
 	// pool.idleTop) while onIdle holds. Guarded by p.mu.
 	idlePrev, idleNext *conn
 	onIdle             bool
+	// gone is made by remove as c leaves the pool, and closed by close
+	// once c.cc is closed: a state hook that finds c already out of the
+	// pool, with its close still to come in another goroutine (the watch's,
+	// an idle timer's, or a request's that found it stale), waits for it
+	// (stateChanged). The pointer is guarded by p.mu; close, run by the
+	// goroutine that removed c, reads it without the lock.
+	gone chan struct{}
 
 	// written counts the bytes written on the connection (nil when it
 	// cannot be counted: a Dial hook's connection under nethttp), so that a
@@ -738,9 +745,25 @@ func (p *pool) noSocket() {
 // meanwhile leaves no trace (and an HTTP/2 stream that opens and closes
 // between two of ClientConn's looks at the state is not reported at all).
 // done and the watch (see update) make up for it.
+//
+// A hook that finds c out of the pool, still open, and its close under way
+// in another goroutine, waits for that close: on nethttp's HTTP/1 the hook
+// runs before the caller's read of the body's end returns, so the caller's
+// next request, which may dial, comes after the old connection's socket has
+// closed, and the pool never holds more sockets than its callers need
+// (TestConnLifetimeUnderLoad). The hook that close itself runs (inside
+// Close) sees the connection's error and does not wait.
 func (c *conn) stateChanged(*http.ClientConn) {
 	p := c.p
 	p.mu.Lock()
+	if c.at < 0 {
+		gone := c.gone
+		p.mu.Unlock()
+		if gone != nil && c.cc.Err() == nil {
+			<-gone
+		}
+		return
+	}
 	closeNow := p.update(c, false)
 	p.mu.Unlock()
 	if closeNow {
@@ -875,6 +898,7 @@ func (p *pool) remove(c *conn) {
 		return
 	}
 	p.unidle(c)
+	c.gone = make(chan struct{})
 	last := len(p.conns) - 1
 	p.conns[c.at] = p.conns[last]
 	p.conns[c.at].at = c.at
@@ -989,6 +1013,9 @@ func (c *conn) stopTimers() {
 func (c *conn) close() {
 	c.stopTimers()
 	c.cc.Close()
+	if c.gone != nil {
+		close(c.gone)
+	}
 }
 
 // closeAll closes idle connections that scan or drain took out of the pool.
