@@ -1,7 +1,6 @@
 package sockets
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -72,25 +71,50 @@ type pool struct {
 	sawH2 atomic.Bool // the last TLS handshake negotiated h2
 
 	mu      sync.Mutex // guards the fields below, and conn.claims and conn.settled
-	conns   []*conn    // the open connections, the only ones get hands out: appended by dial, removed by removeAt, scan and drain
+	conns   []*conn    // the open connections, the only ones get hands out, in no order: added by add, taken out by remove (conn.at is each one's index)
 	dialing int        // dials under way: counted by get, uncounted by dial
 	drained bool       // set once by drain, never cleared: get fails and idle connections close
 
-	// waiters are the requests waiting for a connection, oldest first (by
-	// ticket): get appends a newcomer and puts a woken waiter that found
-	// nothing back in its place; signal takes the oldest, for each slot
-	// that frees up, as net/http's wantConnQueue does. woken counts the
-	// waiters signal took that have not looked again yet: while there are
-	// any, a newcomer queues instead of taking what they were woken for.
-	waiters []*waiter
-	woken   int
-	tickets uint64 // the last ticket given
+	// The requests waiting for a connection, oldest first: a doubly
+	// linked list (head, tail; waiter.prev, waiter.next) so that joining,
+	// leaving and being served take no search. Only the head is ever woken
+	// (signal): headWoken is set while it has been woken and has not
+	// looked yet, and further signals until it looks are folded into that
+	// one wake, since it looks at the pool as it is then. A woken head that
+	// finds nothing stays at the head; one that takes what it was woken
+	// for leaves the queue and wakes the next (passOn), as net/http's
+	// wantConnQueue hands a freed connection to the oldest waiter. While
+	// anyone waits, a newcomer queues at the tail instead of looking, so
+	// it cannot take what the head was woken for.
+	head, tail *waiter
+	headWoken  bool
+	nwait      int // the waiters in the list
+
+	// The idle connections, most recently used first, as net/http keeps
+	// its idle list: a doubly linked list through conn.idlePrev and
+	// conn.idleNext, so that get takes the warmest connection, and a
+	// connection joins or leaves it, without a search. A connection is on
+	// it from the update that saw it idle until get claims it or it leaves
+	// the pool. nidle counts them, for maxIdle.
+	idleTop, idleBottom *conn
+	nidle               int
+
+	// multiplexed is set once a connection of the pool has been found to
+	// speak HTTP/2 (conn.setH2; never cleared): get then also looks for
+	// room on busy connections, which HTTP/1 ones never have. Atomic.
+	multiplexed atomic.Bool
+
+	// testHookWoken, when set by a test, runs in get after a waiter's wake
+	// arrives and before it takes p.mu to look. Set before the pool's first
+	// get; nil in production.
+	testHookWoken func()
 }
 
-// waiter is one request waiting in pool.waiters.
+// waiter is one request waiting in the pool's queue.
 type waiter struct {
-	wake   chan struct{} // buffered 1: signal sends once when it takes the waiter out of the queue
-	ticket uint64        // its place in the queue: the order it came in
+	wake       chan struct{} // buffered 1: signal sends once per wake, only to the head
+	prev, next *waiter       // the queue's links; guarded by pool.mu
+	queued     bool          // in the queue; guarded by pool.mu
 }
 
 // clientConn is one connection as the pool drives it: an
@@ -136,6 +160,21 @@ type conn struct {
 	// with p.mu held, and the connection's removal stops it.
 	watch      *time.Timer
 	watchDelay time.Duration // guarded by p.mu: the watch's current backoff
+
+	// at is c's index in p.conns, -1 once it has left the pool (or before
+	// add). Guarded by p.mu.
+	at int
+	// idlePrev and idleNext link c in the pool's idle list (see
+	// pool.idleTop) while onIdle holds. Guarded by p.mu.
+	idlePrev, idleNext *conn
+	onIdle             bool
+	// gone is made by remove as c leaves the pool, and closed by close
+	// once c.cc is closed: a state hook that finds c already out of the
+	// pool, with its close still to come in another goroutine (the watch's,
+	// an idle timer's, or a request's that found it stale), waits for it
+	// (stateChanged). The pointer is guarded by p.mu; close, run by the
+	// goroutine that removed c, reads it without the lock.
+	gone chan struct{}
 
 	// written counts the bytes written on the connection (nil when it
 	// cannot be counted: a Dial hook's connection under nethttp), so that a
@@ -199,6 +238,7 @@ const (
 // watchedConn's Read.
 func (c *conn) setH2() {
 	c.h2.Store(true)
+	c.p.multiplexed.Store(true)
 	if c.wc != nil {
 		c.wc.h2.Store(true)
 	}
@@ -224,18 +264,27 @@ func (c *conn) ready() bool {
 	if c.wc == nil || c.h2.Load() {
 		return true
 	}
-	reads := c.wc.reads.Load()
-	if !c.wc.parked.Load() {
-		c.wc.want.Store(true)
-		if !c.wc.parked.Load() {
-			return false
-		}
-		// It parked meanwhile: no need to be told.
+	if c.parkedEmpty() {
+		return true
 	}
-	// The socket is empty, and the Read that was parked before the look is
-	// still the one parked after it: it cannot have taken bytes that came
-	// before the look.
-	return !c.wc.pending() && c.wc.parked.Load() && c.wc.reads.Load() == reads
+	// Not parked, or it moved while looked at: ask to be told when it
+	// parks next, then look once more, since it may have parked before it
+	// could see the ask. If this look fails too, a Read has begun or ended
+	// after the ask (or bytes wait in the socket, which the reader takes
+	// next), so the next park tells (parkedNow): a waiter that waits for
+	// this connection is woken. An ask that a park consumed before the
+	// look woke a waiter already.
+	c.wc.want.Store(true)
+	return c.parkedEmpty()
+}
+
+// parkedEmpty reports whether net/http's reader is parked with the socket
+// empty: the Read that was parked before the look is still the one parked
+// after it, so it cannot have taken bytes that came before the look.
+// p.mu is held.
+func (c *conn) parkedEmpty() bool {
+	reads := c.wc.reads.Load()
+	return c.wc.parked.Load() && !c.wc.pending() && c.wc.parked.Load() && c.wc.reads.Load() == reads
 }
 
 // parkedNow is the watchedConn's onPark: net/http's reader is waiting for
@@ -245,7 +294,7 @@ func (c *conn) ready() bool {
 func (c *conn) parkedNow() {
 	p := c.p
 	p.mu.Lock()
-	if slices.Contains(p.conns, c) {
+	if c.at >= 0 {
 		p.signal()
 	}
 	p.mu.Unlock()
@@ -260,7 +309,7 @@ func (c *conn) limitKnown() bool {
 
 // get returns a connection for one request: an open, unexpired connection
 // with room, a new one, or, at the connection limit, the next one that
-// frees up, in the order the requests came (see pool.waiters). It returns
+// frees up, in the order the requests came (see pool.head). It returns
 // errDrained once the pool drains, the context's cause if ctx ends while
 // the request waits, and errQueueTimeout if deadline (when not zero)
 // passes while it waits.
@@ -278,81 +327,51 @@ func (c *conn) limitKnown() bool {
 func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bool, err error) {
 	var (
 		w       *waiter // this request's place in the queue, once it has waited
-		woke    bool    // signal took w: it was counted in p.woken
 		expired <-chan time.Time
 	)
 	for {
 		p.mu.Lock()
-		if woke {
-			p.woken--
-			woke = false
+		if w != nil && w == p.head {
+			// w was woken (only the head is) and looks now: a signal from
+			// here on is a new wake.
+			p.headWoken = false
 		}
 		if p.drained {
+			if w != nil && w.queued {
+				p.unlink(w)
+				p.signal() // the next waiter learns it too
+			}
 			p.mu.Unlock()
 			return nil, false, errDrained
 		}
-		var pick *conn
-		var stale []*conn
-		dial := false
-		// A newcomer queues behind the requests already waiting, and
-		// behind those woken to take what freed up.
-		if w != nil || (len(p.waiters) == 0 && p.woken == 0) {
-			var soon bool
-			pick, soon, stale = p.scan(time.Now())
-			// With strictH2, one HTTP/2 connection takes every request:
-			// while one is open or being dialled, requests wait for a
-			// stream instead. A connection that is free but not ready
-			// yet will be in a moment (or will close): wait for it
-			// rather than dial another.
-			dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+		pick, dial, stale := p.look(w)
+		if pick == nil && !dial {
+			w = p.enqueue(w)
 		}
-		if dial {
-			p.dialing++
-			p.passOn()
-			p.mu.Unlock()
-			closeAll(stale)
+		p.mu.Unlock()
+		closeAll(stale)
+		switch {
+		case dial:
 			c, err := p.dial(ctx)
 			return c, err == nil, err
-		}
-		if pick == nil {
-			if w == nil {
-				p.tickets++
-				w = &waiter{wake: make(chan struct{}, 1), ticket: p.tickets}
-			}
-			p.enqueue(w)
-			p.mu.Unlock()
-			closeAll(stale)
+		case pick == nil:
 			if !deadline.IsZero() && expired == nil {
 				t := time.NewTimer(time.Until(deadline))
 				defer t.Stop()
 				expired = t.C
 			}
-			select {
-			case <-w.wake:
-				woke = true
-				continue
-			case <-ctx.Done():
-				p.leave(w)
-				return nil, false, context.Cause(ctx)
-			case <-expired:
-				p.leave(w)
-				return nil, false, errQueueTimeout
+			if err := p.wait(ctx, w, expired); err != nil {
+				return nil, false, err
 			}
+			continue
 		}
-		// The claim is taken with p.mu held, as the connection is picked:
-		// from here on no idle timer, expiry, maxIdle trim or drain closes
-		// it, since they all check idle with p.mu held.
-		pick.claims++
-		pick.timer.Stop()
-		h2 := pick.h2.Load()
-		p.passOn()
-		p.mu.Unlock()
-		closeAll(stale)
-		if !h2 {
+		if !pick.h2.Load() {
 			if err := pick.cc.Reserve(); err != nil {
 				// It closed since scan looked (the server closed it), or is
-				// no longer HTTP/1's one free slot: look again.
+				// no longer HTTP/1's one free slot: look again, first in
+				// line, as the oldest request it was.
 				p.done(pick, true)
+				w = p.requeueFirst(w)
 				continue
 			}
 		}
@@ -361,42 +380,158 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 	}
 }
 
+// look is one look at the pool for a request: w is its place in the queue,
+// nil for a newcomer. A newcomer looks only when nobody waits, and a waiter
+// only when it is the head (woken): otherwise look returns nothing and the
+// request waits. It returns a connection with room, claimed for the
+// request, or reports that the request may dial (counted in p.dialing); in
+// either case the request has left the queue and the next waiter is woken
+// to look for what else there is. stale lists connections scan took out of
+// the pool, for the caller to close once p.mu is released. p.mu is held.
+func (p *pool) look(w *waiter) (pick *conn, dial bool, stale []*conn) {
+	if (w == nil && p.head != nil) || (w != nil && w != p.head) {
+		return nil, false, nil
+	}
+	var soon bool
+	pick, soon, stale = p.scan(time.Now())
+	// With strictH2, one HTTP/2 connection takes every request: while one
+	// is open or being dialled, requests wait for a stream instead. A
+	// connection that is free but not ready yet will be in a moment (or
+	// will close): wait for it rather than dial another.
+	dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+	switch {
+	case pick != nil:
+		// The claim is taken with p.mu held, as the connection is picked:
+		// from here on no idle timer, expiry, maxIdle trim or drain closes
+		// it, since they all check idle with p.mu held.
+		pick.claims++
+		pick.timer.Stop()
+		p.unidle(pick)
+	case dial:
+		p.dialing++
+	default:
+		return nil, false, stale
+	}
+	if w != nil {
+		p.unlink(w)
+	}
+	p.passOn()
+	return pick, dial, stale
+}
+
+// wait waits for w's wake, and takes w out of the queue if ctx ends or
+// expired fires first.
+func (p *pool) wait(ctx context.Context, w *waiter, expired <-chan time.Time) error {
+	select {
+	case <-w.wake:
+		if p.testHookWoken != nil {
+			p.testHookWoken()
+		}
+		return nil
+	case <-ctx.Done():
+		p.leave(w)
+		return context.Cause(ctx)
+	case <-expired:
+		p.leave(w)
+		return errQueueTimeout
+	}
+}
+
+// requeueFirst puts a request whose picked connection failed Reserve back
+// at the head of the queue, where it was (or would have been, as a
+// newcomer that found nobody waiting), and marks it woken, since it looks
+// again at once: signals until it looks fold into that look. A waiter
+// woken meanwhile finds itself behind it and waits again. p.mu is not
+// held.
+func (p *pool) requeueFirst(w *waiter) *waiter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w == nil {
+		w = &waiter{wake: make(chan struct{}, 1)}
+	}
+	w.prev, w.next, w.queued = nil, p.head, true
+	if p.head != nil {
+		p.head.prev = w
+	} else {
+		p.tail = w
+	}
+	p.head = w
+	p.nwait++
+	p.headWoken = true
+	return w
+}
+
 // passOn wakes the next waiter once a request has taken what it was woken
 // for (or found it could dial): whatever else there is, room for another
 // stream, another connection or another dial, is the next waiter's to look
-// for. A waiter that finds nothing goes back to its place. p.mu is held.
+// for. A waiter that finds nothing stays where it is. p.mu is held.
 func (p *pool) passOn() {
-	if len(p.waiters) > 0 {
-		p.signal()
-	}
+	p.signal()
 }
 
 // errQueueTimeout is get's error when its deadline passed while the
 // request waited for a connection.
 var errQueueTimeout = errors.New("no connection free before the deadline")
 
-// enqueue puts w in p.waiters by its ticket: at the end for a newcomer, in
-// its old place for a waiter that was woken and found nothing. p.mu is
-// held.
-func (p *pool) enqueue(w *waiter) {
-	i, _ := slices.BinarySearchFunc(p.waiters, w.ticket, func(x *waiter, t uint64) int { return cmp.Compare(x.ticket, t) })
-	p.waiters = slices.Insert(p.waiters, i, w)
+// enqueue puts a newcomer's request at the tail of the queue and returns
+// its waiter; a waiter already in the queue keeps its place. p.mu is held.
+func (p *pool) enqueue(w *waiter) *waiter {
+	if w == nil {
+		w = &waiter{wake: make(chan struct{}, 1)}
+	}
+	if w.queued {
+		return w
+	}
+	w.prev, w.next, w.queued = p.tail, nil, true
+	if p.tail != nil {
+		p.tail.next = w
+	} else {
+		p.head = w
+	}
+	p.tail = w
+	p.nwait++
+	return w
 }
 
-// leave takes w out of the queue when its request gives up. If signal had
-// already taken it, the wake it was given goes to the next waiter.
+// unlink takes w out of the queue. If w is the head and was woken (by a
+// signal since it last looked, even one sent while it looked, such as
+// scan's), the wake is taken back and unlink reports it: the caller passes
+// it on (signal), since it was for whatever w now does not take. p.mu is
+// held.
+func (p *pool) unlink(w *waiter) (woken bool) {
+	if !w.queued {
+		return false
+	}
+	if w == p.head && p.headWoken {
+		woken = true
+		p.headWoken = false
+		select {
+		case <-w.wake:
+		default:
+		}
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		p.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		p.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
+	p.nwait--
+	return woken
+}
+
+// leave takes w out of the queue when its request gives up. If w was the
+// head and had been woken, the wake goes to the next waiter.
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.waiters, w); i >= 0 {
-		p.waiters = slices.Delete(p.waiters, i, i+1)
-		return
-	}
-	select {
-	case <-w.wake:
-		p.woken--
+	if p.unlink(w) {
 		p.signal()
-	default:
 	}
 }
 
@@ -421,40 +556,55 @@ func (p *pool) done(c *conn, pending bool) {
 	}
 }
 
-// scan finds a connection with room and takes out of the pool the
-// connections that have closed and the expired idle ones, which the caller
+// scan finds a connection with room: the most recently used idle one
+// that is ready, else (once the pool multiplexes) a busy HTTP/2 one with a
+// free stream. On its way down the idle list it takes out of the pool the
+// connections that have closed and the expired ones, which the caller
 // closes with closeAll once p.mu is released. soon reports a connection
 // with room that is not ready yet (see conn.ready): its reader parks in a
 // moment, and its parkedNow wakes a waiter, or it closes. p.mu is held.
 func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 	dropped := false
-	for i := 0; i < len(p.conns); i++ {
-		c := p.conns[i]
+	for c := p.idleTop; c != nil && pick == nil; {
+		next := c.idleNext
 		switch {
 		case c.cc.Err() != nil:
 			// Closed; its hook may not have run yet.
 			c.stopTimers()
-			p.conns = slices.Delete(p.conns, i, i+1)
-			i--
+			p.remove(c)
 			dropped = true
 		case c.expired(now) && c.idle():
 			stale = append(stale, c)
-			p.conns = slices.Delete(p.conns, i, i+1)
-			i--
-		case c.expired(now) || c.oneShot:
-			// Busy: closed when its last request ends, and given no other.
-		case pick == nil && c.settled && c.cc.Available() > c.claims:
-			if c.ready() {
-				pick = c
-			} else {
-				soon = true
-			}
+			p.remove(c)
+		case c.expired(now) || c.oneShot || !c.settled || c.cc.Available() <= c.claims:
+			// Busy again, or not to be given out: update sees to it.
+		case c.ready():
+			pick = c
+		default:
+			soon = true
 		}
+		c = next
+	}
+	if pick == nil && p.multiplexed.Load() {
+		pick = p.withRoom(now)
 	}
 	if dropped || len(stale) > 0 {
 		p.signal()
 	}
 	return pick, soon, stale
+}
+
+// withRoom finds a busy HTTP/2 connection with a free stream: one that
+// has a request on it is not on the idle list. The pool's HTTP/2
+// connections are few (one, under strictH2), so this looks at each. p.mu
+// is held.
+func (p *pool) withRoom(now time.Time) *conn {
+	for _, c := range p.conns {
+		if c.h2.Load() && !c.onIdle && c.settled && !c.expired(now) && c.cc.Err() == nil && c.cc.Available() > c.claims {
+			return c
+		}
+	}
+	return nil
 }
 
 // hasH2 reports whether an HTTP/2 connection is open. p.mu is held.
@@ -497,7 +647,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	}
 	now := time.Now()
 	cc, h2 := d.cc, d.h2
-	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot}
+	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot, at: -1}
 	if c.wc != nil {
 		c.wc.onPark = c.parkedNow
 	}
@@ -538,7 +688,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		c.close()
 		return nil, err
 	}
-	p.conns = append(p.conns, c)
+	p.add(c)
 	// Requests that waited while this dial ran may fit on it (HTTP/2) or
 	// may now dial their own: wake them to look again.
 	p.signal()
@@ -595,9 +745,25 @@ func (p *pool) noSocket() {
 // meanwhile leaves no trace (and an HTTP/2 stream that opens and closes
 // between two of ClientConn's looks at the state is not reported at all).
 // done and the watch (see update) make up for it.
+//
+// A hook that finds c out of the pool, still open, and its close under way
+// in another goroutine, waits for that close: on nethttp's HTTP/1 the hook
+// runs before the caller's read of the body's end returns, so the caller's
+// next request, which may dial, comes after the old connection's socket has
+// closed, and the pool never holds more sockets than its callers need
+// (TestConnLifetimeUnderLoad). The hook that close itself runs (inside
+// Close) sees the connection's error and does not wait.
 func (c *conn) stateChanged(*http.ClientConn) {
 	p := c.p
 	p.mu.Lock()
+	if c.at < 0 {
+		gone := c.gone
+		p.mu.Unlock()
+		if gone != nil && c.cc.Err() == nil {
+			<-gone
+		}
+		return
+	}
 	closeNow := p.update(c, false)
 	p.mu.Unlock()
 	if closeNow {
@@ -634,17 +800,27 @@ func (c *conn) watchFired() {
 // returns (done), or settleMax has passed (the server may allow exactly 100
 // streams, which looks the same as no SETTINGS yet).
 //
-// While c is busy or not settled, its watch runs update again, at watchMin
-// after the last update from its hook or done and then backing off to
-// watchMax, so that an end of a request that the hook missed is seen within
-// that time: fromWatch reports that the watch called.
+// The watch: net/http's state hook can miss the end of a response that
+// no claim holds (its request's RoundTrip has returned and done has run,
+// its body is still being read). The hook runs with the state it was
+// called for recorded, but looks at the connection (under p.mu) later; if
+// another request starts in between and ends while the hook runs, the
+// state when the hook returns equals the recorded one and ClientConn does
+// not call it again, though the hook saw the connection busy. On the h1
+// engine the hook sees every change, and while every request in flight is
+// held by a claim its done looks again. So only while c is not settled,
+// or more is in flight on it than claims hold (InFlight > claims), its
+// watch runs update again, at watchMin after the last update from its hook
+// or done and then backing off to watchMax, so that an end the hook missed
+// is seen within that time: fromWatch reports that the watch called. A
+// response body read to its end in the caller's goroutine (the common
+// case) runs the hook, which stops the watch before it fires.
 func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
-	i := slices.Index(p.conns, c)
-	if i < 0 {
+	if c.at < 0 {
 		return false
 	}
 	if c.cc.Err() != nil {
-		p.removeAt(i)
+		p.remove(c)
 		c.stopTimers()
 		return false
 	}
@@ -654,19 +830,24 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	idle := c.idle()
 	if idle {
 		now := time.Now()
-		if p.drained || c.oneShot || c.expired(now) || (p.maxIdle > 0 && p.idleCount() > p.maxIdle) {
-			p.removeAt(i)
+		if p.drained || c.oneShot || c.expired(now) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
+			p.remove(c)
 			return true
 		}
-		if d := c.idleBound(now); d > 0 {
-			c.timer.Reset(d)
+		if !c.onIdle {
+			p.pushIdle(c)
+			if d := c.idleBound(now); d > 0 {
+				c.timer.Reset(d)
+			}
 		}
 	}
 	if c.settled && c.cc.Available() > c.claims && c.ready() {
 		p.signal()
 	}
-	if (idle && c.settled) || p.h1 != nil {
-		// The h1 engine's hook sees every change: no watch needed.
+	if p.h1 != nil || (c.settled && c.cc.InFlight() <= c.claims) {
+		// The h1 engine's hook sees every change; and while every request
+		// in flight on c is held by its claim, the last one's done looks
+		// at c again: no watch needed.
 		c.watch.Stop()
 	} else {
 		if fromWatch {
@@ -677,17 +858,6 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 		c.watch.Reset(c.watchDelay)
 	}
 	return false
-}
-
-// idleCount counts the connections with no request on them. p.mu is held.
-func (p *pool) idleCount() int {
-	n := 0
-	for _, c := range p.conns {
-		if c.idle() && c.cc.Err() == nil {
-			n++
-		}
-	}
-	return n
 }
 
 // idleBound is how long an idle connection may wait for its next request:
@@ -706,39 +876,90 @@ func (c *conn) idleBound(now time.Time) time.Duration {
 func (c *conn) idleExpired() {
 	p := c.p
 	p.mu.Lock()
-	i := slices.Index(p.conns, c)
-	if i < 0 || !c.idle() {
+	if c.at < 0 || !c.idle() {
 		p.mu.Unlock()
 		return
 	}
-	p.removeAt(i)
+	p.remove(c)
 	p.mu.Unlock()
 	c.close()
 }
 
-// removeAt takes p.conns[i] out of the pool. p.mu is held.
-func (p *pool) removeAt(i int) {
-	p.conns = slices.Delete(p.conns, i, i+1)
+// add puts a new connection in the pool. p.mu is held.
+func (p *pool) add(c *conn) {
+	c.at = len(p.conns)
+	p.conns = append(p.conns, c)
+}
+
+// remove takes c out of the pool, and off the idle list, and wakes a
+// waiter: there is room for another connection. p.mu is held.
+func (p *pool) remove(c *conn) {
+	if c.at < 0 {
+		return
+	}
+	p.unidle(c)
+	c.gone = make(chan struct{})
+	last := len(p.conns) - 1
+	p.conns[c.at] = p.conns[last]
+	p.conns[c.at].at = c.at
+	p.conns[last] = nil
+	p.conns = p.conns[:last]
+	c.at = -1
 	p.signal()
 }
 
-// signal wakes the oldest waiting request to look again: one wake for each
-// connection or slot that frees up. p.mu is held.
-func (p *pool) signal() {
-	if len(p.waiters) == 0 {
-		return
+// pushIdle puts c at the top of the idle list: the next to be handed out.
+// p.mu is held.
+func (p *pool) pushIdle(c *conn) {
+	c.onIdle, c.idlePrev, c.idleNext = true, nil, p.idleTop
+	if p.idleTop != nil {
+		p.idleTop.idlePrev = c
+	} else {
+		p.idleBottom = c
 	}
-	w := p.waiters[0]
-	p.waiters = slices.Delete(p.waiters, 0, 1)
-	p.woken++
-	w.wake <- struct{}{}
+	p.idleTop = c
+	p.nidle++
 }
 
-// signalAll wakes every waiting request: the pool drains. p.mu is held.
-func (p *pool) signalAll() {
-	for len(p.waiters) > 0 {
-		p.signal()
+// unidle takes c off the idle list, if it is on it. p.mu is held.
+func (p *pool) unidle(c *conn) {
+	if !c.onIdle {
+		return
 	}
+	if c.idlePrev != nil {
+		c.idlePrev.idleNext = c.idleNext
+	} else {
+		p.idleTop = c.idleNext
+	}
+	if c.idleNext != nil {
+		c.idleNext.idlePrev = c.idlePrev
+	} else {
+		p.idleBottom = c.idlePrev
+	}
+	c.onIdle, c.idlePrev, c.idleNext = false, nil, nil
+	p.nidle--
+}
+
+// signal wakes the oldest waiting request to look again: one wake for each
+// connection or slot that frees up, folded into the head's wake while it
+// has not looked yet (see pool.head). p.mu is held.
+func (p *pool) signal() {
+	if p.head == nil || p.headWoken {
+		return
+	}
+	p.headWoken = true
+	select {
+	case p.head.wake <- struct{}{}:
+	default:
+		// Still holds a wake it was given as head before requeueFirst put
+		// another request in front of it: it wakes all the same.
+	}
+}
+
+// signalAll wakes the waiting requests: the pool drains. Each that finds
+// it drained wakes the next (get). p.mu is held.
+func (p *pool) signalAll() {
+	p.signal()
 }
 
 // drain stops new requests, closes idle connections at once and every other
@@ -752,8 +973,8 @@ func (p *pool) drain() {
 	p.drained = true
 	p.signalAll()
 	var idle []*conn
-	for i := 0; i < len(p.conns); i++ {
-		switch c := p.conns[i]; {
+	for _, c := range slices.Clone(p.conns) {
+		switch {
 		case c.cc.Err() != nil:
 			c.stopTimers()
 		case c.idle():
@@ -761,8 +982,7 @@ func (p *pool) drain() {
 		default:
 			continue
 		}
-		p.conns = slices.Delete(p.conns, i, i+1)
-		i--
+		p.remove(c)
 	}
 	p.signal()
 	p.mu.Unlock()
@@ -793,6 +1013,9 @@ func (c *conn) stopTimers() {
 func (c *conn) close() {
 	c.stopTimers()
 	c.cc.Close()
+	if c.gone != nil {
+		close(c.gone)
+	}
 }
 
 // closeAll closes idle connections that scan or drain took out of the pool.

@@ -187,7 +187,7 @@ func waitForWaiter(t *testing.T, p *pool) {
 	deadline := time.Now().Add(testTimeout)
 	for {
 		p.mu.Lock()
-		waiting := len(p.waiters) > 0
+		waiting := p.nwait > 0
 		p.mu.Unlock()
 		if waiting {
 			return
@@ -721,7 +721,7 @@ func waitForWaiters(t *testing.T, p *pool, n int) {
 	deadline := time.Now().Add(testTimeout)
 	for {
 		p.mu.Lock()
-		waiting := len(p.waiters)
+		waiting := p.nwait
 		p.mu.Unlock()
 		if waiting >= n {
 			return
@@ -730,5 +730,124 @@ func waitForWaiters(t *testing.T, p *pool, n int) {
 			t.Fatalf("%d requests waited for a connection within %v, want %d", waiting, testTimeout, n)
 		}
 		runtime.Gosched()
+	}
+}
+
+// sendTagged sends one request through p with X-N: tag, reads its body
+// and reports its error on the channel.
+func sendTagged(ctx context.Context, p *pool, tag string) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		c, pending, err := p.get(ctx, time.Time{})
+		if err != nil {
+			ch <- err
+			return
+		}
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+p.addr+"/", nil)
+		req.Header.Set("X-N", tag)
+		resp, err := c.cc.RoundTrip(req)
+		p.done(c, pending)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		ch <- err
+	}()
+	return ch
+}
+
+// TestPoolWokenWaiterBeforeNewcomer: at max_conns_per_host 1, a request
+// that arrives just as the connection frees, after the waiting request was
+// woken for it and before that one has looked, is served after it. The
+// pool's testHookWoken holds the woken waiter at exactly that point while
+// the newcomer arrives. It fails if a newcomer may look while a woken
+// waiter has not (the newcomer would take the free connection).
+func TestPoolWokenWaiterBeforeNewcomer(t *testing.T) {
+	order := make(chan string, 3)
+	next := make(chan struct{})
+	stop := make(chan struct{}) // closed when the test ends: nothing stays held
+	srv := newPoolServer(t, func(w http.ResponseWriter, r *http.Request) {
+		order <- r.Header.Get("X-N")
+		select {
+		case <-next:
+		case <-stop:
+		}
+		io.WriteString(w, "ok")
+	}, nil)
+	woken := make(chan struct{})
+	resume := make(chan struct{})
+	var resumeOnce sync.Once
+	release := func() { resumeOnce.Do(func() { close(resume) }) }
+	p := newTestPool(t, srv, func(p *pool) {
+		p.max = 1
+		var calls atomic.Int32
+		p.testHookWoken = func() {
+			if calls.Add(1) == 1 { // the waiting request's wake; later ones pass
+				woken <- struct{}{}
+				<-resume
+			}
+		}
+	})
+	first := sendTagged(context.Background(), p, "first")
+	if got := <-order; got != "first" {
+		t.Fatalf("first request %s", got)
+	}
+	waiting := sendTagged(context.Background(), p, "waiting")
+	waitForWaiters(t, p, 1)
+	next <- struct{}{} // the first request ends: its connection frees
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The waiting request was woken for the free connection and stands in
+	// the hook, before it looks.
+	select {
+	case <-woken:
+	case <-time.After(testTimeout):
+		t.Fatalf("the waiting request was not woken within %v", testTimeout)
+	}
+	p.mu.Lock()
+	free := len(p.conns) == 1 && p.conns[0].idle() && p.conns[0].cc.Available() == 1
+	p.mu.Unlock()
+	if !free {
+		t.Fatal("woken, but the connection is not free")
+	}
+	t.Cleanup(func() { close(stop); release() }) // before the pool's and server's cleanups
+	newcomer := sendTagged(context.Background(), p, "newcomer")
+	// The newcomer queues behind the woken request, or (the fault this
+	// test is for) takes the connection and reaches the server.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		p.mu.Lock()
+		queued := p.nwait == 2
+		p.mu.Unlock()
+		if queued {
+			break
+		}
+		if len(order) > 0 {
+			t.Fatalf("request %q was served while the woken request had not looked yet: a newcomer took the connection it was woken for", <-order)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the newcomer neither queued nor was served within %v", testTimeout)
+		}
+		runtime.Gosched() // yields until the newcomer's goroutine gets there
+	}
+	release()
+	var got []string
+	for range 2 {
+		select {
+		case n := <-order:
+			got = append(got, n)
+		case <-time.After(testTimeout):
+			t.Fatalf("served %v within %v, want 2 requests", got, testTimeout)
+		}
+		next <- struct{}{}
+	}
+	if want := []string{"waiting", "newcomer"}; !slices.Equal(got, want) {
+		t.Errorf("served %v, want %v: the newcomer took the slot the woken request was woken for", got, want)
+	}
+	for _, ch := range []<-chan error{waiting, newcomer} {
+		if err := <-ch; err != nil {
+			t.Error(err)
+		}
 	}
 }

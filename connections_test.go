@@ -12,48 +12,10 @@ import (
 	"github.com/fusiongo/transport/env"
 )
 
-// TestConnLifetime: with a short conn_lifetime, the sockets path closes an
-// idle connection once it is that old, and a new request opens another.
-func TestConnLifetime(t *testing.T) {
-	srv := newSchemaServer(t, nil)
-	cfg := config(env.PathSockets, "products", srv.URL())
-	cfg.Defaults.ConnLifetime = 50 * time.Millisecond
-	inv := newInvoker(t, cfg)
-	post(t, inv, context.Background(), "products")
-	first := srv.Last(t).Remote
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv.WaitClosed(t, ctx, first) // closed by its lifetime, with no request on it
-
-	post(t, inv, context.Background(), "products")
-	if second := srv.Last(t).Remote; second == first {
-		t.Errorf("the second request reused connection %s after its lifetime", first)
-	}
-}
-
-// TestConnLifetimeNeverCutsARequest: a request that outlives its
-// connection's lifetime completes, body included; the connection closes
-// after it.
-func TestConnLifetimeNeverCutsARequest(t *testing.T) {
-	const lifetime = 30 * time.Millisecond
-	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"data":`)
-		w.(http.Flusher).Flush()
-		<-time.After(4 * lifetime) // the body outlives the connection's lifetime
-		io.WriteString(w, `{"ok":true}}`)
-	})
-	cfg := config(env.PathSockets, "products", srv.URL())
-	cfg.Defaults.ConnLifetime = lifetime
-	inv := newInvoker(t, cfg)
-	_, body := post(t, inv, context.Background(), "products")
-	if body != `{"data":{"ok":true}}` {
-		t.Fatalf("body %q", body)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv.WaitClosed(t, ctx, srv.Last(t).Remote)
-}
+// The behaviour of connections that both paths share: reuse, the idle
+// timeout, the connection limit. The sockets pool's own rules
+// (conn_lifetime, maxIdle, the waiters' order, drain) are tested beside
+// it, in internal/sockets.
 
 // TestWarmConnectionReused: without a lifetime passing, consecutive
 // requests share one connection on both paths.
