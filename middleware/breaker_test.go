@@ -311,3 +311,19 @@ func TestBreakerConcurrent(t *testing.T) {
 	}
 	t.Logf("%d sent, %d refused, %d transitions", sent.Load(), refused.Load(), len(got))
 }
+
+// BenchmarkBreakerParallel is BenchmarkBreaker's closed breaker with every
+// core sending at once: its outcomes contend for one bucket.
+//
+//	go test -run '^$' -bench BenchmarkBreakerParallel -count 6 ./middleware/
+func BenchmarkBreakerParallel(b *testing.B) {
+	next := &okTransport{http.Response{StatusCode: 200, Body: http.NoBody}}
+	rt := middleware.NewBreaker(middleware.BreakerConfig{}).Middleware()(next)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest(http.MethodPost, "http://products.test/graphql", http.NoBody)
+		for pb.Next() {
+			rt.RoundTrip(req)
+		}
+	})
+}
