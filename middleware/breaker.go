@@ -117,8 +117,8 @@ func DefaultBreakerStatuses() []int {
 // An open breaker refuses after a clock read, without a lock; a half-open
 // breaker's admissions and outcomes take mu.
 type Breaker struct {
-	// cur is the current phase. Loaded without a lock; stored only with
-	// mu held, by setLocked.
+	// cur is the current phase, never nil. Loaded without a lock; stored
+	// by NewBreaker, then only with mu held, by setLocked.
 	cur atomic.Pointer[breakerPhase]
 
 	// mu serializes the changes of state (and the OnStateChange calls,
