@@ -535,6 +535,7 @@ func TestHostileCrowd(t *testing.T) {
 			cfg := config(path, "products", srv.url)
 			cfg.Defaults.MaxConnsPerHost = 4
 			cfg.Defaults.MaxIdleConnsPerHost = 4
+			cfg.Defaults.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
 			cfg.ForwardHeaders = []string{"X-Call"}
 			inv := newInvoker(t, cfg)
 			start := make(chan struct{})

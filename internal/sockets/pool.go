@@ -58,6 +58,11 @@ type pool struct {
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
 	dialTO   time.Duration // 0: no bound on dialing
+	// maxPending bounds the waiters (nwait): a newcomer that would wait
+	// while maxPending wait already fails at once with overloaded. 0: no
+	// bound.
+	maxPending int
+	overloaded error // get's refusal at maxPending, made once: wraps bound.ErrOverloaded
 	// schema and log name the schema in noSocket's line (nethttp; nil log:
 	// a pool built by a test). Set by newPool.
 	schema string
@@ -109,6 +114,24 @@ type pool struct {
 	// get; nil in production.
 	testHookWoken func()
 }
+
+// TestHookQueue is for tests only; nil in production, and set before the
+// pools it watches get their first request. When set, every pool calls it
+// with p.mu held, with the request's context, as a request joins the
+// tail of the wait queue (QueueJoined), goes back to its head after the
+// connection it was handed failed Reserve (QueueRequeued), is handed a
+// connection or leave to dial (QueueServed), or is refused at
+// max_pending_requests (QueueRefused). Requests served without waiting
+// (nobody waited) report QueueServed only. It must not call into the pool.
+var TestHookQueue func(ctx context.Context, event string)
+
+// The events of TestHookQueue.
+const (
+	QueueJoined   = "joined"
+	QueueRequeued = "requeued"
+	QueueServed   = "served"
+	QueueRefused  = "refused"
+)
 
 // waiter is one request waiting in the pool's queue.
 type waiter struct {
@@ -346,7 +369,23 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		}
 		pick, dial, stale := p.look(w)
 		if pick == nil && !dial {
+			if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
+				// A newcomer beyond max_pending_requests: refused, unsent.
+				// Those that wait keep their order.
+				if TestHookQueue != nil {
+					TestHookQueue(ctx, QueueRefused)
+				}
+				p.mu.Unlock()
+				closeAll(stale)
+				return nil, false, p.overloaded
+			}
+			joined := w == nil
 			w = p.enqueue(w)
+			if TestHookQueue != nil && joined {
+				TestHookQueue(ctx, QueueJoined)
+			}
+		} else if TestHookQueue != nil {
+			TestHookQueue(ctx, QueueServed)
 		}
 		p.mu.Unlock()
 		closeAll(stale)
@@ -371,7 +410,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 				// no longer HTTP/1's one free slot: look again, first in
 				// line, as the oldest request it was.
 				p.done(pick, true)
-				w = p.requeueFirst(w)
+				w = p.requeueFirst(ctx, w)
 				continue
 			}
 		}
@@ -443,9 +482,12 @@ func (p *pool) wait(ctx context.Context, w *waiter, expired <-chan time.Time) er
 // again at once: signals until it looks fold into that look. A waiter
 // woken meanwhile finds itself behind it and waits again. p.mu is not
 // held.
-func (p *pool) requeueFirst(w *waiter) *waiter {
+func (p *pool) requeueFirst(ctx context.Context, w *waiter) *waiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if TestHookQueue != nil {
+		TestHookQueue(ctx, QueueRequeued)
+	}
 	if w == nil {
 		w = &waiter{wake: make(chan struct{}, 1)}
 	}
