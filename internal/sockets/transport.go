@@ -102,17 +102,20 @@ func poolRules(k *key) pool {
 	s := k.settings
 	lifetime := env.Bound(s.ConnLifetime)
 	maxPending := env.Limit(s.MaxPendingRequests)
+	dialStop, cancelDialStop := context.WithCancel(context.Background())
 	return pool{
-		maxPending: maxPending,
-		overloaded: fmt.Errorf("%w (max_pending_requests %d): not sent", bound.ErrOverloaded, maxPending),
-		scheme:     k.scheme,
-		addr:       k.addr,
-		lifetime:   lifetime,
-		jitter:     min(env.Bound(s.ConnLifetimeJitter), lifetime),
-		idle:       env.Bound(s.IdleConnTimeout),
-		max:        env.Limit(s.MaxConnsPerHost),
-		maxIdle:    env.Limit(s.MaxIdleConnsPerHost),
-		dialTO:     env.Bound(s.ConnectTimeout),
+		dialStop:       dialStop,
+		cancelDialStop: cancelDialStop,
+		maxPending:     maxPending,
+		overloaded:     fmt.Errorf("%w (max_pending_requests %d): not sent", bound.ErrOverloaded, maxPending),
+		scheme:         k.scheme,
+		addr:           k.addr,
+		lifetime:       lifetime,
+		jitter:         min(env.Bound(s.ConnLifetimeJitter), lifetime),
+		idle:           env.Bound(s.IdleConnTimeout),
+		max:            env.Limit(s.MaxConnsPerHost),
+		maxIdle:        env.Limit(s.MaxIdleConnsPerHost),
+		dialTO:         env.Bound(s.ConnectTimeout),
 	}
 }
 
