@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type queueRecorder struct {
 	joined    int   // callers that joined the queue
 	served    int   // QueueServed events
 	refused   int   // QueueRefused events
+	left      int   // QueueLeft events: gave up waiting
 	overtaken int   // served while not the model's head: must stay 0
 	firstBad  string
 	// onEvent, when set, runs after each event with mu held.
@@ -77,6 +79,11 @@ func (r *queueRecorder) event(ctx context.Context, ev string) {
 			if at >= 0 {
 				r.queue = append(r.queue[:at], r.queue[at+1:]...)
 			}
+		}
+	case sockets.QueueLeft:
+		r.left++
+		if i := slices.Index(r.queue, n); i >= 0 {
+			r.queue = slices.Delete(r.queue, i, i+1)
 		}
 	case sockets.QueueRefused:
 		r.refused++

@@ -127,9 +127,12 @@ type pool struct {
 // with p.mu held, with the request's context, as a request joins the
 // tail of the wait queue (QueueJoined), goes back to its head after the
 // connection it was handed failed Reserve (QueueRequeued), is handed a
-// connection or leave to dial (QueueServed), or is refused at
-// max_pending_requests (QueueRefused). Requests served without waiting
-// (nobody waited) report QueueServed only. It must not call into the pool.
+// connection or leave to dial (QueueServed, also when a dial whose
+// requester gave up hands its connection to the head), leaves the queue
+// unserved (QueueLeft: its context ended, its queue deadline passed, or the
+// pool drained), or is refused at max_pending_requests (QueueRefused).
+// Requests served without waiting (nobody waited) report QueueServed only.
+// It must not call into the pool.
 var TestHookQueue func(ctx context.Context, event string)
 
 // The events of TestHookQueue.
@@ -137,6 +140,7 @@ const (
 	QueueJoined   = "joined"
 	QueueRequeued = "requeued"
 	QueueServed   = "served"
+	QueueLeft     = "left"
 	QueueRefused  = "refused"
 )
 
@@ -240,7 +244,8 @@ type conn struct {
 	// request's timer never fires on another's.
 	headerTimer *time.Timer
 	// reused is set by get each time it hands the connection to a request
-	// other than the one that dialled it; read by schema after the request.
+	// other than the one that dialled it, and by dial when it hands it to a
+	// waiter because its requester gave up; read by schema after the request.
 	reused atomic.Bool
 	// h2 is set by dial (the protocol is known from ALPN, h2c, or the
 	// number of streams) and by poolTransport.roundTrip when a response came
@@ -396,6 +401,9 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		}
 		if p.drained {
 			if w != nil && w.queued {
+				if TestHookQueue != nil {
+					TestHookQueue(ctx, QueueLeft)
+				}
 				p.unlink(w)
 				p.signal() // the next waiter learns it too
 			}
@@ -609,6 +617,9 @@ func (p *pool) unlink(w *waiter) (woken bool) {
 // idle.
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
+	if TestHookQueue != nil && w.queued {
+		TestHookQueue(w.ctx, QueueLeft)
+	}
 	if p.unlink(w) {
 		p.signal()
 	}
