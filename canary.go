@@ -171,9 +171,9 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	start := s.Start()
 	resp, err := e.candidate.post(bctx, body)
 	record(ctx, s, canary.Sockets, resp, err, start)
-	// A call the sockets side's breaker refused was not sent: it goes to
-	// legacy whatever its kind.
-	if !spentOnSockets(bctx, err) && (errors.Is(err, bound.ErrCircuitOpen) || operation.Of(body) == operation.Query) {
+	// A call the sockets side's breaker or pending bound refused was not
+	// sent: it goes to legacy whatever its kind.
+	if !spentOnSockets(bctx, err) && (refusedOnSockets(err) || operation.Of(body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.serve.post(bctx, body)
@@ -214,7 +214,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	record(ctx, s, canary.Sockets, resp, err, start)
 	if !spentOnSockets(bctx, err) {
 		again, ok := resendable(req)
-		if !ok && errors.Is(err, bound.ErrCircuitOpen) {
+		if !ok && refusedOnSockets(err) {
 			again, ok = refusedAgain(req)
 		}
 		if ok {
@@ -321,4 +321,11 @@ func resendable(req *http.Request) (*http.Request, bool) {
 	again := req.Clone(req.Context())
 	again.Body = io.NopCloser(bytes.NewReader(body))
 	return again, true
+}
+
+// refusedOnSockets reports whether the sockets side refused a call
+// unsent: its circuit breaker was open (ErrCircuitOpen) or its pool had
+// max_pending_requests waiting (ErrOverloaded). Legacy may serve it.
+func refusedOnSockets(err error) bool {
+	return errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrOverloaded)
 }

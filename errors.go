@@ -41,6 +41,14 @@ var (
 	// refused goes to legacy.
 	ErrCircuitOpen = bound.ErrCircuitOpen
 
+	// ErrOverloaded is wrapped by the error for a request that the sockets
+	// path refused because max_pending_requests requests (default 1024)
+	// already waited for a connection of its source schema, at
+	// max_conns_per_host. The error names the schema. Nothing was sent,
+	// retry does not send it again, and under a canary the call goes to
+	// legacy, as one the sockets side's breaker refused.
+	ErrOverloaded = bound.ErrOverloaded
+
 	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
 	// the connection over to another protocol (101 Switching Protocols) when
 	// the request did not ask for an upgrade. The connection is closed at

@@ -508,12 +508,15 @@ func TestHostileStaleIdleConnections(t *testing.T) {
 
 // TestHostileCrowd: 2,000 callers at once behind max_conns_per_host 4, each
 // with a 2s deadline, against a server that takes about 1ms a request.
-// Every request must finish within its deadline, and requests are served
-// in about the order they asked: on sockets none may be overtaken by more
-// than 500 that asked after it (before the FIFO queue: 1,211). The queue
-// itself is exactly FIFO (TestPoolWaitersFIFO in package sockets); the
-// slack here is the scheduler's, between a caller taking its number and
-// reaching the pool. BenchmarkCrowd reports the CPU per request.
+// Every request must finish within its deadline. On sockets the pool must
+// serve those that wait exactly in the order they joined its queue: each
+// request is numbered as it joins (sockets.TestHookQueue, under the pool's
+// lock), and one served while an older one waits fails the test (overtaken
+// 0). The order in which the server saw the callers, numbered before they
+// reach the pool, is only logged: the scheduler decides it (it once failed
+// "overtaken by N, want at most 250" 8 of 43 runs under load), as on
+// legacy, which keeps only the deadline check. BenchmarkCrowd reports the
+// CPU per request.
 func TestHostileCrowd(t *testing.T) {
 	callers := 2000
 	if testing.Short() {
@@ -535,22 +538,21 @@ func TestHostileCrowd(t *testing.T) {
 			cfg := config(path, "products", srv.url)
 			cfg.Defaults.MaxConnsPerHost = 4
 			cfg.Defaults.MaxIdleConnsPerHost = 4
+			cfg.Defaults.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
 			cfg.ForwardHeaders = []string{"X-Call"}
 			inv := newInvoker(t, cfg)
+			rec := &queueRecorder{}
+			if onSockets(path) {
+				rec.install(t)
+			}
 			start := make(chan struct{})
-			var seq sync.Mutex
-			next := 0
 			var failed []error
 			var wg sync.WaitGroup
-			for range callers {
+			for n := range callers {
 				wg.Go(func() {
-					<-start
-					seq.Lock()
-					n := next
-					next++
 					ctx, cancel := context.WithTimeout(gatewayCtx("X-Call", fmt.Sprint(n)), crowdDeadline)
-					seq.Unlock()
 					defer cancel()
+					<-start
 					resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
 					if err == nil {
 						_, err = io.Copy(io.Discard, resp.Body)
@@ -567,9 +569,9 @@ func TestHostileCrowd(t *testing.T) {
 			close(start)
 			wg.Wait()
 			t.Logf("%s: took %v", path, time.Since(began))
+			// For each request, how many requests numbered after it were
+			// served before it: the scheduler's order, not the pool's.
 			overtaken := 0
-			// For each request, how many requests that asked after it were
-			// served before it.
 			pos := make(map[int]int, len(served))
 			for i, n := range served {
 				pos[n] = i
@@ -583,18 +585,20 @@ func TestHostileCrowd(t *testing.T) {
 				}
 				overtaken = max(overtaken, n)
 			}
-			t.Logf("%s: %d callers, %d failed, most overtaken by %d", path, callers, len(failed), overtaken)
+			t.Logf("%s: %d callers, %d failed, in the server's order most overtaken by %d (numbered before the pool; logged only)", path, callers, len(failed), overtaken)
 			if len(failed) > 0 {
 				t.Errorf("%d of %d requests failed (missed their 2s deadline?); first: %v", len(failed), callers, failed[0])
 			}
-			// A caller takes its number before it reaches the pool: with up
-			// to 2,000 runnable callers on two Ps, one preempted in between
-			// can wait behind hundreds (8 to 733 on h1, 87 to 348 on
-			// nethttp, 82 to 523 on legacy in six runs). A pool that is not
-			// first come, first served lets a caller be overtaken by nearly
-			// the whole crowd (1,924 to 1,971 before the FIFO queue).
-			if onSockets(path) && overtaken > callers/2 {
-				t.Errorf("a request was overtaken by %d that asked after it, want at most %d", overtaken, callers/2)
+			if onSockets(path) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				t.Logf("%s: %d joined the pool's queue, %d served, %d left it", path, rec.joined, rec.served, rec.left)
+				if rec.overtaken != 0 || len(rec.queue) != 0 {
+					t.Errorf("the pool served %d requests while an older one waited (first: %s), %d left in its queue; want queue order exactly", rec.overtaken, rec.firstBad, len(rec.queue))
+				}
+				if rec.joined == 0 {
+					t.Error("no request waited in the pool's queue: the test measured nothing")
+				}
 			}
 		})
 	}

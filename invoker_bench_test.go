@@ -411,6 +411,7 @@ func BenchmarkCrowd(b *testing.B) {
 			cfg := config(path, "products", srv.url+"/graphql")
 			cfg.Defaults.MaxConnsPerHost = 4
 			cfg.Defaults.MaxIdleConnsPerHost = 4
+			cfg.Defaults.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
 			inv, err := transport.New(cfg, transport.WithLookupEnv(noEnv), transport.WithLogger(quiet))
 			if err != nil {
 				b.Fatal(err)

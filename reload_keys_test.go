@@ -96,6 +96,8 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		d("idle_conn_timeout", func(s *env.Settings) *time.Duration { return &s.IdleConnTimeout }, 20*time.Millisecond, 40*time.Millisecond),
 		pair("max_conns_per_host", func(s *env.Settings) *int { return &s.MaxConnsPerHost }, 2, env.NoLimit),
 		pair("max_idle_conns_per_host", func(s *env.Settings) *int { return &s.MaxIdleConnsPerHost }, 2, env.NoLimit),
+		// Far above the callers, so that no request is refused.
+		pair("max_pending_requests", func(s *env.Settings) *int { return &s.MaxPendingRequests }, 4096, env.NoLimit),
 		// The answers carry about a hundred bytes of headers.
 		pair("max_response_header_bytes", func(s *env.Settings) *int { return &s.MaxResponseHeaderBytes }, 16<<10, env.NoLimit),
 		d("keep_alive", func(s *env.Settings) *time.Duration { return &s.KeepAlive }, 10*time.Second, env.Off),

@@ -1179,6 +1179,7 @@ func TestSettingReloadKeepsWarmConnections(t *testing.T) {
 	}{
 		{env.PathSockets, "idle_conn_timeout", func(s *env.SourceSchema) { s.IdleConnTimeout = 30 * time.Second }, true},
 		{env.PathSockets, "max_conns_per_host", func(s *env.SourceSchema) { s.MaxConnsPerHost = 8 }, true},
+		{env.PathSockets, "max_pending_requests", func(s *env.SourceSchema) { s.MaxPendingRequests = 8 }, true}, // part of the pool key: a new pool
 		{env.PathSockets, "request_timeout", func(s *env.SourceSchema) { s.RequestTimeout = 30 * time.Second }, false},
 		{env.PathSockets, "decompression", func(s *env.SourceSchema) { s.Decompression = []string{"gzip"} }, false},
 		{env.PathSockets, "headers.set", func(s *env.SourceSchema) { s.Headers.Set = map[string]string{"X-New": "1"} }, false},

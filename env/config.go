@@ -51,6 +51,10 @@ const (
 	// net/http's own 10 MiB let eight hostile answers at once hold 535 MB.
 	DefaultMaxResponseHeaderBytes = 64 << 10
 
+	// DefaultMaxPendingRequests is the default of
+	// Settings.MaxPendingRequests: Envoy's max_pending_requests.
+	DefaultMaxPendingRequests = 1024
+
 	// DefaultMaxForwardedHeaderBytes is the default of
 	// HeaderSettings.MaxForwardedBytes: a source schema behind nginx takes
 	// 8 KiB per header line and 32 KiB in all by default; 64 KiB forwards
@@ -179,6 +183,15 @@ type Settings struct {
 	// beyond it is closed. NoLimit (0 in files) means no limit.
 	// Default: the path's own (sockets: no limit; legacy: Go's 2).
 	MaxIdleConnsPerHost int
+
+	// MaxPendingRequests bounds the requests that wait for a connection of
+	// one source schema (sockets path; at max_conns_per_host): a request
+	// that finds this many waiting already fails at once, unsent, with an
+	// error that names the schema and matches transport.ErrOverloaded.
+	// Those that wait are served in the order they came. NoLimit (0 in
+	// files) means no bound. The legacy path ignores it.
+	// Default: DefaultMaxPendingRequests (1024, Envoy's).
+	MaxPendingRequests int
 
 	// MaxResponseHeaderBytes bounds the bytes of a response's status line
 	// and headers; a larger answer fails the request, naming the schema.
@@ -575,11 +588,12 @@ func (c Config) Path() Path {
 func (s Settings) Equal(o Settings) bool { return reflect.DeepEqual(s, o) }
 
 var builtin = Settings{
-	ConnectTimeout:  DefaultConnectTimeout,
-	ConnLifetime:    DefaultConnLifetime,
-	IdleConnTimeout: DefaultIdleConnTimeout,
-	MaxConnsPerHost: NoLimit, // as Load resolves it, so that resolved settings compare equal
-	KeepAlive:       15 * time.Second,
+	ConnectTimeout:     DefaultConnectTimeout,
+	ConnLifetime:       DefaultConnLifetime,
+	IdleConnTimeout:    DefaultIdleConnTimeout,
+	MaxConnsPerHost:    NoLimit, // as Load resolves it, so that resolved settings compare equal
+	MaxPendingRequests: DefaultMaxPendingRequests,
+	KeepAlive:          15 * time.Second,
 
 	MaxResponseHeaderBytes: DefaultMaxResponseHeaderBytes,
 	HeaderTimeout:          DefaultHeaderTimeout,

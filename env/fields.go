@@ -42,6 +42,7 @@ var settingFields = []field{
 	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }),
 	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }),
 	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }),
+	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }),
 	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }),
 	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }),
 	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }),

@@ -18,6 +18,7 @@ func TestLoadEverySetting(t *testing.T) {
 defaults:
   conn_lifetime_jitter: 5s
   max_idle_conns_per_host: 8
+  max_pending_requests: 64
   max_response_header_bytes: 32768
   keep_alive: 30s
   request_timeout: 20s
@@ -84,6 +85,7 @@ source_schemas:
 		IdleConnTimeout:        90 * time.Second,
 		MaxConnsPerHost:        env.NoLimit,
 		MaxIdleConnsPerHost:    8,
+		MaxPendingRequests:     64,
 		MaxResponseHeaderBytes: 32768,
 		KeepAlive:              30 * time.Second,
 		HeaderTimeout:          100 * time.Second,
@@ -119,8 +121,8 @@ func TestBuiltInSettings(t *testing.T) {
 	want := env.Settings{
 		ConnectTimeout: 15 * time.Second, ConnLifetime: 2 * time.Minute, ConnLifetimeJitter: 12 * time.Second,
 		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		HeaderTimeout:          100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10, MaxPendingRequests: env.DefaultMaxPendingRequests,
+		HeaderTimeout: 100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
 		Engine: "h1", HTTPVersion: "2", VersionPolicy: "or_lower",
 		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},
 		TLS:           env.TLSSettings{InsecureSkipVerify: env.Disabled},

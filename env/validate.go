@@ -79,7 +79,7 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 	for _, l := range []struct {
 		key string
 		n   int
-	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}, {"max_response_header_bytes", s.MaxResponseHeaderBytes}, {"headers.max_forwarded_bytes", s.Headers.MaxForwardedBytes}} {
+	}{{"max_conns_per_host", s.MaxConnsPerHost}, {"max_idle_conns_per_host", s.MaxIdleConnsPerHost}, {"max_pending_requests", s.MaxPendingRequests}, {"max_response_header_bytes", s.MaxResponseHeaderBytes}, {"headers.max_forwarded_bytes", s.Headers.MaxForwardedBytes}} {
 		if l.n < NoLimit {
 			errs.add(prefix+"."+l.key, l.n, nil, "invalid limit %d: must not be negative (0 means %s)", l.n, zeroLimit(l.key))
 		}

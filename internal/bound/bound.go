@@ -31,6 +31,12 @@ var ErrReloaded = errors.New("reloaded")
 // it again. It lives here for the reason ErrReloaded does.
 var ErrCircuitOpen = errors.New("circuit breaker open")
 
+// ErrOverloaded is the cause of a request that the sockets path refused,
+// unsent, because max_pending_requests requests already waited for a
+// connection of its source schema (transport.ErrOverloaded). Retry does not
+// send it again. It lives here for the reason ErrReloaded does.
+var ErrOverloaded = errors.New("too many requests waiting for a connection")
+
 // HeaderTimeoutError is the cause of a request cancelled because its
 // response headers did not arrive within the bound. It matches
 // context.DeadlineExceeded with errors.Is and reports Timeout() true.

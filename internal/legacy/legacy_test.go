@@ -409,6 +409,8 @@ func TestIgnored(t *testing.T) {
 			Proxy: "http://egress.test:3128", HTTPVersion: "h2c", TLS: env.TLSSettings{CAFile: "ca.pem"},
 		}}, []string{"defaults.http_version", "defaults.tls.ca_file", "defaults.proxy"}},
 		{"source_schemas.x.connect_timeout ignored", env.Config{SourceSchemas: schemas(map[string]env.Settings{"x": {ConnectTimeout: time.Second}})}, []string{"source_schemas.x.connect_timeout"}},
+		{"defaults.max_pending_requests ignored", env.Config{Defaults: env.Settings{MaxPendingRequests: 8}}, []string{"defaults.max_pending_requests"}},
+		{"source_schemas.x.max_pending_requests ignored", env.Config{SourceSchemas: schemas(map[string]env.Settings{"x": {MaxPendingRequests: env.NoLimit}})}, []string{"source_schemas.x.max_pending_requests"}},
 		{"source_schemas.x.header_timeout read", env.Config{SourceSchemas: schemas(map[string]env.Settings{"x": {HeaderTimeout: time.Second}})}, nil},
 		{"source_schemas per-request keys read", env.Config{SourceSchemas: schemas(map[string]env.Settings{"x": {
 			RequestTimeout: time.Second, Headers: env.HeaderSettings{Set: map[string]string{"X-A": "1"}}, Retry: env.RetrySettings{WaitMin: time.Second}, Dedupe: env.Enabled,
@@ -444,6 +446,8 @@ func TestIgnoredLoaded(t *testing.T) {
 		{"read keys only", "defaults:\n  connect_timeout: 3s\n  header_timeout: 5s\nlegacy:\n  handler_lifetime: 1m\nsource_schemas:\n  x:\n    url: http://x.test/graphql\n    request_timeout: 9s\n", nil},
 		{"built-in value spelled out", "defaults:\n  conn_lifetime: 2m\n", nil},
 		{"defaults.conn_lifetime", "defaults:\n  conn_lifetime: 1m\n", []string{"defaults.conn_lifetime"}},
+		{"max_pending_requests at its built-in value", "defaults:\n  max_pending_requests: 1024\n", nil},
+		{"defaults.max_pending_requests", "defaults:\n  max_pending_requests: 10\n", []string{"defaults.max_pending_requests"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "fusion.yaml")

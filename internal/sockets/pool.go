@@ -58,6 +58,11 @@ type pool struct {
 	strictH2 bool          // wait for a stream rather than open a second HTTP/2 connection
 	onlyH2   bool          // the transport speaks HTTP/2 only (h2c, or 2 exact)
 	dialTO   time.Duration // 0: no bound on dialing
+	// maxPending bounds the waiters (nwait): a newcomer that would wait
+	// while maxPending wait already fails at once with overloaded. 0: no
+	// bound.
+	maxPending int
+	overloaded error // get's refusal at maxPending, made once: wraps bound.ErrOverloaded
 	// schema and log name the schema in noSocket's line (nethttp; nil log:
 	// a pool built by a test). Set by newPool.
 	schema string
@@ -72,7 +77,7 @@ type pool struct {
 
 	mu      sync.Mutex // guards the fields below, and conn.claims and conn.settled
 	conns   []*conn    // the open connections, the only ones get hands out, in no order: added by add, taken out by remove (conn.at is each one's index)
-	dialing int        // dials under way: counted by get, uncounted by dial
+	dialing int        // dials under way: counted by look, uncounted by dial as it ends
 	drained bool       // set once by drain, never cleared: get fails and idle connections close
 
 	// The requests waiting for a connection, oldest first: a doubly
@@ -99,6 +104,13 @@ type pool struct {
 	idleTop, idleBottom *conn
 	nidle               int
 
+	// dialStop is cancelled by drain: it ends the dials under way, which
+	// run for the pool, not for the request that started them (dialFor).
+	// Set by poolRules, never written after; nil in a pool built by a
+	// test, whose dials end by themselves.
+	dialStop       context.Context
+	cancelDialStop context.CancelFunc
+
 	// multiplexed is set once a connection of the pool has been found to
 	// speak HTTP/2 (conn.setH2; never cleared): get then also looks for
 	// room on busy connections, which HTTP/1 ones never have. Atomic.
@@ -110,11 +122,53 @@ type pool struct {
 	testHookWoken func()
 }
 
+// TestHookQueue is for tests only; nil in production, and set before the
+// pools it watches get their first request. When set, every pool calls it
+// with p.mu held, with the request's context, as a request joins the
+// tail of the wait queue (QueueJoined), goes back to its head after the
+// connection it was handed failed Reserve (QueueRequeued), is handed a
+// connection or leave to dial (QueueServed, also when a dial whose
+// requester gave up hands its connection to the head), leaves the queue
+// unserved (QueueLeft: its context ended, its queue deadline passed, or the
+// pool drained), or is refused at max_pending_requests (QueueRefused).
+// Requests served without waiting (nobody waited) report QueueServed only.
+// It must not call into the pool.
+var TestHookQueue func(ctx context.Context, event string)
+
+// The events of TestHookQueue.
+const (
+	QueueJoined   = "joined"
+	QueueRequeued = "requeued"
+	QueueServed   = "served"
+	QueueLeft     = "left"
+	QueueRefused  = "refused"
+)
+
 // waiter is one request waiting in the pool's queue.
 type waiter struct {
 	wake       chan struct{} // buffered 1: signal sends once per wake, only to the head
 	prev, next *waiter       // the queue's links; guarded by pool.mu
 	queued     bool          // in the queue; guarded by pool.mu
+	// handed is a new connection that a dial whose requester gave up
+	// handed to w as the queue's head (dialed), with its claim and
+	// reservation, and took w out of the queue; get returns it, or leave
+	// gives it back. Guarded by pool.mu.
+	handed *conn
+	ctx    context.Context // the request's, for TestHookQueue; immutable
+}
+
+// pendingDial is one dial under way for the pool (dialFor): the request
+// that started it waits for its end, and may give up first.
+type pendingDial struct {
+	done chan struct{} // closed by dialed once c and err are set, unless abandoned
+	// c and err are the dial's result, for its requester. Written once by
+	// dialed, with pool.mu held, before done closes; read after done.
+	c   *conn
+	err error
+	// abandoned: the requester gave up first, so the dial's connection goes
+	// to the queue's head or onto the idle list (dialed). finished: the
+	// dial has ended. Both guarded by pool.mu.
+	abandoned, finished bool
 }
 
 // clientConn is one connection as the pool drives it: an
@@ -190,7 +244,8 @@ type conn struct {
 	// request's timer never fires on another's.
 	headerTimer *time.Timer
 	// reused is set by get each time it hands the connection to a request
-	// other than the one that dialled it; read by schema after the request.
+	// other than the one that dialled it, and by dial when it hands it to a
+	// waiter because its requester gave up; read by schema after the request.
 	reused atomic.Bool
 	// h2 is set by dial (the protocol is known from ALPN, h2c, or the
 	// number of streams) and by poolTransport.roundTrip when a response came
@@ -331,6 +386,14 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 	)
 	for {
 		p.mu.Lock()
+		if w != nil && w.handed != nil {
+			// A dial whose requester gave up handed its new connection to
+			// w, claimed and reserved, and took w out of the queue.
+			c := w.handed
+			w.handed = nil
+			p.mu.Unlock()
+			return c, true, nil
+		}
 		if w != nil && w == p.head {
 			// w was woken (only the head is) and looks now: a signal from
 			// here on is a new wake.
@@ -338,6 +401,9 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		}
 		if p.drained {
 			if w != nil && w.queued {
+				if TestHookQueue != nil {
+					TestHookQueue(ctx, QueueLeft)
+				}
 				p.unlink(w)
 				p.signal() // the next waiter learns it too
 			}
@@ -346,13 +412,29 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		}
 		pick, dial, stale := p.look(w)
 		if pick == nil && !dial {
-			w = p.enqueue(w)
+			if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
+				// A newcomer beyond max_pending_requests: refused, unsent.
+				// Those that wait keep their order.
+				if TestHookQueue != nil {
+					TestHookQueue(ctx, QueueRefused)
+				}
+				p.mu.Unlock()
+				closeAll(stale)
+				return nil, false, p.overloaded
+			}
+			joined := w == nil
+			w = p.enqueue(ctx, w)
+			if TestHookQueue != nil && joined {
+				TestHookQueue(ctx, QueueJoined)
+			}
+		} else if TestHookQueue != nil {
+			TestHookQueue(ctx, QueueServed)
 		}
 		p.mu.Unlock()
 		closeAll(stale)
 		switch {
 		case dial:
-			c, err := p.dial(ctx)
+			c, err := p.dialFor(ctx)
 			return c, err == nil, err
 		case pick == nil:
 			if !deadline.IsZero() && expired == nil {
@@ -371,7 +453,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 				// no longer HTTP/1's one free slot: look again, first in
 				// line, as the oldest request it was.
 				p.done(pick, true)
-				w = p.requeueFirst(w)
+				w = p.requeueFirst(ctx, w)
 				continue
 			}
 		}
@@ -443,11 +525,14 @@ func (p *pool) wait(ctx context.Context, w *waiter, expired <-chan time.Time) er
 // again at once: signals until it looks fold into that look. A waiter
 // woken meanwhile finds itself behind it and waits again. p.mu is not
 // held.
-func (p *pool) requeueFirst(w *waiter) *waiter {
+func (p *pool) requeueFirst(ctx context.Context, w *waiter) *waiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if TestHookQueue != nil {
+		TestHookQueue(ctx, QueueRequeued)
+	}
 	if w == nil {
-		w = &waiter{wake: make(chan struct{}, 1)}
+		w = &waiter{wake: make(chan struct{}, 1), ctx: ctx}
 	}
 	w.prev, w.next, w.queued = nil, p.head, true
 	if p.head != nil {
@@ -475,9 +560,9 @@ var errQueueTimeout = errors.New("no connection free before the deadline")
 
 // enqueue puts a newcomer's request at the tail of the queue and returns
 // its waiter; a waiter already in the queue keeps its place. p.mu is held.
-func (p *pool) enqueue(w *waiter) *waiter {
+func (p *pool) enqueue(ctx context.Context, w *waiter) *waiter {
 	if w == nil {
-		w = &waiter{wake: make(chan struct{}, 1)}
+		w = &waiter{wake: make(chan struct{}, 1), ctx: ctx}
 	}
 	if w.queued {
 		return w
@@ -526,13 +611,33 @@ func (p *pool) unlink(w *waiter) (woken bool) {
 }
 
 // leave takes w out of the queue when its request gives up. If w was the
-// head and had been woken, the wake goes to the next waiter.
+// head and had been woken, the wake goes to the next waiter. A connection
+// a dial handed to w meanwhile (dialed) is given back: its reservation
+// released and its claim ended, so that it serves the next waiter or goes
+// idle.
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if TestHookQueue != nil && w.queued {
+		TestHookQueue(w.ctx, QueueLeft)
+	}
 	if p.unlink(w) {
 		p.signal()
 	}
+	c := w.handed
+	w.handed = nil
+	p.mu.Unlock()
+	if c != nil {
+		p.giveBack(c)
+	}
+}
+
+// giveBack returns a new connection, reserved and claimed for a request
+// that no longer wants it, to the pool: update then sees it idle, puts it
+// on the idle list and wakes a waiter. p.mu is not held (Release runs the
+// hook).
+func (p *pool) giveBack(c *conn) {
+	c.cc.Release()
+	p.done(c, true)
 }
 
 // done ends a request's claim on c (see get), once RoundTrip has returned.
@@ -617,37 +722,80 @@ func (p *pool) hasH2() bool {
 	return false
 }
 
-// dial opens a new connection with one reserved slot and the claim of the
-// request that dials it. The caller has counted it in p.dialing.
-func (p *pool) dial(ctx context.Context) (*conn, error) {
+// dialFor dials a connection for the request whose look found it may
+// dial (counted in p.dialing), and waits for it: the dial runs in a
+// goroutine of the pool's, with ctx's values but not its cancellation,
+// within connect_timeout, as net/http's queueForDial and dialConnFor do. If
+// the request gives up first, the dial goes on for the pool: its
+// connection goes to the queue's head, or onto the idle list (dialed).
+func (p *pool) dialFor(ctx context.Context) (*conn, error) {
+	d := &pendingDial{done: make(chan struct{})}
+	go p.dial(context.WithoutCancel(ctx), d)
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	if !d.finished {
+		d.abandoned = true
+		p.mu.Unlock()
+		return nil, context.Cause(ctx)
+	}
+	p.mu.Unlock()
+	// The dial ended as the request gave up: its connection is the pool's.
+	if d.err == nil {
+		p.giveBack(d.c)
+	}
+	return nil, context.Cause(ctx)
+}
+
+// dial opens a new connection with one reserved slot and a claim, for the
+// request that started d (dialFor), and ends d (dialed). The caller has
+// counted it in p.dialing. ctx carries no cancellation of the request's;
+// drain ends the dial (dialStop).
+func (p *pool) dial(ctx context.Context, d *pendingDial) {
 	dctx := ctx
+	if p.dialStop != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(dctx)
+		defer cancel()
+		stop := context.AfterFunc(p.dialStop, cancel)
+		defer stop()
+	}
 	if p.dialTO > 0 {
 		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, p.dialTO)
+		dctx, cancel = context.WithTimeout(dctx, p.dialTO)
 		defer cancel()
 	}
-	var d dialed
+	var o dialed
 	var err error
 	if p.h1 != nil {
-		d, err = p.h1.open(dctx)
+		o, err = p.h1.open(dctx)
 	} else {
-		d, err = p.openNetHTTP(dctx)
+		o, err = p.openNetHTTP(dctx)
 	}
 	if err == nil {
-		if err = d.cc.Reserve(); err != nil {
-			d.cc.Close()
+		if err = o.cc.Reserve(); err != nil {
+			o.cc.Close()
 		}
 	}
 	if err != nil {
 		p.mu.Lock()
 		p.dialing--
-		p.signal()
+		if p.drained {
+			// drain ended the dial (dialStop), or it failed as the pool
+			// drained: the request goes to the schema's current pool.
+			err = errDrained
+		}
+		p.signal() // the head may dial again
+		p.dialed(d, nil, err)
 		p.mu.Unlock()
-		return nil, err
+		return
 	}
 	now := time.Now()
-	cc, h2 := d.cc, d.h2
-	c := &conn{p: p, cc: cc, wc: d.wc, written: d.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: d.oneShot, at: -1}
+	cc, h2 := o.cc, o.h2
+	c := &conn{p: p, cc: cc, wc: o.wc, written: o.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: o.oneShot, at: -1}
 	if c.wc != nil {
 		c.wc.onPark = c.parkedNow
 	}
@@ -684,17 +832,56 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 			err = errDrained
 		}
 		p.signal()
+		p.dialed(d, nil, err)
 		p.mu.Unlock()
 		c.close()
-		return nil, err
+		return
 	}
 	p.add(c)
 	// Requests that waited while this dial ran may fit on it (HTTP/2) or
 	// may now dial their own: wake them to look again.
 	p.signal()
 	p.update(c, false) // busy with its dialer's request: arms the watch
+	if !p.dialed(d, c, nil) {
+		p.mu.Unlock()
+		return
+	}
+	// The requester gave up: the connection, claimed and reserved, goes to
+	// the oldest waiter, which leaves the queue with it, as net/http's
+	// dialConnFor hands a connection its requester no longer wants to the
+	// next.
+	if w := p.head; w != nil {
+		if p.unlink(w) {
+			p.signal() // w's own wake was for whatever else there is
+		}
+		w.handed = c
+		c.reused.Store(true)
+		if TestHookQueue != nil {
+			TestHookQueue(w.ctx, QueueServed)
+		}
+		select {
+		case w.wake <- struct{}{}:
+		default: // holds a wake already: it wakes all the same
+		}
+		p.passOn()
+		p.mu.Unlock()
+		return
+	}
 	p.mu.Unlock()
-	return c, nil
+	p.giveBack(c) // nobody waits: idle
+}
+
+// dialed ends d with the dial's outcome, c or err: to its requester if it
+// still waits, and reports whether the requester gave up, so that the
+// caller finds c another owner. p.mu is held.
+func (p *pool) dialed(d *pendingDial, c *conn, err error) (abandoned bool) {
+	d.finished = true
+	if d.abandoned {
+		return true
+	}
+	d.c, d.err = c, err
+	close(d.done)
+	return false
 }
 
 // dialed is a new connection as an engine opened it, not yet reserved.
@@ -971,6 +1158,9 @@ func (p *pool) drain() {
 		return
 	}
 	p.drained = true
+	if p.cancelDialStop != nil {
+		p.cancelDialStop()
+	}
 	p.signalAll()
 	var idle []*conn
 	for _, c := range slices.Clone(p.conns) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/redact"
 )
 
@@ -100,15 +101,21 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 func poolRules(k *key) pool {
 	s := k.settings
 	lifetime := env.Bound(s.ConnLifetime)
+	maxPending := env.Limit(s.MaxPendingRequests)
+	dialStop, cancelDialStop := context.WithCancel(context.Background())
 	return pool{
-		scheme:   k.scheme,
-		addr:     k.addr,
-		lifetime: lifetime,
-		jitter:   min(env.Bound(s.ConnLifetimeJitter), lifetime),
-		idle:     env.Bound(s.IdleConnTimeout),
-		max:      env.Limit(s.MaxConnsPerHost),
-		maxIdle:  env.Limit(s.MaxIdleConnsPerHost),
-		dialTO:   env.Bound(s.ConnectTimeout),
+		dialStop:       dialStop,
+		cancelDialStop: cancelDialStop,
+		maxPending:     maxPending,
+		overloaded:     fmt.Errorf("%w (max_pending_requests %d): not sent", bound.ErrOverloaded, maxPending),
+		scheme:         k.scheme,
+		addr:           k.addr,
+		lifetime:       lifetime,
+		jitter:         min(env.Bound(s.ConnLifetimeJitter), lifetime),
+		idle:           env.Bound(s.IdleConnTimeout),
+		max:            env.Limit(s.MaxConnsPerHost),
+		maxIdle:        env.Limit(s.MaxIdleConnsPerHost),
+		dialTO:         env.Bound(s.ConnectTimeout),
 	}
 }
 

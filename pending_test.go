@@ -1,0 +1,326 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/sockets"
+)
+
+// queueRecorder records a pool's queue events (sockets.TestHookQueue) per
+// caller, numbered by the X-Call header of the gateway request in the
+// request's context, and checks them against a model of the queue: a
+// request joins at the tail, goes back to the head when requeued, and must
+// be the head when it is served (or, if it never waited, the queue must be
+// empty). Install sets the hook for the test and removes it at its end;
+// the test must not be parallel.
+type queueRecorder struct {
+	mu        sync.Mutex
+	queue     []int // the model: callers waiting, oldest first
+	joined    int   // callers that joined the queue
+	served    int   // QueueServed events
+	refused   int   // QueueRefused events
+	left      int   // QueueLeft events: gave up waiting
+	overtaken int   // served while not the model's head: must stay 0
+	firstBad  string
+	// onEvent, when set, runs after each event with mu held.
+	onEvent func(r *queueRecorder, ev string)
+}
+
+func (r *queueRecorder) install(t *testing.T) {
+	t.Helper()
+	sockets.TestHookQueue = r.event
+	t.Cleanup(func() { sockets.TestHookQueue = nil })
+}
+
+func (r *queueRecorder) event(ctx context.Context, ev string) {
+	g := gateway.Request(ctx)
+	if g == nil || g.Header.Get("X-Call") == "" {
+		return // another test's request
+	}
+	var n int
+	fmt.Sscan(g.Header.Get("X-Call"), &n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev {
+	case sockets.QueueJoined:
+		r.joined++
+		r.queue = append(r.queue, n)
+	case sockets.QueueRequeued:
+		r.queue = append([]int{n}, r.queue...)
+	case sockets.QueueServed:
+		r.served++
+		switch {
+		case len(r.queue) > 0 && r.queue[0] == n:
+			r.queue = r.queue[1:]
+		case len(r.queue) > 0:
+			// Served before the head: overtook every request before it.
+			at := -1
+			for i, q := range r.queue {
+				if q == n {
+					at = i
+				}
+			}
+			r.overtaken++
+			if r.firstBad == "" {
+				r.firstBad = fmt.Sprintf("call %d served at place %d of the queue %v...", n, at, r.queue[:min(len(r.queue), 5)])
+			}
+			if at >= 0 {
+				r.queue = append(r.queue[:at], r.queue[at+1:]...)
+			}
+		}
+	case sockets.QueueLeft:
+		r.left++
+		if i := slices.Index(r.queue, n); i >= 0 {
+			r.queue = slices.Delete(r.queue, i, i+1)
+		}
+	case sockets.QueueRefused:
+		r.refused++
+	}
+	if r.onEvent != nil {
+		r.onEvent(r, ev)
+	}
+}
+
+// TestMaxPendingRequests: 2,000 callers behind max_conns_per_host 2 and
+// max_pending_requests 100, against a server that holds every request
+// until released: 2 are in flight, exactly 100 wait, and the other 1,898
+// fail at once, unsent, with an error that names the schema and matches
+// ErrOverloaded. Once released, every caller has its own answer or that
+// error, the server saw exactly the accepted ones, once each, and those
+// that waited were served in the order they joined the queue.
+func TestMaxPendingRequests(t *testing.T) {
+	const (
+		callers = 2000
+		conns   = 2
+		pending = 100
+	)
+	forEngines(t, func(t *testing.T, engine string) {
+		release := make(chan struct{})
+		arrived := make(chan struct{}, callers)
+		var mu sync.Mutex
+		seen := map[string]int{} // X-Call -> times the server saw it
+		srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+			call := r.Header.Get("X-Call")
+			mu.Lock()
+			seen[call]++
+			mu.Unlock()
+			arrived <- struct{}{}
+			<-release
+			fmt.Fprintf(w, `{"data":{"call":%q}}`, call)
+		})
+		cfg := engineConfig(engine, srv.url, func(s *env.SourceSchema) {
+			s.MaxConnsPerHost = conns
+			s.MaxPendingRequests = pending
+		})
+		cfg.ForwardHeaders = []string{"X-Call"}
+		var buf logBuffer
+		inv := newInvoker(t, cfg, infoLog(&buf))
+
+		full := make(chan struct{})
+		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
+			if ev == sockets.QueueRefused && r.refused == callers-conns-pending {
+				close(full)
+			}
+		}}
+		rec.install(t)
+
+		type result struct {
+			body string
+			err  error
+		}
+		results := make([]result, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				call := fmt.Sprint(i)
+				resp, err := inv.Post(gatewayCtx("X-Call", call), "products", []byte(`{"query":"{ call }"}`))
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					results[i].body = string(b)
+				}
+				results[i].err = err
+			})
+		}
+		for range conns {
+			select {
+			case <-arrived:
+			case <-time.After(gapGuard):
+				t.Fatal("the first requests did not reach the server")
+			}
+		}
+		select {
+		case <-full:
+		case <-time.After(gapGuard):
+			rec.mu.Lock()
+			t.Errorf("refused %d, waiting %d, want %d refused", rec.refused, len(rec.queue), callers-conns-pending)
+			rec.mu.Unlock()
+		}
+		rec.mu.Lock()
+		waiting, refused := len(rec.queue), rec.refused
+		rec.mu.Unlock()
+		if waiting != pending {
+			t.Errorf("%d requests wait with the queue full, want %d", waiting, pending)
+		}
+		// Each refused caller has its error already: none waits.
+		close(release)
+		wg.Wait()
+		checkRanOn(t, engine, buf.String())
+
+		answered, overloaded := 0, 0
+		for i, r := range results {
+			switch {
+			case r.err == nil:
+				answered++
+				if want := fmt.Sprintf(`{"data":{"call":"%d"}}`, i); r.body != want {
+					t.Errorf("call %d got %s, want %s", i, r.body, want)
+				}
+			case errors.Is(r.err, transport.ErrOverloaded):
+				overloaded++
+				if !strings.Contains(r.err.Error(), `source schema "products"`) || !strings.Contains(r.err.Error(), "max_pending_requests 100") {
+					t.Errorf("call %d: error %q does not name the schema and the bound", i, r.err)
+				}
+				mu.Lock()
+				if seen[fmt.Sprint(i)] != 0 {
+					t.Errorf("call %d was refused, yet the server saw it", i)
+				}
+				mu.Unlock()
+			default:
+				t.Errorf("call %d: %v", i, r.err)
+			}
+		}
+		if answered != conns+pending || overloaded != callers-conns-pending || refused != overloaded {
+			t.Errorf("%d answered, %d overloaded (%d refusals seen by the pool), want %d and %d", answered, overloaded, refused, conns+pending, callers-conns-pending)
+		}
+		mu.Lock()
+		for call, n := range seen {
+			if n != 1 {
+				t.Errorf("the server saw call %s %d times", call, n)
+			}
+		}
+		if len(seen) != answered {
+			t.Errorf("the server saw %d calls, %d were answered", len(seen), answered)
+		}
+		mu.Unlock()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.joined != pending || rec.overtaken != 0 || len(rec.queue) != 0 {
+			t.Errorf("%d joined the queue (want %d), %d served out of order (first: %s), %d left in it", rec.joined, pending, rec.overtaken, rec.firstBad, len(rec.queue))
+		}
+		t.Logf("%s: %d answered, %d refused with ErrOverloaded, %d waited, served in queue order", engine, answered, overloaded, rec.joined)
+	})
+}
+
+// TestOverloadedNotRetriedSentOnLegacy: a query refused at
+// max_pending_requests is not retried (the pool refuses it once, with
+// retry.max_attempts 3), and under a canary a mutation that the sockets
+// side refused goes to legacy, by Post and by Do, as one its breaker
+// refused.
+func TestOverloadedNotRetriedSentOnLegacy(t *testing.T) {
+	for _, canaried := range []bool{false, true} {
+		t.Run(map[bool]string{false: "retry", true: "canary"}[canaried], func(t *testing.T) { overloadedNotRetried(t, canaried) })
+	}
+}
+
+func overloadedNotRetried(t *testing.T, canaried bool) {
+	// Retry tries queries again; a canary sends a failed query to legacy
+	// anyway, and a refused mutation only because it was not sent.
+	body := map[bool]string{false: `{"query":"{ ok }"}`, true: `{"query":"mutation { buy }"}`}[canaried]
+	forEngines(t, func(t *testing.T, engine string) {
+		release := make(chan struct{})
+		arrived := make(chan struct{}, 2)
+		srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Hold") != "" {
+				arrived <- struct{}{}
+				<-release
+			}
+			io.WriteString(w, `{"data":{"ok":true}}`)
+		})
+		edit := onEngine(engine, func(s *env.SourceSchema) {
+			s.MaxConnsPerHost = 1
+			s.MaxPendingRequests = 1
+			s.Retry = env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: time.Millisecond}
+		})
+		cfg := withSchema(env.PathSockets, srv.url, edit)
+		if canaried {
+			cfg = canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.url)
+			s := cfg.SourceSchemas["products"]
+			edit(&s)
+			cfg.SourceSchemas["products"] = s
+		}
+		cfg.ForwardHeaders = []string{"X-Call", "X-Hold"}
+		inv := newInvoker(t, cfg)
+		joined := make(chan struct{}, 1)
+		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
+			if ev == sockets.QueueJoined {
+				joined <- struct{}{}
+			}
+		}}
+		rec.install(t)
+
+		// One in flight, one waiting: the queue is full.
+		var wg sync.WaitGroup
+		for i, step := range []chan struct{}{arrived, joined} {
+			wg.Go(func() {
+				resp, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(i), "X-Hold", "1"), "products", []byte(`{"query":"{ ok }"}`))
+				if err != nil {
+					t.Errorf("held call %d: %v", i, err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+			select {
+			case <-step:
+			case <-time.After(gapGuard):
+				t.Fatalf("held call %d neither reached the server nor the queue", i)
+			}
+		}
+		legacyBefore, _ := countPaths(srv)
+		post := func() (*http.Response, error) {
+			return inv.Post(gatewayCtx("X-Call", "2"), "products", []byte(body))
+		}
+		do := func() (*http.Response, error) {
+			req, _ := http.NewRequest(http.MethodPost, srv.url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			return inv.Do(gatewayCtx("X-Call", "3"), "products", req)
+		}
+		for _, send := range []func() (*http.Response, error){post, do} {
+			resp, err := send()
+			if canaried {
+				if err != nil {
+					t.Errorf("canary: %v, want the legacy answer", err)
+				} else {
+					readAll(t, resp)
+				}
+			} else if !errors.Is(err, transport.ErrOverloaded) {
+				t.Errorf("error %v, want ErrOverloaded", err)
+			}
+		}
+		close(release)
+		wg.Wait()
+		rec.mu.Lock()
+		refused := rec.refused
+		rec.mu.Unlock()
+		if refused != 2 {
+			t.Errorf("the pool refused %d times, want 2: a refusal is not retried", refused)
+		}
+		legacy, _ := countPaths(srv)
+		if want := map[bool]int{false: 0, true: 2}[canaried]; legacy-legacyBefore != want {
+			t.Errorf("legacy sent %d of the refused calls, want %d", legacy-legacyBefore, want)
+		}
+	})
+}
