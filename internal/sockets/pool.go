@@ -400,32 +400,16 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 			p.headWoken = false
 		}
 		if p.drained {
-			if w != nil && w.queued {
-				if TestHookQueue != nil {
-					TestHookQueue(ctx, QueueLeft)
-				}
-				p.unlink(w)
-				p.signal() // the next waiter learns it too
-			}
+			p.leaveDrained(ctx, w)
 			p.mu.Unlock()
 			return nil, false, errDrained
 		}
 		pick, dial, stale := p.look(w)
 		if pick == nil && !dial {
-			if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
-				// A newcomer beyond max_pending_requests: refused, unsent.
-				// Those that wait keep their order.
-				if TestHookQueue != nil {
-					TestHookQueue(ctx, QueueRefused)
-				}
+			if w, err = p.queue(ctx, w); err != nil {
 				p.mu.Unlock()
 				closeAll(stale)
-				return nil, false, p.overloaded
-			}
-			joined := w == nil
-			w = p.enqueue(ctx, w)
-			if TestHookQueue != nil && joined {
-				TestHookQueue(ctx, QueueJoined)
+				return nil, false, err
 			}
 		} else if TestHookQueue != nil {
 			TestHookQueue(ctx, QueueServed)
@@ -460,6 +444,38 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		pick.reused.Store(true)
 		return pick, true, nil
 	}
+}
+
+// leaveDrained takes w, if it waits, out of a drained pool's queue, and
+// wakes the next waiter, which learns it too. p.mu is held.
+func (p *pool) leaveDrained(ctx context.Context, w *waiter) {
+	if w == nil || !w.queued {
+		return
+	}
+	if TestHookQueue != nil {
+		TestHookQueue(ctx, QueueLeft)
+	}
+	p.unlink(w)
+	p.signal()
+}
+
+// queue puts a request that found nothing in the queue: a newcomer (w nil)
+// joins at the tail, unless max_pending_requests already wait, and then it
+// is refused, unsent, with p.overloaded (those that wait keep their order);
+// a waiter keeps its place. p.mu is held.
+func (p *pool) queue(ctx context.Context, w *waiter) (*waiter, error) {
+	if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
+		if TestHookQueue != nil {
+			TestHookQueue(ctx, QueueRefused)
+		}
+		return nil, p.overloaded
+	}
+	joined := w == nil
+	w = p.enqueue(ctx, w)
+	if TestHookQueue != nil && joined {
+		TestHookQueue(ctx, QueueJoined)
+	}
+	return w, nil
 }
 
 // look is one look at the pool for a request: w is its place in the queue,
@@ -755,31 +771,7 @@ func (p *pool) dialFor(ctx context.Context) (*conn, error) {
 // counted it in p.dialing. ctx carries no cancellation of the request's;
 // drain ends the dial (dialStop).
 func (p *pool) dial(ctx context.Context, d *pendingDial) {
-	dctx := ctx
-	if p.dialStop != nil {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithCancel(dctx)
-		defer cancel()
-		stop := context.AfterFunc(p.dialStop, cancel)
-		defer stop()
-	}
-	if p.dialTO > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(dctx, p.dialTO)
-		defer cancel()
-	}
-	var o dialed
-	var err error
-	if p.h1 != nil {
-		o, err = p.h1.open(dctx)
-	} else {
-		o, err = p.openNetHTTP(dctx)
-	}
-	if err == nil {
-		if err = o.cc.Reserve(); err != nil {
-			o.cc.Close()
-		}
-	}
+	o, err := p.open(ctx)
 	if err != nil {
 		p.mu.Lock()
 		p.dialing--
@@ -793,30 +785,8 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 		p.mu.Unlock()
 		return
 	}
-	now := time.Now()
-	cc, h2 := o.cc, o.h2
-	c := &conn{p: p, cc: cc, wc: o.wc, written: o.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: o.oneShot, at: -1}
-	if c.wc != nil {
-		c.wc.onPark = c.parkedNow
-	}
-	if h2 {
-		c.setH2()
-	}
-	if p.lifetime > 0 {
-		life := p.lifetime
-		if p.jitter > 0 {
-			life -= rand.N(p.jitter)
-		}
-		c.expires = now.Add(life)
-	}
-	c.timer = time.AfterFunc(time.Hour, c.idleExpired)
-	c.timer.Stop()
-	if p.h1 == nil {
-		c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
-		c.headerTimer.Stop()
-	}
-	c.watch = time.AfterFunc(time.Hour, c.watchFired)
-	c.watch.Stop()
+	c := p.newConn(o)
+	cc := c.cc
 	// The hook goes in before the connection is in p.conns, where other
 	// requests find it, so that no change of its state goes unseen.
 	// SetStateHook may run the hook at once, in this goroutine: p.mu must
@@ -846,10 +816,77 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 		p.mu.Unlock()
 		return
 	}
-	// The requester gave up: the connection, claimed and reserved, goes to
-	// the oldest waiter, which leaves the queue with it, as net/http's
-	// dialConnFor hands a connection its requester no longer wants to the
-	// next.
+	p.handOver(c)
+}
+
+// open dials a connection for the pool, within connect_timeout, ended by
+// a drain (dialStop), and reserves it for the request it is dialled for.
+// ctx carries the requester's values but not its cancellation.
+func (p *pool) open(ctx context.Context) (dialed, error) {
+	dctx := ctx
+	if p.dialStop != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(dctx)
+		defer cancel()
+		stop := context.AfterFunc(p.dialStop, cancel)
+		defer stop()
+	}
+	if p.dialTO > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(dctx, p.dialTO)
+		defer cancel()
+	}
+	var o dialed
+	var err error
+	if p.h1 != nil {
+		o, err = p.h1.open(dctx)
+	} else {
+		o, err = p.openNetHTTP(dctx)
+	}
+	if err == nil {
+		if err = o.cc.Reserve(); err != nil {
+			o.cc.Close()
+		}
+	}
+	return o, err
+}
+
+// newConn makes the pool's conn of a new connection, claimed by the
+// request it was dialled for: its lifetime, and its timers, stopped.
+func (p *pool) newConn(o dialed) *conn {
+	now := time.Now()
+	cc, h2 := o.cc, o.h2
+	c := &conn{p: p, cc: cc, wc: o.wc, written: o.written, born: now, claims: 1, settled: !(h2 && p.strictH2), oneShot: o.oneShot, at: -1}
+	if c.wc != nil {
+		c.wc.onPark = c.parkedNow
+	}
+	if h2 {
+		c.setH2()
+	}
+	if p.lifetime > 0 {
+		life := p.lifetime
+		if p.jitter > 0 {
+			life -= rand.N(p.jitter)
+		}
+		c.expires = now.Add(life)
+	}
+	c.timer = time.AfterFunc(time.Hour, c.idleExpired)
+	c.timer.Stop()
+	if p.h1 == nil {
+		c.headerTimer = time.AfterFunc(time.Hour, func() { cc.Close() })
+		c.headerTimer.Stop()
+	}
+	c.watch = time.AfterFunc(time.Hour, c.watchFired)
+	c.watch.Stop()
+	return c
+}
+
+// handOver gives c, a new connection whose requester gave up, claimed and
+// reserved, to the oldest waiter, which leaves the queue with it, as
+// net/http's dialConnFor hands a connection its requester no longer wants
+// to the next; with nobody waiting, c goes idle. p.mu is held, and
+// handOver unlocks it.
+func (p *pool) handOver(c *conn) {
 	if w := p.head; w != nil {
 		if p.unlink(w) {
 			p.signal() // w's own wake was for whatever else there is
