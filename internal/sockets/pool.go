@@ -563,11 +563,16 @@ func (p *pool) requeueFirst(ctx context.Context, w *waiter) *waiter {
 }
 
 // passOn wakes the next waiter once a request has taken what it was woken
-// for (or found it could dial): whatever else there is, room for another
-// stream, another connection or another dial, is the next waiter's to look
-// for. A waiter that finds nothing stays where it is. p.mu is held.
+// for (or found it could dial), if something may be left for it: another
+// idle connection, room to dial, or streams on an HTTP/2 connection. With
+// none, the next change that frees something (done, update, a dial that
+// ends, a close) wakes it, as it would anyway: a wake now would only make
+// it look, find nothing and sleep again, one wasted wake and lock per
+// request in a crowd behind max_conns_per_host. p.mu is held.
 func (p *pool) passOn() {
-	p.signal()
+	if p.nidle > 0 || p.multiplexed.Load() || p.max == 0 || len(p.conns)+p.dialing < p.max {
+		p.signal()
+	}
 }
 
 // errQueueTimeout is get's error when its deadline passed while the
