@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -332,13 +331,7 @@ func TestClientKeepsNoCookie(t *testing.T) {
 // NewClient(wrapped) once did. The program below is what such a user
 // writes; the Go compiler must refuse it, naming the missing methods.
 func TestWrappedInvokerCannotLoseRouting(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			t.Skip("no go tool to compile the misuse with")
-		}
-	}
+	tool := goTool(t)
 	dir, err := os.MkdirTemp(".", "misuse-") // inside the module, so it builds against this tree
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +365,7 @@ func main() {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(goTool, "build", "-o", os.DevNull, "./"+filepath.Base(dir)).CombinedOutput()
+	out, err := exec.Command(tool, "build", "-o", os.DevNull, "./"+filepath.Base(dir)).CombinedOutput()
 	if err == nil {
 		t.Fatal("a wrapped Invoker's Client, RoundTripper and CanaryHandler compiled; want a compile error")
 	}

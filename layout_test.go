@@ -4,6 +4,7 @@ package transport_test
 // depends on test support or on the command's machinery.
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -13,15 +14,25 @@ import (
 
 const module = "github.com/fusiongo/transport"
 
+// goTool returns the go tool's path: the one on PATH, else GOROOT's; it
+// skips the test if there is none.
+func goTool(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no go tool: %v", err)
+	}
+	return p
+}
+
 // goList runs the go tool's list in the module's root, or skips the test
 // if the machine has no go tool.
 func goList(t *testing.T, args ...string) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	out, err := exec.Command(goTool, append([]string{"list"}, args...)...).Output()
+	out, err := exec.Command(goTool(t), append([]string{"list"}, args...)...).Output()
 	if err != nil {
 		if _, ok := err.(*exec.Error); ok {
 			t.Skipf("no go tool: %v", err)
