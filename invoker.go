@@ -19,6 +19,7 @@ import (
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/telemetry"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
 )
@@ -134,6 +135,12 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 			return nil, err
 		}
 		inv.unobserve = append(inv.unobserve, unobserve)
+		unobserve, err = o.telemetry.ObserveAddresses(string(p), inv.addresses(p))
+		if err != nil {
+			inv.Close()
+			return nil, err
+		}
+		inv.unobserve = append(inv.unobserve, unobserve)
 	}
 	inv.logIgnored(&cfg)
 	return inv, nil
@@ -196,7 +203,8 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	}
 	so := inv.o.schemas[name]
 	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
-	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log}
+	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log,
+		Resolver: inv.o.resolver, OnAddress: inv.addressChanged(name, path)}
 	rules, err := headers.New(headers.Spec{
 		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
 		Matching: settings.Headers.ForwardMatching,
@@ -442,6 +450,37 @@ func (inv *Transport) connections(path env.Path) func(yield func(schema string, 
 			}
 		}
 	}
+}
+
+// addresses reports the addresses of each source schema served on path
+// whose transport knows them, for the telemetry gauges.
+func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []telemetry.Address)) {
+	return func(yield func(schema string, addrs []telemetry.Address)) {
+		st := inv.state.Load()
+		if st == nil {
+			return
+		}
+		for name, e := range st.schemas {
+			for _, r := range []*route{e.serve, e.candidate} {
+				if r == nil || r.path != path {
+					continue
+				}
+				if as, ok := r.transport.(backend.Addresses); ok {
+					if stats := as.Addresses(); len(stats) > 0 {
+						yield(name, telemetryAddresses(stats))
+					}
+				}
+			}
+		}
+	}
+}
+
+func telemetryAddresses(stats []backend.AddressStats) []telemetry.Address {
+	out := make([]telemetry.Address, len(stats))
+	for i, a := range stats {
+		out[i] = telemetry.Address{Address: a.Address.String(), Conns: a.Conns, InFlight: a.InFlight, Ejected: a.Ejected, Gone: a.Gone}
+	}
+	return out
 }
 
 // logIgnored logs once, at startup, the keys set in cfg that a path does

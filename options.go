@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/shadow"
@@ -27,6 +28,7 @@ type options struct {
 	telemetry       *telemetry.Telemetry
 	requestLog      *slog.Logger
 
+	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 }
@@ -58,6 +60,11 @@ type SchemaOptions struct {
 	// per pool, at Info, naming the schema. Engine nethttp needs no
 	// socket (its guard is net/http's reader), but uses one it finds the
 	// same way.
+	//
+	// Dial decides where the schema's connections go: it is called with
+	// the host and port of the schema's URL, as without addresses, and the
+	// pool neither resolves the host (dns_refresh, WithResolver) nor
+	// spreads over its addresses nor ejects one (outlier_detection).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// VerifyConnection is called after the TLS handshake and certificate
@@ -104,6 +111,24 @@ func WithSchemaOptions(name string, so SchemaOptions) Option {
 // run inside the schema's http.Client, so once per redirect hop.
 func WithMiddleware(mws ...func(http.RoundTripper) http.RoundTripper) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mws...) }
+}
+
+// Resolver resolves a source schema's host to its addresses, as
+// *net.Resolver does; network is "ip".
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// WithResolver makes the sockets path resolve the hosts of its source
+// schemas with r, when it starts a pool, every dns_refresh, and when every
+// known address of a host failed to connect: for tests, and for users
+// with their own discovery. r must be safe for concurrent use; a lookup is
+// bounded at 5 s, and a failed or empty answer keeps the addresses known.
+// It does not apply to a schema with a SchemaOptions.Dial hook, a
+// unix_socket, a proxy, a host written as an IP address, or dns_refresh
+// off. Default: net.DefaultResolver (a *net.Resolver satisfies Resolver).
+func WithResolver(r Resolver) Option {
+	return func(o *options) { o.resolver = r }
 }
 
 // WithLogger sets the logger of the invoker. Default: slog.Default().

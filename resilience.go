@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -35,6 +36,12 @@ const (
 	HedgeSent ResilienceKind = "hedge_sent"
 	// HedgeWon: a hedge's response was the one returned to the caller.
 	HedgeWon ResilienceKind = "hedge_won"
+	// AddressEjected: an address of the schema failed
+	// outlier_detection.consecutive_failures times in a row and gets no
+	// request for For (sockets path).
+	AddressEjected ResilienceKind = "address_ejected"
+	// AddressReturned: an ejected address is back in service.
+	AddressReturned ResilienceKind = "address_returned"
 )
 
 // ResilienceEvent is one resilience event of a source schema; see
@@ -47,6 +54,11 @@ type ResilienceEvent struct {
 	// From and To are the breaker's states, for BreakerStateChanged:
 	// "closed", "half_open", "open". Empty otherwise.
 	From, To string
+	// Address is the address ejected or returned, for AddressEjected and
+	// AddressReturned (an IP address, without the port). Empty otherwise.
+	Address string
+	// For is how long an AddressEjected ejection lasts; zero otherwise.
+	For time.Duration
 }
 
 // ErrCircuitOpen: see errors.go.
@@ -194,6 +206,19 @@ func (inv *Transport) budgetExhausted(name string, path env.Path, rs env.RetrySe
 		}
 		inv.o.telemetry.RecordBudgetExhausted(context.Background(), name, string(path))
 		inv.resilienceEvent(ResilienceEvent{Kind: BudgetExhausted, Schema: name, Path: path})
+	}
+}
+
+// addressChanged is a pool's OnAddress: the telemetry and the hook (the
+// pool logs the line itself).
+func (inv *Transport) addressChanged(name string, path env.Path) func(backend.AddressEvent) {
+	return func(ev backend.AddressEvent) {
+		kind := AddressReturned
+		if ev.Ejected {
+			kind = AddressEjected
+			inv.o.telemetry.RecordEjection(context.Background(), name, string(path))
+		}
+		inv.resilienceEvent(ResilienceEvent{Kind: kind, Schema: name, Path: path, Address: ev.Address.String(), For: ev.For})
 	}
 }
 

@@ -55,6 +55,10 @@ const (
 	// Settings.MaxPendingRequests: Envoy's max_pending_requests.
 	DefaultMaxPendingRequests = 1024
 
+	// DefaultDNSRefresh is the default of Settings.DNSRefresh: Envoy's
+	// dns_refresh_rate.
+	DefaultDNSRefresh = 5 * time.Second
+
 	// DefaultMaxForwardedHeaderBytes is the default of
 	// HeaderSettings.MaxForwardedBytes: a source schema behind nginx takes
 	// 8 KiB per header line and 32 KiB in all by default; 64 KiB forwards
@@ -193,6 +197,23 @@ type Settings struct {
 	// Default: DefaultMaxPendingRequests (1024, Envoy's).
 	MaxPendingRequests int
 
+	// DNSRefresh is how often the sockets path resolves a source schema's
+	// host again, so that its pool follows the addresses DNS gives (a
+	// replica added or gone, a blue/green switch) and spreads its requests
+	// over them. The host is resolved when the pool starts, then every
+	// DNSRefresh, and at once when every known address fails to connect.
+	// Off (0 in files) leaves resolving to Go's dialer, at each dial, with
+	// no spreading and no outlier ejection, as before this setting. A host
+	// written as an IP address, a unix_socket, a proxy and a
+	// SchemaOptions.Dial hook have one address: nothing is resolved. The
+	// legacy path ignores it. Default: DefaultDNSRefresh (5s, Envoy's).
+	DNSRefresh time.Duration
+
+	// OutlierDetection takes an address of a source schema that keeps
+	// failing out of service for a while (sockets path, when the host has
+	// two addresses or more). Default: on. See OutlierSettings.
+	OutlierDetection OutlierSettings
+
 	// MaxResponseHeaderBytes bounds the bytes of a response's status line
 	// and headers; a larger answer fails the request, naming the schema.
 	// NoLimit (0 in files) is not unbounded: it means net/http's own bound
@@ -317,6 +338,41 @@ type BreakerSettings struct {
 	// Statuses lists the response statuses that count as failures.
 	// Default: 500, 502, 503, 504.
 	Statuses []int
+}
+
+// OutlierSettings configure outlier ejection (sockets path), as Envoy's
+// outlier_detection names and defaults them: an address of a source
+// schema that fails ConsecutiveFailures times in a row (a connect error, a
+// reset, a timeout or a 5xx answer) gets no request for BaseEjection times
+// the number of times it was ejected (at most MaxEjection); at most
+// MaxEjectionPercent of the schema's addresses are out at once (at least
+// one may be), and at least one address always stays in service. Every
+// zero field inherits.
+type OutlierSettings struct {
+	// Enabled switches ejection on. It acts only on a host with two
+	// addresses or more. Default: Enabled.
+	Enabled Toggle
+
+	// ConsecutiveFailures is how many failures in a row eject an address;
+	// at least 1. Default: 5 (Envoy's consecutive_5xx).
+	ConsecutiveFailures int
+
+	// Interval is how often an address back in service earns one ejection
+	// off its multiplier, as Envoy's sweep does; positive. Default: 10s.
+	Interval time.Duration
+
+	// BaseEjection is how long an address's first ejection lasts; each
+	// further one lasts that much more; positive. Default: 30s.
+	BaseEjection time.Duration
+
+	// MaxEjection bounds one ejection; positive. Default: 300s (Envoy's
+	// max_ejection_time).
+	MaxEjection time.Duration
+
+	// MaxEjectionPercent is the most of a schema's addresses, in percent
+	// (1 to 100), that may be ejected at once; one address may always be.
+	// Default: 10.
+	MaxEjectionPercent int
 }
 
 // HedgeSettings configure hedged queries (middleware.Hedge): a query
@@ -593,6 +649,15 @@ var builtin = Settings{
 	IdleConnTimeout:    DefaultIdleConnTimeout,
 	MaxConnsPerHost:    NoLimit, // as Load resolves it, so that resolved settings compare equal
 	MaxPendingRequests: DefaultMaxPendingRequests,
+	DNSRefresh:         DefaultDNSRefresh,
+	OutlierDetection: OutlierSettings{
+		Enabled:             Enabled,
+		ConsecutiveFailures: 5,
+		Interval:            10 * time.Second,
+		BaseEjection:        30 * time.Second,
+		MaxEjection:         300 * time.Second,
+		MaxEjectionPercent:  10,
+	},
 	KeepAlive:          15 * time.Second,
 
 	MaxResponseHeaderBytes: DefaultMaxResponseHeaderBytes,

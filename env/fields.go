@@ -43,6 +43,13 @@ var settingFields = []field{
 	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }),
 	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }),
 	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }),
+	durationField("dns_refresh", func(s *Settings) *time.Duration { return &s.DNSRefresh }),
+	toggleField("outlier_detection.enabled", func(s *Settings) *Toggle { return &s.OutlierDetection.Enabled }),
+	countField("outlier_detection.consecutive_failures", func(s *Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }),
+	durationField("outlier_detection.interval", func(s *Settings) *time.Duration { return &s.OutlierDetection.Interval }),
+	durationField("outlier_detection.base_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }),
+	durationField("outlier_detection.max_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }),
+	percentField("outlier_detection.max_ejection_percent", func(s *Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }),
 	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }),
 	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }),
 	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }),
@@ -99,7 +106,7 @@ func SettingKeys() []string {
 }
 
 // sections are the nested mappings among the setting keys.
-var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge"}
+var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection"}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range settingFields {
@@ -174,6 +181,20 @@ func countField(key string, p func(*Settings) *int) field {
 		*p(s) = n
 	}
 	f.format = func(s *Settings) string { return strconv.Itoa(*p(s)) }
+	return f
+}
+
+// percentField reads a percentage: a whole number from 1 to 100.
+func percentField(key string, p func(*Settings) *int) field {
+	f := countField(key, p)
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		n, ok := wholeNumber(v)
+		if !ok || n < 1 || n > 100 {
+			e.add(k, v, nil, "invalid value %v: want a whole number of percent, from 1 to 100", v)
+			return
+		}
+		*p(s) = n
+	}
 	return f
 }
 

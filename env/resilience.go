@@ -22,10 +22,14 @@ func validateResilience(errs *errorList, prefix string, s Settings) {
 		{"circuit_breaker.min_requests", b.MinRequests},
 		{"circuit_breaker.half_open_requests", b.HalfOpenRequests},
 		{"hedge.max_extra", s.Hedge.MaxExtra},
+		{"outlier_detection.consecutive_failures", s.OutlierDetection.ConsecutiveFailures},
 	} {
 		if c.n < 0 {
 			errs.add(prefix+"."+c.key, c.n, nil, "invalid value %d: want a whole number, at least 1", c.n)
 		}
+	}
+	if n := s.OutlierDetection.MaxEjectionPercent; n < 0 || n > 100 {
+		errs.add(prefix+".outlier_detection.max_ejection_percent", n, nil, "invalid value %d: want a whole number of percent, from 1 to 100", n)
 	}
 	if n := s.Hedge.MaxExtra; n > middleware.MaxHedgeExtra {
 		errs.add(prefix+".hedge.max_extra", n, nil, "invalid value %d: at most %d", n, middleware.MaxHedgeExtra)
@@ -34,12 +38,16 @@ func validateResilience(errs *errorList, prefix string, s Settings) {
 		key string
 		v   fmt.Stringer
 		bad bool
+		who string
 	}{
-		{"circuit_breaker.window", b.Window, b.Window < 0},
-		{"circuit_breaker.open_for", b.OpenFor, b.OpenFor < 0},
+		{"circuit_breaker.window", b.Window, b.Window < 0, "the breaker"},
+		{"circuit_breaker.open_for", b.OpenFor, b.OpenFor < 0, "the breaker"},
+		{"outlier_detection.interval", s.OutlierDetection.Interval, s.OutlierDetection.Interval < 0, "outlier ejection"},
+		{"outlier_detection.base_ejection", s.OutlierDetection.BaseEjection, s.OutlierDetection.BaseEjection < 0, "outlier ejection"},
+		{"outlier_detection.max_ejection", s.OutlierDetection.MaxEjection, s.OutlierDetection.MaxEjection < 0, "outlier ejection"},
 	} {
 		if d.bad {
-			errs.add(prefix+"."+d.key, "off", nil, "invalid value off: the breaker needs a positive duration")
+			errs.add(prefix+"."+d.key, "off", nil, "invalid value off: %s needs a positive duration", d.who)
 		}
 	}
 	for i, st := range b.Statuses {

@@ -19,6 +19,13 @@ defaults:
   conn_lifetime_jitter: 5s
   max_idle_conns_per_host: 8
   max_pending_requests: 64
+  dns_refresh: 2s
+  outlier_detection:
+    consecutive_failures: 3
+    interval: 1s
+    base_ejection: 10s
+    max_ejection: 1m
+    max_ejection_percent: 50
   max_response_header_bytes: 32768
   keep_alive: 30s
   request_timeout: 20s
@@ -73,19 +80,25 @@ source_schemas:
     unix_socket: /run/products.sock
     retry:
       max_attempts: 2
+    dns_refresh: off
+    outlier_detection:
+      enabled: false
     hedge:
       delay: 40ms
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
 	want := env.Settings{
-		ConnectTimeout:         15 * time.Second,
-		ConnLifetime:           2 * time.Minute,
-		ConnLifetimeJitter:     5 * time.Second,
-		IdleConnTimeout:        90 * time.Second,
-		MaxConnsPerHost:        env.NoLimit,
-		MaxIdleConnsPerHost:    8,
-		MaxPendingRequests:     64,
+		ConnectTimeout:      15 * time.Second,
+		ConnLifetime:        2 * time.Minute,
+		ConnLifetimeJitter:  5 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxConnsPerHost:     env.NoLimit,
+		MaxIdleConnsPerHost: 8,
+		MaxPendingRequests:  64,
+		DNSRefresh:          env.Off,
+		OutlierDetection: env.OutlierSettings{Enabled: env.Disabled, ConsecutiveFailures: 3, Interval: time.Second,
+			BaseEjection: 10 * time.Second, MaxEjection: time.Minute, MaxEjectionPercent: 50},
 		MaxResponseHeaderBytes: 32768,
 		KeepAlive:              30 * time.Second,
 		HeaderTimeout:          100 * time.Second,
@@ -122,6 +135,9 @@ func TestBuiltInSettings(t *testing.T) {
 		ConnectTimeout: 15 * time.Second, ConnLifetime: 2 * time.Minute, ConnLifetimeJitter: 12 * time.Second,
 		IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: env.NoLimit, KeepAlive: 15 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10, MaxPendingRequests: env.DefaultMaxPendingRequests,
+		DNSRefresh: env.DefaultDNSRefresh,
+		OutlierDetection: env.OutlierSettings{Enabled: env.Enabled, ConsecutiveFailures: 5, Interval: 10 * time.Second,
+			BaseEjection: 30 * time.Second, MaxEjection: 300 * time.Second, MaxEjectionPercent: 10},
 		HeaderTimeout: 100 * time.Second, RequestTimeout: env.Off, TLSHandshakeTimeout: 10 * time.Second,
 		Engine: "h1", HTTPVersion: "2", VersionPolicy: "or_lower",
 		HTTP2:         env.HTTP2Settings{PingInterval: env.Off, PingTimeout: 15 * time.Second, MultipleConnections: env.Enabled},

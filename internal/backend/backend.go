@@ -22,8 +22,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
@@ -87,6 +89,43 @@ type Schema struct {
 	LookupEnv func(string) (string, bool)
 	// Log receives the backend's events. Never nil.
 	Log *slog.Logger
+	// Resolver resolves the schema's host (sockets path); nil:
+	// net.DefaultResolver.
+	Resolver Resolver
+	// OnAddress receives the ejections of the schema's addresses and their
+	// returns (sockets path); nil: none. It must be quick.
+	OnAddress func(AddressEvent)
+}
+
+// Resolver resolves a host to its addresses, as *net.Resolver does.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// AddressEvent is an address of a source schema leaving service (Ejected)
+// or coming back.
+type AddressEvent struct {
+	Address  netip.Addr
+	Ejected  bool          // false: back in service
+	For      time.Duration // how long the ejection lasts; zero on a return
+	Failures int           // the failures in a row that ejected it; zero on a return
+}
+
+// AddressStats is one address of a source schema's pool.
+type AddressStats struct {
+	Address   netip.Addr
+	Conns     int  // open connections to it
+	Idle      int  // of which idle
+	InFlight  int  // requests in flight to it (the pool's balancing load)
+	Ejected   bool // out of service for now (outlier detection)
+	Ejections int  // its ejection multiplier
+	Gone      bool // no longer in DNS's answer; its connections drain
+}
+
+// Addresses is implemented by a Transport that knows its schema's
+// addresses (the sockets pool).
+type Addresses interface {
+	Addresses() []AddressStats
 }
 
 // Key says what a Transport was built from. The request path keeps a

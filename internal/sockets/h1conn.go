@@ -50,8 +50,12 @@ type h1Dialer struct {
 
 // open dials a connection, with TLS over https. A connection whose socket
 // cannot be looked at (peeker.init) carries one request (h1Conn.oneShot).
-func (d *h1Dialer) open(ctx context.Context) (dialed, error) {
-	nc, err := d.dial(ctx, "tcp", d.addr)
+// addr is the address chosen by the pool; empty: the host's (d.addr).
+func (d *h1Dialer) open(ctx context.Context, addr string) (dialed, error) {
+	if addr == "" {
+		addr = d.addr
+	}
+	nc, err := d.dial(ctx, "tcp", addr)
 	if err != nil {
 		return dialed{}, err
 	}

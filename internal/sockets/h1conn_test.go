@@ -358,7 +358,7 @@ func TestH1ConnResendAfterPartialAnswer(t *testing.T) {
 func dialH1(t *testing.T, addr string) *h1Conn {
 	t.Helper()
 	d := &h1Dialer{dial: (&net.Dialer{}).DialContext, addr: addr}
-	dc, err := d.open(context.Background())
+	dc, err := d.open(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fusiongo/transport/internal/backend"
 )
 
 // errDrained is returned by pool.get once the pool is draining: its source
@@ -116,6 +118,10 @@ type pool struct {
 	// room on busy connections, which HTTP/1 ones never have. Atomic.
 	multiplexed atomic.Bool
 
+	// addressing: the addresses the pool's host resolves to, their loads
+	// and ejections (addrs.go).
+	addressing
+
 	// testHookWoken, when set by a test, runs in get after a waiter's wake
 	// arrives and before it takes p.mu to look. Set before the pool's first
 	// get; nil in production.
@@ -169,6 +175,10 @@ type pendingDial struct {
 	// to the queue's head or onto the idle list (dialed). finished: the
 	// dial has ended. Both guarded by pool.mu.
 	abandoned, finished bool
+	// to is the address dialled, nil to dial the host by name (or to
+	// choose one once the first lookup ends). Written by dial before it
+	// opens the connection.
+	to *address
 }
 
 // clientConn is one connection as the pool drives it: an
@@ -195,6 +205,7 @@ var (
 type conn struct {
 	p  *pool      // immutable
 	cc clientConn // immutable after dial
+	a  *address   // the address it was dialled to; nil when dialled by name. Immutable after dial
 	// wc is the connection under the ClientConn, as dialled (nil when a
 	// test or a Dial hook gave no watchedConn): whether net/http's reader is
 	// parked, and the bytes written. Immutable after dial.
@@ -404,7 +415,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 			p.mu.Unlock()
 			return nil, false, errDrained
 		}
-		pick, dial, stale := p.look(w)
+		pick, dial, to, stale := p.look(w)
 		if pick == nil && !dial {
 			if w, err = p.queue(ctx, w); err != nil {
 				p.mu.Unlock()
@@ -418,7 +429,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 		closeAll(stale)
 		switch {
 		case dial:
-			c, err := p.dialFor(ctx)
+			c, err := p.dialFor(ctx, to)
 			return c, err == nil, err
 		case pick == nil:
 			if !deadline.IsZero() && expired == nil {
@@ -486,35 +497,57 @@ func (p *pool) queue(ctx context.Context, w *waiter) (*waiter, error) {
 // either case the request has left the queue and the next waiter is woken
 // to look for what else there is. stale lists connections scan took out of
 // the pool, for the caller to close once p.mu is released. p.mu is held.
-func (p *pool) look(w *waiter) (pick *conn, dial bool, stale []*conn) {
+func (p *pool) look(w *waiter) (pick *conn, dial bool, to *address, stale []*conn) {
 	if (w == nil && p.head != nil) || (w != nil && w != p.head) {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
+	now := time.Now()
+	// With several addresses in service, the request goes to the one with
+	// the least load (addrs.go): a connection to it, or a new one; only
+	// when the pool may open no connection, an idle one to another.
+	to, spread := p.target()
 	var soon bool
-	pick, soon, stale = p.scan(time.Now())
-	// With strictH2, one HTTP/2 connection takes every request: while one
-	// is open or being dialled, requests wait for a stream instead. A
-	// connection that is free but not ready yet will be in a moment (or
-	// will close): wait for it rather than dial another.
-	dial = pick == nil && !soon && (p.max == 0 || len(p.conns)+p.dialing < p.max) && !(p.strictH2 && (p.hasH2() || p.dialing > 0))
+	pick, soon, stale = p.scan(now, to, spread)
+	room := p.max == 0 || len(p.conns)+p.dialing < p.max
+	if pick == nil && !soon && spread && !room {
+		var more []*conn
+		pick, soon, more = p.scan(now, nil, true)
+		stale = append(stale, more...)
+	}
+	// With strictH2, one HTTP/2 connection (to each address) takes every
+	// request: while one is open or being dialled, requests wait for a
+	// stream instead. A connection that is free but not ready yet will be
+	// in a moment (or will close): wait for it rather than dial another.
+	dial = pick == nil && !soon && room && !(p.strictH2 && p.h2Busy(to, spread))
+	if dial && spread && !p.strictH2 {
+		// A new connection goes where the pool has the fewest.
+		to = p.chooseDial()
+	}
 	switch {
 	case pick != nil:
 		// The claim is taken with p.mu held, as the connection is picked:
 		// from here on no idle timer, expiry, maxIdle trim or drain closes
 		// it, since they all check idle with p.mu held.
 		pick.claims++
+		if pick.a != nil {
+			pick.a.claims++
+		}
 		pick.timer.Stop()
 		p.unidle(pick)
 	case dial:
 		p.dialing++
+		if to != nil {
+			to.dialing++
+			to.claims++
+		}
 	default:
-		return nil, false, stale
+		return nil, false, nil, stale
 	}
 	if w != nil {
 		p.unlink(w)
 	}
 	p.passOn()
-	return pick, dial, stale
+	return pick, dial, to, stale
 }
 
 // wait waits for w's wake, and takes w out of the queue if ctx ends or
@@ -666,12 +699,24 @@ func (p *pool) giveBack(c *conn) {
 // request's end may have left it idle, or with room for a waiting request,
 // without the hook having been told (a stream that opened and closed
 // between two of the ClientConn's looks at its state is not reported).
-func (p *pool) done(c *conn, pending bool) {
+func (p *pool) done(c *conn, pending bool) { p.doneWith(c, pending, unjudged) }
+
+// doneWith is done with the request's outcome for outlier detection (see
+// judge): an address that fails too often is ejected.
+func (p *pool) doneWith(c *conn, pending bool, v verdict) {
 	if !pending {
 		return
 	}
 	p.mu.Lock()
 	c.claims--
+	var ev backend.AddressEvent
+	var ejected bool
+	if a := c.a; a != nil {
+		a.claims--
+		if v != unjudged && p.nlive > 1 {
+			ev, ejected = p.outcome(a, v)
+		}
+	}
 	// A request on c has returned, so the server has spoken (its SETTINGS
 	// come first) or the connection failed.
 	c.settled = true
@@ -679,6 +724,9 @@ func (p *pool) done(c *conn, pending bool) {
 	p.mu.Unlock()
 	if closeNow {
 		c.close()
+	}
+	if ejected {
+		p.addressEvent(ev)
 	}
 }
 
@@ -689,11 +737,21 @@ func (p *pool) done(c *conn, pending bool) {
 // closes with closeAll once p.mu is released. soon reports a connection
 // with room that is not ready yet (see conn.ready): its reader parks in a
 // moment, and its parkedNow wakes a waiter, or it closes. p.mu is held.
-func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
+//
+// With spread (several addresses in service), scan looks only at the
+// connections to want, or, with want nil, at those to an address in
+// service.
+func (p *pool) scan(now time.Time, want *address, spread bool) (pick *conn, soon bool, stale []*conn) {
 	dropped := false
-	for c := p.idleTop; c != nil && pick == nil; {
+	top := p.idleTop
+	if spread && want != nil && want.nidle == 0 {
+		top = nil // none of its connections is idle
+	}
+	for c := top; c != nil && pick == nil; {
 		next := c.idleNext
 		switch {
+		case spread && (c.a != want || (want == nil && !c.inService())):
+			// Another address's.
 		case c.cc.Err() != nil:
 			// Closed; its hook may not have run yet.
 			c.stopTimers()
@@ -712,7 +770,7 @@ func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 		c = next
 	}
 	if pick == nil && p.multiplexed.Load() {
-		pick = p.withRoom(now)
+		pick = p.withRoom(now, want, spread)
 	}
 	if dropped || len(stale) > 0 {
 		p.signal()
@@ -724,8 +782,11 @@ func (p *pool) scan(now time.Time) (pick *conn, soon bool, stale []*conn) {
 // has a request on it is not on the idle list. The pool's HTTP/2
 // connections are few (one, under strictH2), so this looks at each. p.mu
 // is held.
-func (p *pool) withRoom(now time.Time) *conn {
+func (p *pool) withRoom(now time.Time, want *address, spread bool) *conn {
 	for _, c := range p.conns {
+		if spread && (c.a != want || (want == nil && !c.inService())) || (c.a != nil && c.a.gone) {
+			continue
+		}
 		if c.h2.Load() && !c.onIdle && c.settled && !c.expired(now) && c.cc.Err() == nil && c.cc.Available() > c.claims {
 			return c
 		}
@@ -733,9 +794,21 @@ func (p *pool) withRoom(now time.Time) *conn {
 	return nil
 }
 
-// hasH2 reports whether an HTTP/2 connection is open. p.mu is held.
-func (p *pool) hasH2() bool {
+// h2Busy reports whether, under strictH2, a request must wait for a
+// stream rather than dial: an HTTP/2 connection is open or being dialled
+// (to want, when the pool spreads over addresses). p.mu is held.
+func (p *pool) h2Busy(want *address, spread bool) bool {
+	if spread {
+		if want != nil && want.dialing > 0 {
+			return true
+		}
+	} else if p.dialing > 0 {
+		return true
+	}
 	for _, c := range p.conns {
+		if spread && c.a != want {
+			continue
+		}
 		if c.h2.Load() && c.cc.Err() == nil {
 			return true
 		}
@@ -749,8 +822,8 @@ func (p *pool) hasH2() bool {
 // within connect_timeout, as net/http's queueForDial and dialConnFor do. If
 // the request gives up first, the dial goes on for the pool: its
 // connection goes to the queue's head, or onto the idle list (dialed).
-func (p *pool) dialFor(ctx context.Context) (*conn, error) {
-	d := &pendingDial{done: make(chan struct{})}
+func (p *pool) dialFor(ctx context.Context, to *address) (*conn, error) {
+	d := &pendingDial{done: make(chan struct{}), to: to}
 	go p.dial(context.WithoutCancel(ctx), d)
 	select {
 	case <-d.done:
@@ -776,10 +849,27 @@ func (p *pool) dialFor(ctx context.Context) (*conn, error) {
 // counted it in p.dialing. ctx carries no cancellation of the request's;
 // drain ends the dial (dialStop).
 func (p *pool) dial(ctx context.Context, d *pendingDial) {
-	o, err := p.open(ctx)
+	var o dialed
+	var err error
+	if d.to == nil && p.resolved != nil {
+		err = p.firstAddress(ctx, d)
+	}
+	if err == nil {
+		o, err = p.open(ctx, d.to)
+	}
 	if err != nil {
 		p.mu.Lock()
 		p.dialing--
+		var ev backend.AddressEvent
+		var ejected bool
+		if a := d.to; a != nil {
+			a.dialing--
+			a.claims--
+			if !p.drained {
+				ev, ejected = p.dialFailed(a)
+			}
+			p.addrs = deleteGone(p.addrs)
+		}
 		if p.drained {
 			// drain ended the dial (dialStop), or it failed as the pool
 			// drained: the request goes to the schema's current pool.
@@ -788,9 +878,13 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 		p.signal() // the head may dial again
 		p.dialed(d, nil, err)
 		p.mu.Unlock()
+		if ejected {
+			p.addressEvent(ev)
+		}
 		return
 	}
 	c := p.newConn(o)
+	c.a = d.to
 	cc := c.cc
 	// The hook goes in before the connection is in p.conns, where other
 	// requests find it, so that no change of its state goes unseen.
@@ -801,10 +895,18 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 
 	p.mu.Lock()
 	p.dialing--
+	if a := c.a; a != nil {
+		a.dialing--
+		a.connectFailed = false
+	}
 	if p.drained || cc.Err() != nil {
 		err := cc.Err()
 		if err == nil {
 			err = errDrained
+		}
+		if c.a != nil {
+			c.a.claims--
+			p.addrs = deleteGone(p.addrs)
 		}
 		p.signal()
 		p.dialed(d, nil, err)
@@ -824,10 +926,43 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 	p.handOver(c)
 }
 
-// open dials a connection for the pool, within connect_timeout, ended by
-// a drain (dialStop), and reserves it for the request it is dialled for.
+// firstAddress waits, for a dial that found no address known, for the
+// pool's first lookup (within connect_timeout, or until a drain), and
+// then chooses d's address. With none, the dial fails: the resolver is
+// the one source of the pool's addresses; a lookup starts at once.
 // ctx carries the requester's values but not its cancellation.
-func (p *pool) open(ctx context.Context) (dialed, error) {
+func (p *pool) firstAddress(ctx context.Context, d *pendingDial) error {
+	wctx := ctx
+	if p.dialTO > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, p.dialTO)
+		defer cancel()
+	}
+	if p.dialStop != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(wctx)
+		defer cancel()
+		stop := context.AfterFunc(p.dialStop, cancel)
+		defer stop()
+	}
+	p.waitAddrs(wctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, _ := p.target(); a != nil {
+		a.dialing++
+		a.claims++
+		d.to = a
+		return nil
+	}
+	p.resolveNow()
+	return p.noAddress()
+}
+
+// open dials a connection for the pool to address to (by name when nil),
+// within connect_timeout, ended by a drain (dialStop), and reserves it for
+// the request it is dialled for. ctx carries the requester's values but
+// not its cancellation.
+func (p *pool) open(ctx context.Context, to *address) (dialed, error) {
 	dctx := ctx
 	if p.dialStop != nil {
 		var cancel context.CancelFunc
@@ -843,10 +978,14 @@ func (p *pool) open(ctx context.Context) (dialed, error) {
 	}
 	var o dialed
 	var err error
+	dialTo := "" // the host by name, or through the proxy
+	if to != nil {
+		dialTo = to.dialTo
+	}
 	if p.h1 != nil {
-		o, err = p.h1.open(dctx)
+		o, err = p.h1.open(dctx, dialTo)
 	} else {
-		o, err = p.openNetHTTP(dctx)
+		o, err = p.openNetHTTP(dctx, dialTo)
 	}
 	if err == nil {
 		if err = o.cc.Reserve(); err != nil {
@@ -936,8 +1075,10 @@ type dialed struct {
 }
 
 // openNetHTTP opens a connection with net/http's Transport.
-func (p *pool) openNetHTTP(ctx context.Context) (dialed, error) {
-	slot := new(dialSlot)
+// dialTo, when set, is the address the Transport's dial goes to instead of
+// the host's (watchDial).
+func (p *pool) openNetHTTP(ctx context.Context, dialTo string) (dialed, error) {
+	slot := &dialSlot{to: dialTo}
 	cc, err := p.tr.NewClientConn(context.WithValue(ctx, dialSlotKey{}, slot), p.scheme, p.addr)
 	if err != nil {
 		return dialed{}, err
@@ -1059,7 +1200,7 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	idle := c.idle()
 	if idle {
 		now := time.Now()
-		if p.drained || c.oneShot || c.expired(now) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
+		if p.drained || c.oneShot || c.expired(now) || (c.a != nil && c.a.gone) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
 			p.remove(c)
 			return true
 		}
@@ -1118,6 +1259,9 @@ func (c *conn) idleExpired() {
 func (p *pool) add(c *conn) {
 	c.at = len(p.conns)
 	p.conns = append(p.conns, c)
+	if c.a != nil {
+		c.a.conns++
+	}
 }
 
 // remove takes c out of the pool, and off the idle list, and wakes a
@@ -1134,6 +1278,12 @@ func (p *pool) remove(c *conn) {
 	p.conns[last] = nil
 	p.conns = p.conns[:last]
 	c.at = -1
+	if a := c.a; a != nil {
+		a.conns--
+		if a.gone && a.conns == 0 {
+			p.addrs = deleteGone(p.addrs)
+		}
+	}
 	p.signal()
 }
 
@@ -1148,6 +1298,9 @@ func (p *pool) pushIdle(c *conn) {
 	}
 	p.idleTop = c
 	p.nidle++
+	if c.a != nil {
+		c.a.nidle++
+	}
 }
 
 // unidle takes c off the idle list, if it is on it. p.mu is held.
@@ -1167,6 +1320,9 @@ func (p *pool) unidle(c *conn) {
 	}
 	c.onIdle, c.idlePrev, c.idleNext = false, nil, nil
 	p.nidle--
+	if c.a != nil {
+		c.a.nidle--
+	}
 }
 
 // signal wakes the oldest waiting request to look again: one wake for each
@@ -1203,6 +1359,7 @@ func (p *pool) drain() {
 	if p.cancelDialStop != nil {
 		p.cancelDialStop()
 	}
+	p.stopAddressing()
 	p.signalAll()
 	var idle []*conn
 	for _, c := range slices.Clone(p.conns) {

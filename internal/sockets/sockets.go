@@ -80,6 +80,11 @@ func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error)
 	if err != nil {
 		return nil, err
 	}
+	p.schema, p.log = s.Name, s.Log
+	if s.Options.Dial == nil {
+		// A Dial hook decides where the schema's connections go.
+		p.resolveFrom(kk, s.Resolver, s.OnAddress)
+	}
 	if engine, key, why := EngineFor(s.Settings, s.URL.Scheme); engine != s.Settings.Engine {
 		// Said at Info when the configuration asked for h1; when h1 is
 		// only the default, falling back is the documented rule (Debug).
@@ -184,7 +189,7 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		// The h1 engine bounds the header with a read deadline and judges
 		// its own failures for backend.Resend.
 		resp, err := hc.roundTrip(req, d-queued)
-		t.pool.done(c, pending)
+		t.pool.doneWith(c, pending, judge(req, resp, err))
 		if errors.Is(err, errH1HeaderTimeout) {
 			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
@@ -265,24 +270,23 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 	} else {
 		resp, err = c.cc.RoundTrip(req)
 	}
-	t.pool.done(c, pending)
 	if err == nil && resp.ProtoMajor == 2 && !c.h2.Load() {
 		c.setH2() // one stream at a time so far; HTTP/2 all the same
 	}
 	if err != nil {
 		var hte *bound.HeaderTimeoutError
-		if errors.As(err, &hte) {
-			return nil, err
-		}
-		unsent := watched && c.written.Load() == written
-		answered := watched && c.wc.got.Load() != got
-		if reused && answered {
-			reused = false // the server saw it: never again
-		}
-		if reused || unsent {
-			return nil, &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
+		if !errors.As(err, &hte) {
+			unsent := watched && c.written.Load() == written
+			answered := watched && c.wc.got.Load() != got
+			if reused && answered {
+				reused = false // the server saw it: never again
+			}
+			if reused || unsent {
+				err = &backend.AttemptError{Err: err, Reused: reused, Unsent: unsent}
+			}
 		}
 	}
+	t.pool.doneWith(c, pending, judge(req, resp, err))
 	return resp, err
 }
 
@@ -293,6 +297,10 @@ func (t *poolTransport) WritesAnyBody() bool { return t.pool.h1 != nil }
 
 // Drain stops the pool: see pool.drain.
 func (t *poolTransport) Drain() { t.pool.drain() }
+
+// Addresses reports the pool's addresses: none when it dials its host by
+// name.
+func (t *poolTransport) Addresses() []backend.AddressStats { return t.pool.addressStats() }
 
 // Conns reports the pool's open and idle connections.
 func (t *poolTransport) Conns() (open, idle int) { return t.pool.stats() }

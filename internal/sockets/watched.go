@@ -223,7 +223,10 @@ func (pk *peeker) pending() bool {
 
 // dialSlot carries the watchedConn from the Transport's dial function back
 // to the pool's dial, through the dial's context.
-type dialSlot struct{ conn *watchedConn }
+type dialSlot struct {
+	to   string       // the address to dial instead of the Transport's (the pool's choice); empty: the Transport's
+	conn *watchedConn // set by the dial
+}
 
 type dialSlotKey struct{}
 
@@ -231,12 +234,16 @@ type dialSlotKey struct{}
 // put in the context's dialSlot for the pool.
 func watchDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		slot, _ := ctx.Value(dialSlotKey{}).(*dialSlot)
+		if slot != nil && slot.to != "" {
+			addr = slot.to
+		}
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		w := newWatchedConn(c)
-		if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
+		if slot != nil {
 			slot.conn = w
 		}
 		return w, nil

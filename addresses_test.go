@@ -1,0 +1,627 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// The replica modes: how a replica answers.
+const (
+	answerOK    int32 = iota // 200 and a small JSON body
+	answer503                // 503
+	answerReset              // closes the connection without a byte
+)
+
+// replica is one loopback server of a source schema with several
+// addresses: every replica of a set listens on its own 127.0.0.x and the
+// same port, so that one URL reaches any of them, as DNS would give.
+type replica struct {
+	ip   netip.Addr
+	mode atomic.Int32 // answerOK, answer503, answerReset
+	hits atomic.Int64 // requests that reached it
+	// dials counts the connections it accepted; open those open now.
+	dials, open atomic.Int64
+	// changed is signalled (non-blocking, capacity 1) whenever open
+	// changes, for waitClosed.
+	changed chan struct{}
+	// hold, when not nil, holds a request whose body is "hold" until it is
+	// closed; held receives one value per request held.
+	hold chan struct{}
+	held chan struct{}
+}
+
+// replicaSet is n replicas and the URL that reaches them through a
+// stubResolver: http://replicas.test:PORT/graphql.
+type replicaSet struct {
+	r    []*replica
+	port string
+	url  string
+}
+
+// newReplicas starts n replicas on 127.0.0.2, 127.0.0.3, ... with one port.
+func newReplicas(t *testing.T, n int) *replicaSet {
+	t.Helper()
+	var ls []net.Listener
+	var port string
+	for try := 0; try < 20 && len(ls) < n; try++ {
+		for _, l := range ls {
+			l.Close()
+		}
+		ls = ls[:0]
+		l, err := net.Listen("tcp", "127.0.0.2:0")
+		if err != nil {
+			t.Skipf("no second loopback address: %v", err)
+		}
+		ls = append(ls, l)
+		_, port, _ = net.SplitHostPort(l.Addr().String())
+		for i := 1; i < n; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%s", i+2, port))
+			if err != nil {
+				break // the port is taken there: another try
+			}
+			ls = append(ls, l)
+		}
+	}
+	if len(ls) < n {
+		t.Fatalf("could not listen on %d loopback addresses with one port", n)
+	}
+	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql"}
+	for i, l := range ls {
+		r := &replica{ip: netip.MustParseAddr(fmt.Sprintf("127.0.0.%d", i+2)), changed: make(chan struct{}, 1)}
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				r.dials.Add(1)
+				r.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				r.open.Add(-1)
+			}
+			select {
+			case r.changed <- struct{}{}:
+			default:
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		set.r = append(set.r, r)
+	}
+	return set
+}
+
+func (r *replica) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.hits.Add(1)
+	if string(body) == "hold" && r.hold != nil {
+		r.held <- struct{}{}
+		<-r.hold
+	}
+	switch r.mode.Load() {
+	case answer503:
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	case answerReset:
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // a reset, not a clean close
+			}
+			c.Close()
+		}
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":{"ok":true}}`)
+	}
+}
+
+// ips returns the addresses of replicas i... (all when none is named).
+func (s *replicaSet) ips(which ...int) []netip.Addr {
+	if len(which) == 0 {
+		for i := range s.r {
+			which = append(which, i)
+		}
+	}
+	out := make([]netip.Addr, 0, len(which))
+	for _, i := range which {
+		out = append(out, s.r[i].ip)
+	}
+	return out
+}
+
+// hits returns each replica's request count.
+func (s *replicaSet) hits() []int64 {
+	out := make([]int64, len(s.r))
+	for i, r := range s.r {
+		out[i] = r.hits.Load()
+	}
+	return out
+}
+
+// waitClosed waits until replica r has no open connection.
+func (r *replica) waitClosed(t *testing.T) {
+	t.Helper()
+	deadline := time.After(gapGuard)
+	for r.open.Load() != 0 {
+		select {
+		case <-r.changed:
+		case <-deadline:
+			t.Fatalf("replica %s still has %d connections open", r.ip, r.open.Load())
+		}
+	}
+}
+
+// stubResolver answers every lookup with its current answer and counts
+// the lookups.
+type stubResolver struct {
+	mu      sync.Mutex
+	answer  []netip.Addr
+	hosts   []string // every host looked up
+	lookups atomic.Int64
+	notify  chan struct{} // signalled (capacity 1) after each lookup
+}
+
+func newStubResolver(ips []netip.Addr) *stubResolver {
+	return &stubResolver{answer: ips, notify: make(chan struct{}, 1)}
+}
+
+func (r *stubResolver) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	out := append([]netip.Addr(nil), r.answer...)
+	r.hosts = append(r.hosts, network+" "+host)
+	r.mu.Unlock()
+	r.lookups.Add(1)
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+	return out, nil
+}
+
+func (r *stubResolver) set(ips []netip.Addr) {
+	r.mu.Lock()
+	r.answer = ips
+	r.mu.Unlock()
+}
+
+// waitApplied waits until the answer set now has been taken in: two more
+// lookups, since the pool starts its next lookup only after it has taken
+// in the last one.
+func (r *stubResolver) waitApplied(t *testing.T) {
+	t.Helper()
+	target := r.lookups.Load() + 2
+	deadline := time.After(gapGuard)
+	for r.lookups.Load() < target {
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("the pool did not resolve its host again (%d lookups)", r.lookups.Load())
+		}
+	}
+}
+
+// addressConfig is a sockets configuration on engine for a schema at the
+// replicas' URL, refreshing DNS every 20ms; edit changes it further.
+func addressConfig(engine, url string, edit func(*env.SourceSchema)) env.Config {
+	return engineConfig(engine, url, func(s *env.SourceSchema) {
+		s.DNSRefresh = 20 * time.Millisecond
+		if edit != nil {
+			edit(s)
+		}
+	})
+}
+
+// callAll sends n Posts from callers goroutines at once and returns the
+// errors, each answer read to its end.
+func callAll(inv transport.Invoker, callers, n int) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ok}"}`))
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestAddressSpread: one name with three addresses, 600 calls from 8
+// callers: every address takes between 20 % and 47 % of them, on both
+// engines; the resolver was asked for the URL's host.
+func TestAddressSpread(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, nil), transport.WithResolver(res))
+		if errs := callAll(inv, 8, 600); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		hits := set.hits()
+		for i, h := range hits {
+			if share := float64(h) / 600; share < 0.20 || share > 0.47 {
+				t.Errorf("address %s took %d of 600 calls (%.0f %%), want 20-47 %%; all: %v", set.r[i].ip, h, share*100, hits)
+			}
+		}
+		t.Logf("hits per address: %v", hits)
+		res.mu.Lock()
+		defer res.mu.Unlock()
+		if len(res.hosts) == 0 || res.hosts[0] != "ip replicas.test" {
+			t.Errorf("lookups %q, want \"ip replicas.test\"", res.hosts)
+		}
+	})
+}
+
+// TestAddressLifetimeSpread is the case measured before addresses: one
+// name, three addresses, conn_lifetime 200ms. The connections opened
+// spread over the addresses within one of even (they all went to the
+// first address before).
+func TestAddressLifetimeSpread(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+			s.ConnLifetime = 200 * time.Millisecond
+		}), transport.WithResolver(res))
+		dials := func() (n int64) {
+			for _, r := range set.r {
+				n += r.dials.Load()
+			}
+			return n
+		}
+		// Bounded: at most 200 rounds of 8 calls, stopping at 24
+		// connections; a lifetime ends about every 200ms.
+		for round := 0; round < 200 && dials() < 24; round++ {
+			if errs := callAll(inv, 8, 64); len(errs) > 0 {
+				t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+			}
+		}
+		total := dials()
+		if total < 24 {
+			t.Fatalf("only %d connections opened; the lifetime did not end them", total)
+		}
+		even := float64(total) / 3
+		var per []int64
+		for _, r := range set.r {
+			n := r.dials.Load()
+			per = append(per, n)
+			if d := float64(n) - even; d > 1 || d < -1 {
+				t.Errorf("address %s got %d of %d connections, want within one of %.1f; all %v", r.ip, n, total, even, per)
+			}
+		}
+		t.Logf("connections per address: %v", per)
+	})
+}
+
+// TestAddressRemovedFromDNS: an address that leaves the resolver's answer
+// gets no new request after the next refresh, its idle connections close,
+// and its busy one closes once its request ends; the request in flight on
+// it finishes with its answer.
+func TestAddressRemovedFromDNS(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		gone := set.r[2]
+		gone.hold, gone.held = make(chan struct{}), make(chan struct{}, 8)
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, nil), transport.WithResolver(res))
+		if errs := callAll(inv, 8, 90); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		// Hold one request on the address to remove: send held requests
+		// until one reaches it (the others answer at once).
+		heldDone := make(chan error, 1)
+		for tries := 0; ; tries++ {
+			if tries == 20 {
+				t.Fatal("no held request reached the address to remove")
+			}
+			done := make(chan error, 1)
+			go func() {
+				resp, err := inv.Post(context.Background(), "products", []byte("hold"))
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				done <- err
+			}()
+			select {
+			case <-gone.held:
+				heldDone = done
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			break
+		}
+		res.set(set.ips(0, 1))
+		res.waitApplied(t)
+		before := gone.hits.Load()
+		if errs := callAll(inv, 8, 120); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		if got := gone.hits.Load() - before; got != 0 {
+			t.Errorf("the removed address got %d new requests after the refresh, want 0", got)
+		}
+		if open := gone.open.Load(); open != 1 {
+			t.Errorf("the removed address has %d connections open while its request is held, want 1 (idle ones closed)", open)
+		}
+		close(gone.hold)
+		if err := <-heldDone; err != nil {
+			t.Errorf("the request in flight on the removed address failed: %v", err)
+		}
+		gone.waitClosed(t)
+	})
+}
+
+// TestOutlierEjection: an address that answers 503 (or resets) is ejected
+// after exactly five failures in a row, the others take its share, and it
+// returns after base_ejection; on both engines.
+func TestOutlierEjection(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		m    int32
+	}{{"503", answer503}, {"reset", answerReset}} {
+		t.Run(mode.name, func(t *testing.T) {
+			forEngines(t, func(t *testing.T, engine string) {
+				set := newReplicas(t, 3)
+				bad := set.r[1]
+				bad.mode.Store(mode.m)
+				res := newStubResolver(set.ips())
+				events := make(chan transport.ResilienceEvent, 16)
+				inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+					s.OutlierDetection.BaseEjection = 300 * time.Millisecond
+				}), transport.WithResolver(res), transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
+					if ev.Kind == transport.AddressEjected || ev.Kind == transport.AddressReturned {
+						events <- ev
+					}
+				}))
+				// One caller: every failure of the bad address is its own,
+				// in a row.
+				var ev transport.ResilienceEvent
+				for i := 0; ; i++ {
+					if i == 100 {
+						t.Fatalf("no ejection after 100 calls; the bad address got %d", bad.hits.Load())
+					}
+					callAll(inv, 1, 1)
+					select {
+					case ev = <-events:
+					default:
+						continue
+					}
+					break
+				}
+				if ev.Kind != transport.AddressEjected || ev.Address != bad.ip.String() || ev.Schema != "products" || ev.For != 300*time.Millisecond {
+					t.Fatalf("event %+v, want the ejection of %s for 300ms", ev, bad.ip)
+				}
+				if got := bad.hits.Load(); got != 5 {
+					t.Errorf("the bad address was ejected after %d requests, want 5 (consecutive_failures)", got)
+				}
+				before := set.hits()
+				if errs := callAll(inv, 4, 150); len(errs) > 0 {
+					t.Errorf("%d calls failed while the bad address was ejected, first: %v", len(errs), errs[0])
+				}
+				after := set.hits()
+				if got := after[1] - before[1]; got != 0 {
+					t.Errorf("the ejected address got %d requests, want 0", got)
+				}
+				// The two in service take all 150, each at least a fifth: the
+				// least-loaded choice favours whichever answers faster, so a
+				// short run on a busy machine is not split evenly.
+				for _, i := range []int{0, 2} {
+					if got := after[i] - before[i]; got < 30 {
+						t.Errorf("address %s took %d of 150 calls while the other was ejected, want at least 30; hits before %v, after %v", set.r[i].ip, got, before, after)
+					}
+				}
+				bad.mode.Store(answerOK)
+				select {
+				case ev = <-events:
+				case <-time.After(gapGuard):
+					t.Fatal("the ejected address never returned")
+				}
+				if ev.Kind != transport.AddressReturned || ev.Address != bad.ip.String() {
+					t.Fatalf("event %+v, want the return of %s", ev, bad.ip)
+				}
+				before = set.hits()
+				if errs := callAll(inv, 4, 150); len(errs) > 0 {
+					t.Errorf("%d calls failed after the return, first: %v", len(errs), errs[0])
+				}
+				if got := set.hits()[1] - before[1]; got < 15 {
+					t.Errorf("the returned address took %d of 150 calls, want at least 15", got)
+				}
+			})
+		})
+	}
+}
+
+// TestOutlierEveryAddressFailing: with every address answering 503, at
+// most one of three is ejected (max_ejection_percent 10 allows one), at
+// least two stay in service, and the circuit breaker decides: it opens.
+func TestOutlierEveryAddressFailing(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		for _, r := range set.r {
+			r.mode.Store(answer503)
+		}
+		res := newStubResolver(set.ips())
+		var ejected, maxEjected atomic.Int64
+		inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+			s.OutlierDetection.BaseEjection = time.Minute
+			s.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 30, OpenFor: time.Minute}
+		}), transport.WithResolver(res), transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
+			switch ev.Kind {
+			case transport.AddressEjected:
+				n := ejected.Add(1)
+				for m := maxEjected.Load(); n > m && !maxEjected.CompareAndSwap(m, n); m = maxEjected.Load() {
+				}
+			case transport.AddressReturned:
+				ejected.Add(-1)
+			}
+		}))
+		var open bool
+		for i := 0; i < 200 && !open; i++ {
+			resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ok}"}`))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			open = errors.Is(err, transport.ErrCircuitOpen)
+		}
+		if !open {
+			t.Fatal("the breaker did not open while every address failed")
+		}
+		if m := maxEjected.Load(); m != 1 {
+			t.Errorf("%d addresses were ejected at once, want 1 (at least one ejected, two of three in service)", m)
+		}
+		served := 0
+		for _, h := range set.hits() {
+			if h > 5 {
+				served++
+			}
+		}
+		if served < 2 {
+			t.Errorf("hits %v: want at least two addresses kept in service", set.hits())
+		}
+	})
+}
+
+// TestAddressReloadKeepsEjection: a reload that changes no address
+// setting keeps the pool: its addresses, its connections and an ejection
+// under way.
+func TestAddressReloadKeepsEjection(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		bad := set.r[0]
+		bad.mode.Store(answer503)
+		res := newStubResolver(set.ips())
+		ejectedCh := make(chan struct{}, 1)
+		edit := func(s *env.SourceSchema) { s.OutlierDetection.BaseEjection = time.Minute }
+		cfg := addressConfig(engine, set.url, edit)
+		inv := newInvoker(t, cfg, transport.WithResolver(res), transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
+			if ev.Kind == transport.AddressEjected {
+				ejectedCh <- struct{}{}
+			}
+		}))
+		for i := 0; ; i++ {
+			if i == 100 {
+				t.Fatal("no ejection")
+			}
+			callAll(inv, 1, 1)
+			select {
+			case <-ejectedCh:
+			default:
+				continue
+			}
+			break
+		}
+		dials := set.r[1].dials.Load() + set.r[2].dials.Load()
+		cfg2 := addressConfig(engine, set.url, func(s *env.SourceSchema) {
+			edit(s)
+			s.HeaderTimeout = 30 * time.Second // a per-request setting: the pool stays
+		})
+		if err := inv.Reload(cfg2); err != nil {
+			t.Fatal(err)
+		}
+		before := bad.hits.Load()
+		if errs := callAll(inv, 1, 30); len(errs) > 0 {
+			t.Fatalf("%d calls failed after the reload, first: %v", len(errs), errs[0])
+		}
+		if got := bad.hits.Load() - before; got != 0 {
+			t.Errorf("the ejected address got %d requests after the reload, want 0 (ejection kept)", got)
+		}
+		if got := set.r[1].dials.Load() + set.r[2].dials.Load(); got != dials {
+			t.Errorf("the reload opened %d new connections, want 0 (pool kept)", got-dials)
+		}
+	})
+}
+
+// TestAddressDialHookWins: with a SchemaOptions.Dial hook, the pool asks
+// no resolver and the hook gets the URL's host and port.
+func TestAddressDialHookWins(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 2)
+		res := newStubResolver(set.ips())
+		var mu sync.Mutex
+		var addrs []string
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			addrs = append(addrs, addr)
+			mu.Unlock()
+			return (&net.Dialer{}).DialContext(ctx, network, set.r[0].ip.String()+":"+set.port)
+		}
+		inv := newInvoker(t, addressConfig(engine, set.url, nil), transport.WithResolver(res),
+			transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
+		if errs := callAll(inv, 4, 40); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		if n := res.lookups.Load(); n != 0 {
+			t.Errorf("the resolver was asked %d times, want 0 with a Dial hook", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range addrs {
+			if a != "replicas.test:"+set.port {
+				t.Errorf("the Dial hook got %q, want the URL's host and port", a)
+			}
+		}
+		if h := set.hits(); h[1] != 0 || h[0] != 40 {
+			t.Errorf("hits %v: want all 40 where the hook dialled", h)
+		}
+	})
+}
+
+// TestAddressResolverRecovers: while the resolver gives no address, a
+// call fails unsent with an error that names the schema and the host
+// (the pool does not dial the name behind the resolver's back); once the
+// resolver answers, calls reach the replicas.
+func TestAddressResolverRecovers(t *testing.T) {
+	set := newReplicas(t, 2)
+	res := newStubResolver(nil) // an empty answer: the addresses known (none) stay
+	inv := newInvoker(t, addressConfig(env.EngineH1, set.url, nil), transport.WithResolver(res))
+	_, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ok}"}`))
+	if err == nil || !strings.Contains(err.Error(), `source schema "products"`) || !strings.Contains(err.Error(), `no address known for host "replicas.test"`) {
+		t.Fatalf("call with no address: %v, want an error naming the schema and the host", err)
+	}
+	if h := set.hits(); h[0]+h[1] != 0 {
+		t.Errorf("hits %v with no address known", h)
+	}
+	res.set(set.ips())
+	res.waitApplied(t)
+	if errs := callAll(inv, 2, 20); len(errs) > 0 {
+		t.Fatalf("%d calls failed once the resolver answered, first: %v", len(errs), errs[0])
+	}
+	if h := set.hits(); h[0] == 0 || h[1] == 0 {
+		t.Errorf("hits %v: want both addresses used", h)
+	}
+}
