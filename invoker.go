@@ -19,9 +19,9 @@ import (
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/redact"
-	"github.com/fusiongo/transport/telemetry"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // Transport is the Invoker that New returns: the one request path of every

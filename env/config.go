@@ -658,7 +658,7 @@ var builtin = Settings{
 		MaxEjection:         300 * time.Second,
 		MaxEjectionPercent:  10,
 	},
-	KeepAlive:          15 * time.Second,
+	KeepAlive: 15 * time.Second,
 
 	MaxResponseHeaderBytes: DefaultMaxResponseHeaderBytes,
 	HeaderTimeout:          DefaultHeaderTimeout,

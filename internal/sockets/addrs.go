@@ -109,8 +109,8 @@ type addressing struct {
 	// The known addresses, in the order DNS gave them, and those gone
 	// from its answer that still have connections. Guarded by pool.mu.
 	addrs     []*address
-	nlive     int  // addrs not gone
-	nejected  int  // addrs ejected (never gone)
+	nlive     int   // addrs not gone
+	nejected  int   // addrs ejected (never gone)
 	turn      int   // where choose starts: after the address it chose last, so that ties go in turn
 	resolving bool  // a lookup is under way
 	lookupErr error // the last lookup's failure; nil once one answered
