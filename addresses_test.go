@@ -9,14 +9,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // The replica modes: how a replica answers.
@@ -50,10 +56,21 @@ type replicaSet struct {
 	r    []*replica
 	port string
 	url  string
+
+	mu    sync.Mutex
+	order []int // the replica of each connection accepted, in order
 }
 
+// A replicaOption changes how newReplicas serves.
+type replicaOption int
+
+const (
+	h2c      replicaOption = iota + 1 // HTTP/2 without TLS besides HTTP/1.1
+	upgrades                          // a request asking Upgrade: echo-test switches
+)
+
 // newReplicas starts n replicas on 127.0.0.2, 127.0.0.3, ... with one port.
-func newReplicas(t *testing.T, n int) *replicaSet {
+func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
 	t.Helper()
 	var ls []net.Listener
 	var port string
@@ -82,12 +99,29 @@ func newReplicas(t *testing.T, n int) *replicaSet {
 	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql"}
 	for i, l := range ls {
 		r := &replica{ip: netip.MustParseAddr(fmt.Sprintf("127.0.0.%d", i+2)), changed: make(chan struct{}, 1)}
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+		var h http.Handler = http.HandlerFunc(r.serve)
+		if slices.Contains(opts, upgrades) {
+			closed := make(chan error, 1)
+			echo := echoUpgrade(t, "", closed)
+			h = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				r.hits.Add(1)
+				echo(w, req)
+			})
+		}
+		srv := httptest.NewUnstartedServer(h)
 		srv.Listener.Close()
 		srv.Listener = l
+		if slices.Contains(opts, h2c) {
+			srv.Config.Protocols = new(http.Protocols)
+			srv.Config.Protocols.SetHTTP1(true)
+			srv.Config.Protocols.SetUnencryptedHTTP2(true)
+		}
 		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 			switch st {
 			case http.StateNew:
+				set.mu.Lock()
+				set.order = append(set.order, i)
+				set.mu.Unlock()
 				r.dials.Add(1)
 				r.open.Add(1)
 			case http.StateClosed, http.StateHijacked:
@@ -307,20 +341,23 @@ func TestAddressLifetimeSpread(t *testing.T) {
 				t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
 			}
 		}
-		total := dials()
-		if total < 24 {
-			t.Fatalf("only %d connections opened; the lifetime did not end them", total)
+		if n := dials(); n < 24 {
+			t.Fatalf("only %d connections opened; the lifetime did not end them", n)
 		}
-		even := float64(total) / 3
-		var per []int64
-		for _, r := range set.r {
-			n := r.dials.Load()
-			per = append(per, n)
-			if d := float64(n) - even; d > 1 || d < -1 {
-				t.Errorf("address %s got %d of %d connections, want within one of %.1f; all %v", r.ip, n, total, even, per)
+		// The first 24 connections, as the case measured before addresses.
+		set.mu.Lock()
+		first := append([]int(nil), set.order[:24]...)
+		set.mu.Unlock()
+		per := make([]int, len(set.r))
+		for _, i := range first {
+			per[i]++
+		}
+		for i, n := range per {
+			if n < 7 || n > 9 {
+				t.Errorf("address %s got %d of the first 24 connections, want within one of 8; all %v", set.r[i].ip, n, per)
 			}
 		}
-		t.Logf("connections per address: %v", per)
+		t.Logf("first 24 connections per address: %v", per)
 	})
 }
 
@@ -623,5 +660,172 @@ func TestAddressResolverRecovers(t *testing.T) {
 	}
 	if h := set.hits(); h[0] == 0 || h[1] == 0 {
 		t.Errorf("hits %v: want both addresses used", h)
+	}
+}
+
+// TestAddressConnectFailuresResolveAtOnce: when every known address fails
+// to connect, the pool looks its host up at once, without waiting for
+// dns_refresh (an hour here): the next call reaches the address DNS gives
+// now.
+func TestAddressConnectFailuresResolveAtOnce(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 2)
+		// Listen on the port nowhere else: 127.0.0.9 has no server.
+		res := newStubResolver([]netip.Addr{netip.MustParseAddr("127.0.0.9")})
+		inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+			s.DNSRefresh = time.Hour
+		}), transport.WithResolver(res))
+		if _, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ok}"}`)); err == nil {
+			t.Fatal("a call to an address with no server succeeded")
+		}
+		res.set(set.ips(1))
+		// The failed dial started a lookup; wait for it to be taken in:
+		// with dns_refresh an hour there is no other.
+		deadline := time.After(gapGuard)
+		for {
+			errs := callAll(inv, 1, 1)
+			if len(errs) == 0 {
+				break
+			}
+			select {
+			case <-res.notify:
+			case <-deadline:
+				t.Fatalf("calls still fail after the answer changed: %v (%d lookups)", errs[0], res.lookups.Load())
+			}
+		}
+		if n := res.lookups.Load(); n < 2 {
+			t.Errorf("%d lookups, want the start's and one after the connect failure", n)
+		}
+		if h := set.hits(); h[1] != 1 {
+			t.Errorf("hits %v, want the call on the address DNS gave after the failure", h)
+		}
+	})
+}
+
+// TestAddressSpreadHTTP2: over h2c (nethttp), requests spread over the
+// addresses too, on multiplexed connections.
+func TestAddressSpreadHTTP2(t *testing.T) {
+	for _, multiple := range []env.Toggle{env.Enabled, env.Disabled} {
+		t.Run("multiple_connections="+multiple.String(), func(t *testing.T) {
+			set := newReplicas(t, 3, h2c)
+			res := newStubResolver(set.ips())
+			inv := newInvoker(t, addressConfig(env.EngineNetHTTP, set.url, func(s *env.SourceSchema) {
+				s.HTTPVersion = "h2c"
+				s.HTTP2.MultipleConnections = multiple
+			}), transport.WithResolver(res))
+			if errs := callAll(inv, 8, 600); len(errs) > 0 {
+				t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+			}
+			hits := set.hits()
+			for i, h := range hits {
+				if share := float64(h) / 600; share < 0.20 || share > 0.47 {
+					t.Errorf("address %s took %d of 600 calls (%.0f %%), want 20-47 %%; all: %v", set.r[i].ip, h, share*100, hits)
+				}
+			}
+			t.Logf("hits per address: %v", hits)
+			if multiple == env.Disabled {
+				for _, r := range set.r {
+					if d := r.dials.Load(); d != 1 {
+						t.Errorf("address %s got %d connections, want 1 (one HTTP/2 connection per address)", r.ip, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAddressUpgrade: on h1, a request that switches protocols goes to
+// one of the addresses the resolver gave (the name itself resolves
+// nowhere).
+func TestAddressUpgrade(t *testing.T) {
+	set := newReplicas(t, 2, upgrades)
+	res := newStubResolver(set.ips())
+	inv := newInvoker(t, addressConfig(env.EngineH1, set.url, nil), transport.WithResolver(res))
+	resp, err := inv.Do(context.Background(), "products", upgradeRequest(t, set.url))
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	if h := set.hits(); h[0]+h[1] != 1 {
+		t.Errorf("hits %v, want the one upgrade on a replica", h)
+	}
+}
+
+// TestAddressTelemetry: the gauges show a schema's addresses, the
+// connections and in-flight requests of each, the one ejected, and the
+// ejection is counted.
+func TestAddressTelemetry(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := newReplicas(t, 3)
+	set.r[2].mode.Store(answer503)
+	res := newStubResolver(set.ips())
+	ejected := make(chan struct{}, 1)
+	inv := newInvoker(t, addressConfig(env.EngineH1, set.url, func(s *env.SourceSchema) {
+		s.OutlierDetection.BaseEjection = time.Minute
+	}), transport.WithResolver(res), transport.WithTelemetry(tel), transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
+		if ev.Kind == transport.AddressEjected {
+			ejected <- struct{}{}
+		}
+	}))
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("no ejection")
+		}
+		callAll(inv, 1, 1)
+		select {
+		case <-ejected:
+		default:
+			continue
+		}
+		break
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	perAddr := map[string]map[string]int64{} // metric -> address -> value
+	total := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			add := func(attrs attribute.Set, v int64) {
+				total[m.Name] += v
+				if a, ok := attrs.Value(telemetry.AttrAddress); ok {
+					if perAddr[m.Name] == nil {
+						perAddr[m.Name] = map[string]int64{}
+					}
+					perAddr[m.Name][a.AsString()] = v
+				}
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Value)
+				}
+			}
+		}
+	}
+	if total[telemetry.MetricAddresses] != 3 || total[telemetry.MetricEjections] != 1 {
+		t.Errorf("addresses %d, ejections %d; want 3 and 1", total[telemetry.MetricAddresses], total[telemetry.MetricEjections])
+	}
+	bad := set.r[2].ip.String()
+	if e := perAddr[telemetry.MetricAddressEjected]; e[bad] != 1 || len(e) != 3 || total[telemetry.MetricAddressEjected] != 1 {
+		t.Errorf("ejected gauge %v, want 1 for %s only, of three", e, bad)
+	}
+	if c := perAddr[telemetry.MetricAddressConnections]; len(c) != 3 || total[telemetry.MetricAddressConnections] != 3 {
+		t.Errorf("connections per address %v, want one each", c)
+	}
+	if f := total[telemetry.MetricAddressInFlight]; f != 0 {
+		t.Errorf("%d in flight with no call under way", f)
 	}
 }

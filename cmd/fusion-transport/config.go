@@ -5,17 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/sockets"
 )
 
-func runConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	diff := fs.Bool("diff", false, "compare two configurations, OLD and NEW: say which source schemas a reload would keep and why the others would be rebuilt")
@@ -78,6 +81,9 @@ Flags:
 		if line := servedEngine(cfg, name); line != "" {
 			fmt.Fprintln(stdout, line)
 		}
+		if line := addressesLine(ctx, net.DefaultResolver, cfg, name); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
 	}
 	return 0
 }
@@ -109,6 +115,44 @@ func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Wr
 		fmt.Fprintln(stdout, line)
 	}
 	return 0
+}
+
+// configLookupTimeout bounds the config command's lookup of one host.
+const configLookupTimeout = 2 * time.Second
+
+// addressesLine says which addresses the sockets path's pool of the
+// schema would spread over, resolved now with r when the host is a name:
+// the line is what a person checks before a rollout ("does my name give
+// the three replicas?"). Empty when the pool has no addresses of its own
+// (a unix socket, a proxy).
+func addressesLine(ctx context.Context, r sockets.Resolver, cfg env.Config, name string) string {
+	settings, ok := cfg.Effective(name)
+	if !ok || !sockets.HasAddresses(settings) {
+		return ""
+	}
+	u, err := url.Parse(cfg.SourceSchemas[name].URL)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return "  addresses: " + ip.String()
+	}
+	refresh := "dns_refresh " + settings.DNSRefresh.String()
+	if settings.DNSRefresh < 0 {
+		refresh = "dns_refresh off: Go's dialer resolves at each dial, no spreading, no ejection"
+	}
+	lctx, cancel := context.WithTimeout(ctx, configLookupTimeout)
+	defer cancel()
+	ips, err := r.LookupNetIP(lctx, "ip", host)
+	if err != nil {
+		return fmt.Sprintf("  addresses: cannot resolve %s now (%v); %s", host, err, refresh)
+	}
+	strs := make([]string, len(ips))
+	for i, ip := range ips {
+		strs[i] = ip.Unmap().String()
+	}
+	return fmt.Sprintf("  addresses: %s (%s resolved now; %s)", strings.Join(strs, ", "), host, refresh)
 }
 
 // servedEngine says which engine the sockets path would serve the schema

@@ -42,6 +42,7 @@ type address struct {
 	nidle   int // those on the idle list
 	dialing int // dials to it under way
 	claims  int // requests holding one of its connections, or waiting for a dial to it
+	dials   int // dials to it so far
 
 	gone bool // the last answer of DNS did not have it
 
@@ -122,16 +123,13 @@ type addressing struct {
 // or a proxy has none the pool could choose. It starts the first lookup.
 func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(backend.AddressEvent)) {
 	s := k.settings
-	if s.UnixSocket != "" || (s.Proxy != "" && !strings.EqualFold(s.Proxy, "off")) {
-		return
-	}
 	host, port, err := net.SplitHostPort(k.addr)
-	if err != nil {
+	if err != nil || !HasAddresses(s) {
 		return
 	}
 	p.port, p.outlier, p.onAddress = port, outlierOf(s.OutlierDetection), onAddress
 	if ip, err := netip.ParseAddr(host); err == nil {
-		p.addrs = []*address{newAddress(ip, port)}
+		p.addrs = []*address{newAddress(ip.Unmap(), port)}
 		p.nlive = 1
 		return
 	}
@@ -147,6 +145,18 @@ func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(backend.Ad
 	// Armed once the field is set: resolve reads it.
 	p.refreshTimer = time.AfterFunc(time.Hour, p.resolve)
 	p.refreshTimer.Reset(0)
+}
+
+// Resolver resolves a host to its addresses, as *net.Resolver does.
+type Resolver = backend.Resolver
+
+// HasAddresses reports whether the sockets pool of a schema with
+// settings s chooses among the addresses of its host: not for a
+// unix_socket or through a proxy (nor with a SchemaOptions.Dial hook,
+// which settings do not show). A host written as an IP address is its one
+// address; a name is resolved unless dns_refresh is off.
+func HasAddresses(s env.Settings) bool {
+	return s.UnixSocket == "" && (s.Proxy == "" || strings.EqualFold(s.Proxy, "off"))
 }
 
 func newAddress(ip netip.Addr, port string) *address {
@@ -233,6 +243,7 @@ func (p *pool) setAddrs(ips []netip.Addr) (stale []*conn) {
 		case keep && a.gone:
 			a.gone, changed = false, true
 			p.nlive++
+			p.level(a)
 		}
 	}
 	for _, ip := range ips {
@@ -242,7 +253,9 @@ func (p *pool) setAddrs(ips []netip.Addr) (stale []*conn) {
 			known = known || a.ip == ip
 		}
 		if !known {
-			p.addrs = append(p.addrs, newAddress(ip, p.port))
+			a := newAddress(ip, p.port)
+			p.level(a)
+			p.addrs = append(p.addrs, a)
 			p.nlive++
 			changed = true
 		}
@@ -300,14 +313,40 @@ func (p *pool) choose() *address {
 }
 
 // chooseDial returns the address in service a new connection goes to:
-// the one with the fewest connections (open and being dialled), then the
-// least load, further ties in turn, so that a pool's connections stay
-// even over its addresses however they close. p.mu is held.
+// among those with at most one connection (open or being dialled) more
+// than the fewest, the one dialled least, further ties in turn. So the
+// open connections stay within about one of even, and so do the dials
+// that replace them as they close: a rule of fewest connections alone
+// lets the dials drift apart, since which address's connection closes
+// first is chance. An address that joins (or returns from an ejection)
+// starts level with the least dialled (level), not in debt. p.mu is held.
 func (p *pool) chooseDial() *address {
+	fewest := -1
+	for _, a := range p.addrs {
+		if !a.gone && !a.ejected && (fewest < 0 || a.conns+a.dialing < fewest) {
+			fewest = a.conns + a.dialing
+		}
+	}
 	return p.pick(func(a, best *address) bool {
-		ca, cb := a.conns+a.dialing, best.conns+best.dialing
-		return ca < cb || (ca == cb && p.load(a) < p.load(best))
+		okA, okB := a.conns+a.dialing <= fewest+1, best.conns+best.dialing <= fewest+1
+		if okA != okB {
+			return okA
+		}
+		return a.dials < best.dials
 	})
+}
+
+// level raises a's dial count to the least of the other addresses in
+// service, so that an address that joins or returns does not take every
+// dial until it has caught up. p.mu is held.
+func (p *pool) level(a *address) {
+	least := -1
+	for _, b := range p.addrs {
+		if b != a && !b.gone && !b.ejected && (least < 0 || b.dials < least) {
+			least = b.dials
+		}
+	}
+	a.dials = max(a.dials, least)
 }
 
 // pick returns the address in service that is better than every other
@@ -413,6 +452,7 @@ func (p *pool) outcome(a *address, v verdict) (ev backend.AddressEvent, ejected 
 // endEjection puts a back in service. p.mu is held.
 func (p *pool) endEjection(a *address) {
 	a.ejected = false
+	p.level(a)
 	a.returned = time.Now()
 	a.failures = 0
 	p.nejected--

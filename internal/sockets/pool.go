@@ -538,6 +538,7 @@ func (p *pool) look(w *waiter) (pick *conn, dial bool, to *address, stale []*con
 		p.dialing++
 		if to != nil {
 			to.dialing++
+			to.dials++
 			to.claims++
 		}
 	default:
@@ -948,8 +949,13 @@ func (p *pool) firstAddress(ctx context.Context, d *pendingDial) error {
 	p.waitAddrs(wctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if a, _ := p.target(); a != nil {
+	a, spread := p.target()
+	if spread {
+		a = p.chooseDial()
+	}
+	if a != nil {
 		a.dialing++
+		a.dials++
 		a.claims++
 		d.to = a
 		return nil

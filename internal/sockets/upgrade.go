@@ -27,13 +27,19 @@ type upgrader struct {
 	tr   *http.Transport
 }
 
-// transport returns the Transport for d's schema, building it once.
-func (u *upgrader) transport(d *h1Dialer) *http.Transport {
+// transport returns the Transport for p's schema, building it once. Its
+// connections go to an address p chooses (upgradeAddr).
+func (u *upgrader) transport(p *pool) *http.Transport {
+	d := p.h1
 	u.once.Do(func() {
 		u.tr = &http.Transport{
 			Proxy: nil, // never the environment's, as the h1 engine
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.dial(ctx, "tcp", d.addr)
+				addr, err := p.upgradeAddr(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return d.dial(ctx, "tcp", addr)
 			},
 			TLSClientConfig:        d.tls, // http/1.1 by ALPN only
 			TLSHandshakeTimeout:    d.handshake,
@@ -50,7 +56,7 @@ func (u *upgrader) transport(d *h1Dialer) *http.Transport {
 // *bound.HeaderTimeoutError past it). After a 101 no bound of the request
 // reaches the connection.
 func (p *pool) upgrade(req *http.Request, within time.Duration) (*http.Response, error) {
-	tr := p.upgrades.transport(p.h1)
+	tr := p.upgrades.transport(p)
 	if within <= 0 {
 		return tr.RoundTrip(req)
 	}
@@ -77,6 +83,24 @@ func (p *pool) upgrade(req *http.Request, within time.Duration) (*http.Response,
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// upgradeAddr is where an upgrade's connection goes: the address in
+// service with the fewest requests in flight (the connection is outside
+// the pool, so it adds to no count), or the host by name when the pool
+// has no addresses of its own. It waits for the pool's first lookup.
+func (p *pool) upgradeAddr(ctx context.Context) (string, error) {
+	p.waitAddrs(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, _ := p.target(); a != nil {
+		return a.dialTo, nil
+	}
+	if p.resolver != nil {
+		p.resolveNow()
+		return "", p.noAddress()
+	}
+	return p.h1.addr, nil
 }
 
 // cancelOnClose is a response body whose request context ends when it is
