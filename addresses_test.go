@@ -37,7 +37,8 @@ const (
 // same port, so that one URL reaches any of them, as DNS would give.
 type replica struct {
 	ip   netip.Addr
-	mode atomic.Int32 // answerOK, answer503, answerReset
+	mode  atomic.Int32 // answerOK, answer503, answerReset
+	delay atomic.Int64 // a pause before each answer, in nanoseconds
 	hits atomic.Int64 // requests that reached it
 	// dials counts the connections it accepted; open those open now.
 	dials, open atomic.Int64
@@ -142,6 +143,10 @@ func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
 func (r *replica) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.hits.Add(1)
+	if d := time.Duration(r.delay.Load()); d > 0 {
+		pause := time.NewTimer(d) // the replica is slow: that is what the test is about
+		<-pause.C
+	}
 	if string(body) == "hold" && r.hold != nil {
 		r.held <- struct{}{}
 		<-r.hold
@@ -314,6 +319,26 @@ func TestAddressSpread(t *testing.T) {
 		if len(res.hosts) == 0 || res.hosts[0] != "ip replicas.test" {
 			t.Errorf("lookups %q, want \"ip replicas.test\"", res.hosts)
 		}
+	})
+}
+
+// TestAddressSlowReplica: a replica that answers 5 ms later than the
+// others gets less than its third of the calls: the least-loaded choice
+// sees its requests stay in flight longer.
+func TestAddressSlowReplica(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		set.r[0].delay.Store(int64(5 * time.Millisecond))
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, nil), transport.WithResolver(res))
+		if errs := callAll(inv, 8, 600); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		hits := set.hits()
+		if slow := float64(hits[0]) / 600; slow >= 0.25 {
+			t.Errorf("the slow replica took %d of 600 calls (%.0f %%), want under 25 %%; all %v", hits[0], slow*100, hits)
+		}
+		t.Logf("hits per address, the first slow: %v", hits)
 	})
 }
 
