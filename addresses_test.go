@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -70,8 +72,18 @@ const (
 	upgrades                          // a request asking Upgrade: echo-test switches
 )
 
+// withTLS makes newReplicas serve TLS with cert (HTTP/1.1 and HTTP/2 by
+// ALPN), at https://replicas.test:PORT/graphql.
+type withTLS struct{ cert tls.Certificate }
+
 // newReplicas starts n replicas on 127.0.0.2, 127.0.0.3, ... with one port.
 func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
+	t.Helper()
+	return newReplicasTLS(t, n, nil, opts...)
+}
+
+// newReplicasTLS is newReplicas serving TLS when tlsOpt is not nil.
+func newReplicasTLS(t *testing.T, n int, tlsOpt *withTLS, opts ...replicaOption) *replicaSet {
 	t.Helper()
 	var ls []net.Listener
 	var port string
@@ -98,6 +110,9 @@ func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
 		t.Fatalf("could not listen on %d loopback addresses with one port", n)
 	}
 	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql"}
+	if tlsOpt != nil {
+		set.url = "https://replicas.test:" + port + "/graphql"
+	}
 	for i, l := range ls {
 		r := &replica{ip: netip.MustParseAddr(fmt.Sprintf("127.0.0.%d", i+2)), changed: make(chan struct{}, 1)}
 		var h http.Handler = http.HandlerFunc(r.serve)
@@ -133,7 +148,13 @@ func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
 			default:
 			}
 		}
-		srv.Start()
+		if tlsOpt != nil {
+			srv.TLS = &tls.Config{Certificates: []tls.Certificate{tlsOpt.cert}}
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
 		t.Cleanup(srv.Close)
 		set.r = append(set.r, r)
 	}
@@ -764,6 +785,49 @@ func TestAddressSpreadHTTP2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAddressTLSChecksTheName: over https the pool dials the addresses,
+// and the server's certificate is checked against the URL's host name,
+// sent as SNI, not against the address dialled: a certificate for
+// replicas.test passes on every address, one for the addresses only
+// (127.0.0.2...) fails. On nethttp (HTTP/2 by ALPN) and h1 (1.1).
+func TestAddressTLSChecksTheName(t *testing.T) {
+	pki := testpki.New(t, "")
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, tc := range []struct {
+			name  string
+			names []string
+			ok    bool
+		}{
+			{"cert for the name", []string{"replicas.test"}, true},
+			{"cert for the addresses", []string{"127.0.0.2", "127.0.0.3"}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				set := newReplicasTLS(t, 2, &withTLS{cert: pki.Server(t, tc.names...)})
+				res := newStubResolver(set.ips())
+				inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+					s.TLS.CAFile = pki.CAFile
+				}), transport.WithResolver(res))
+				errs := callAll(inv, 4, 40)
+				if tc.ok {
+					if len(errs) > 0 {
+						t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+					}
+					if h := set.hits(); h[0] == 0 || h[1] == 0 {
+						t.Errorf("hits %v: want both addresses used", h)
+					}
+					return
+				}
+				if len(errs) != 40 || !strings.Contains(errs[0].Error(), "certificate") {
+					t.Fatalf("%d of 40 calls failed (first: %v), want all, on the certificate", len(errs), errs)
+				}
+				if h := set.hits(); h[0]+h[1] != 0 {
+					t.Errorf("hits %v with a certificate that does not name the host", h)
+				}
+			})
+		}
+	})
 }
 
 // TestAddressUpgrade: on h1, a request that switches protocols goes to
