@@ -38,10 +38,10 @@ const (
 // addresses: every replica of a set listens on its own 127.0.0.x and the
 // same port, so that one URL reaches any of them, as DNS would give.
 type replica struct {
-	ip   netip.Addr
+	ip    netip.Addr
 	mode  atomic.Int32 // answerOK, answer503, answerReset
 	delay atomic.Int64 // a pause before each answer, in nanoseconds
-	hits atomic.Int64 // requests that reached it
+	hits  atomic.Int64 // requests that reached it
 	// dials counts the connections it accepted; open those open now.
 	dials, open atomic.Int64
 	// changed is signalled (non-blocking, capacity 1) whenever open
