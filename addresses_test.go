@@ -925,3 +925,29 @@ func TestAddressTelemetry(t *testing.T) {
 		t.Errorf("%d in flight with no call under way", f)
 	}
 }
+
+// TestAddressRemovedIdle: the first of three addresses leaves the answer
+// while its connections are all idle: they close at once, it gets no
+// request, and the two others, which follow it in the pool's list, are
+// all still served.
+func TestAddressRemovedIdle(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, nil), transport.WithResolver(res))
+		if errs := callAll(inv, 8, 90); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		res.set(set.ips(1, 2))
+		res.waitApplied(t)
+		set.r[0].waitClosed(t)
+		before := set.hits()
+		if errs := callAll(inv, 8, 90); len(errs) > 0 {
+			t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
+		}
+		after := set.hits()
+		if after[0] != before[0] || after[1] == before[1] || after[2] == before[2] {
+			t.Errorf("hits before %v, after %v: want none on the removed address, some on each other", before, after)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -224,7 +225,9 @@ func (p *pool) setAddrs(ips []netip.Addr) (stale []*conn) {
 		return false
 	}
 	changed := false
-	for _, a := range p.addrs {
+	// A snapshot: removing an address's last connection (remove) drops a
+	// gone address from p.addrs in place.
+	for _, a := range slices.Clone(p.addrs) {
 		switch keep := in(a); {
 		case !keep && !a.gone:
 			a.gone, changed = true, true
