@@ -98,6 +98,16 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		pair("max_idle_conns_per_host", func(s *env.Settings) *int { return &s.MaxIdleConnsPerHost }, 2, env.NoLimit),
 		// Far above the callers, so that no request is refused.
 		pair("max_pending_requests", func(s *env.Settings) *int { return &s.MaxPendingRequests }, 4096, env.NoLimit),
+		// The servers' hosts are IP addresses: one address each, never
+		// looked up, never ejected; the reload must take the keys all the
+		// same.
+		d("dns_refresh", func(s *env.Settings) *time.Duration { return &s.DNSRefresh }, time.Second, env.Off),
+		pair("outlier_detection.enabled", func(s *env.Settings) *env.Toggle { return &s.OutlierDetection.Enabled }, env.Enabled, env.Disabled),
+		pair("outlier_detection.consecutive_failures", func(s *env.Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }, 5, 3),
+		d("outlier_detection.interval", func(s *env.Settings) *time.Duration { return &s.OutlierDetection.Interval }, 10*time.Second, 20*time.Second),
+		d("outlier_detection.base_ejection", func(s *env.Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }, 30*time.Second, 10*time.Second),
+		d("outlier_detection.max_ejection", func(s *env.Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }, 300*time.Second, time.Minute),
+		pair("outlier_detection.max_ejection_percent", func(s *env.Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }, 10, 50),
 		// The answers carry about a hundred bytes of headers.
 		pair("max_response_header_bytes", func(s *env.Settings) *int { return &s.MaxResponseHeaderBytes }, 16<<10, env.NoLimit),
 		d("keep_alive", func(s *env.Settings) *time.Duration { return &s.KeepAlive }, 10*time.Second, env.Off),
