@@ -76,6 +76,19 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 	return l
 }
 
+// Observed is Middleware with a hook of its own: onLimited, if not nil, is
+// called for each request this middleware's limiter refuses, after the
+// configured OnLimited. Pipelines that share a limiter (one per path)
+// tell their refusals apart with it. A nil l returns next as it is.
+func (l *RateLimiter) Observed(onLimited func()) Middleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		if l == nil {
+			return next
+		}
+		return &limiterRT{wrapped: wrap(next), l: l, onLimited: onLimited}
+	}
+}
+
 // Middleware returns the middleware that sends requests through l. A
 // request beyond the limit waits its turn, in the order the requests came,
 // if that turn comes within the configured wait and before the request's
@@ -96,7 +109,8 @@ func (l *RateLimiter) Middleware() Middleware {
 // limiterRT is the RoundTripper of RateLimiter.Middleware.
 type limiterRT struct {
 	wrapped
-	l *RateLimiter
+	l         *RateLimiter
+	onLimited func() // nil: none
 }
 
 var _ http.RoundTripper = (*limiterRT)(nil)
@@ -106,6 +120,9 @@ var _ http.RoundTripper = (*limiterRT)(nil)
 func (t *limiterRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.l.take(req); err != nil {
 		closeBody(req)
+		if t.onLimited != nil && err == t.l.refusal {
+			t.onLimited()
+		}
 		return nil, err
 	}
 	return t.next.RoundTrip(req)

@@ -109,6 +109,7 @@ type Telemetry struct {
 
 	canary     canaryInstruments
 	resilience resilienceInstruments
+	shaping    shapingInstruments
 }
 
 // New creates the tracer, the meter and every instrument once, from opts.
@@ -188,6 +189,7 @@ func New(opts Options) (*Telemetry, error) {
 	check(err)
 	t.canary = newCanaryInstruments(m, check)
 	t.resilience = newResilienceInstruments(m, check)
+	t.shaping = newShapingInstruments(m, check)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}
