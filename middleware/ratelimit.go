@@ -50,6 +50,7 @@ type RateLimiter struct {
 	wait      time.Duration
 	refusal   error // made once: the refusal allocates nothing
 	onLimited func()
+	waiting   func() // tests: called once a request has its turn and waits for it
 }
 
 // NewRateLimiter returns the limiter cfg describes, or nil if
@@ -158,6 +159,9 @@ func (l *RateLimiter) take(req *http.Request) error {
 		// and fail now rather than after sleeping.
 		r.CancelAt(now)
 		return l.refuse()
+	}
+	if l.waiting != nil {
+		l.waiting()
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()

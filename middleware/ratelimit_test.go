@@ -3,7 +3,9 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -124,5 +126,54 @@ func TestRateLimitNotRetried(t *testing.T) {
 	}
 	if s := b.State(); s != middleware.BreakerClosed {
 		t.Errorf("breaker %v after refusals, want closed", s)
+	}
+}
+
+// TestRateLimitOrder: callers that wait are served in the order they took
+// their turns. Each caller starts once the one before it waits (the hook),
+// so the order of the turns is known; the turns are 20ms apart.
+func TestRateLimitOrder(t *testing.T) {
+	const callers = 6
+	order := make(chan int, callers+1)
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		var i int
+		fmt.Sscan(req.Header.Get("X-Caller"), &i)
+		order <- i
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	})
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 50, Burst: 1, Wait: time.Hour})
+	waiting := make(chan struct{}, callers)
+	middleware.SetWaitingHook(l, func() { waiting <- struct{}{} })
+	rt := l.Middleware()(next)
+	send := func(i int) error {
+		req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+		req.Header.Set("X-Caller", strconv.Itoa(i))
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := send(0); err != nil { // the burst: at once
+		t.Fatal(err)
+	}
+	errs := make(chan error, callers)
+	for i := 1; i <= callers; i++ {
+		go func() { errs <- send(i) }()
+		<-waiting
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(order)
+	want := 0
+	for i := range order {
+		if i != want {
+			t.Fatalf("caller %d served when caller %d was due", i, want)
+		}
+		want++
 	}
 }
