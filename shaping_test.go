@@ -465,3 +465,54 @@ func TestShapingRateLimitReloadKeepsLimiter(t *testing.T) {
 		t.Fatalf("after a reload with another limit: %v, want a fresh bucket", err)
 	}
 }
+
+// TestShapingCanary: under a canary, the limit is the schema's, shared by
+// both paths: a call the limit refused on sockets is not sent on legacy,
+// and the judge counts it on neither side.
+func TestShapingCanary(t *testing.T) {
+	srv := newSchemaServer(t, nil)
+	cfg := canaryConfig(env.CanarySettings{Rate: 1, Cooldown: time.Hour}, "products", srv.URL())
+	cfg.Defaults.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.01, Burst: 1}
+	inv := newInvoker(t, cfg)
+	if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+		t.Fatalf("first call: %d, %v", st, err)
+	}
+	for _, body := range []string{queryBody, `{"query":"mutation { m }"}`} {
+		if _, err := call(inv, body); !errors.Is(err, transport.ErrRateLimited) {
+			t.Fatalf("call beyond the limit: %v, want ErrRateLimited", err)
+		}
+	}
+	if legacy, sockets := countPaths(srv); legacy != 0 || sockets != 1 {
+		t.Errorf("the server saw %d legacy and %d sockets requests, want the first call only, on sockets", legacy, sockets)
+	}
+	st := canaryState(t, inv).Schemas["products"]
+	if st.Sockets.Requests != 1 || st.Sockets.Failures != 0 || st.Legacy.Requests != 0 {
+		t.Errorf("canary windows %+v, want one sockets request and no failure: refusals are not counted", st)
+	}
+}
+
+// TestShapingShadow: under shadow, both sides send the body compressed
+// (each decodes to the original), and the shadow candidate takes no turn
+// of the serving side's limit.
+func TestShapingShadow(t *testing.T) {
+	srv := newDecodingServer(t, nil)
+	cfg := config(env.PathLegacy, "products", srv.URL())
+	cfg.Shadow = env.ShadowSettings{Rate: 1}
+	cfg.Defaults.RequestCompression = env.RequestCompressionSettings{Codec: "gzip", MinBytes: 64}
+	cfg.Defaults.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.01, Burst: 1}
+	inv := newInvoker(t, cfg)
+	body := entityBody("shadowed", 20)
+	if st, err := call(inv, body); err != nil || st != http.StatusOK {
+		t.Fatalf("call: %d, %v", st, err)
+	}
+	inv.Close() // waits for the comparison
+	got := srv.requests()
+	if len(got) != 2 {
+		t.Fatalf("the server got %d requests, want the call and its shadow copy", len(got))
+	}
+	for i, d := range got {
+		if d.encoding != "gzip" || d.body != body {
+			t.Errorf("request %d: Content-Encoding %q, decodes to the body: %t", i, d.encoding, d.body == body)
+		}
+	}
+}
