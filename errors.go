@@ -52,8 +52,8 @@ var (
 	// ErrRateLimited is wrapped by the error for a request that its source
 	// schema's rate limit refused (rate_limit): its turn would not come
 	// within rate_limit.wait (0: at once) or before its deadline. The
-	// error names the schema and the limit, e.g. `rate limited: source
-	// schema "products": rate limit 100/s (burst 10) exceeded: not sent`.
+	// error names the schema and the limit, e.g. `rate limit exceeded for
+	// source schema "products" (100/s, burst 10): not sent`.
 	// Nothing was sent, retry does not send it again, a circuit breaker
 	// does not count it, and under a canary it is neither sent on legacy
 	// nor counted on either side: the limit is the schema's, shared by

@@ -15,9 +15,12 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/telemetry"
 )
 
 // entityBody is an entity request of n representations, as a gateway sends
@@ -301,7 +304,7 @@ func TestShapingRateLimitFailFast(t *testing.T) {
 					if n != 0 {
 						t.Errorf("%s was refused but reached the server %d times", r.id, n)
 					}
-					if !strings.Contains(r.err.Error(), `source schema "products"`) || !strings.Contains(r.err.Error(), "100/s (burst 10)") {
+					if !strings.Contains(r.err.Error(), `source schema "products"`) || !strings.Contains(r.err.Error(), "(100/s, burst 10)") {
 						t.Errorf("error %q does not name the schema and the limit", r.err)
 					}
 				default:
@@ -514,5 +517,49 @@ func TestShapingShadow(t *testing.T) {
 		if d.encoding != "gzip" || d.body != body {
 			t.Errorf("request %d: Content-Encoding %q, decodes to the body: %t", i, d.encoding, d.body == body)
 		}
+	}
+}
+
+// TestShapingTelemetry, on every path: a compressed Post counts its bytes
+// saved, and a refused one counts as limited.
+func TestShapingTelemetry(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			tel, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := newDecodingServer(t, nil)
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				compressed("gzip", 1024)(s)
+				s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.01, Burst: 1}
+			}), transport.WithTelemetry(tel))
+			body := entityBody("counted", 100)
+			if _, err := call(inv, body); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call(inv, body); !errors.Is(err, transport.ErrRateLimited) {
+				t.Fatalf("second call: %v, want ErrRateLimited", err)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+						for _, dp := range d.DataPoints {
+							got[m.Name] += dp.Value
+						}
+					}
+				}
+			}
+			wire := len(srv.requests()[0].wire)
+			if got[telemetry.MetricCompressedRequests] != 1 || got[telemetry.MetricCompressionBytesSaved] != int64(len(body)-wire) || got[telemetry.MetricRateLimited] != 1 {
+				t.Errorf("metrics %v: want 1 compressed request, %d bytes saved, 1 limited", got, len(body)-wire)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -31,9 +33,11 @@ type CompressConfig struct {
 	// DefaultCompressMinBytes.
 	MinBytes int
 
-	// OnCompressed, if set, is called for each body sent compressed with
-	// its length before and after. It runs on the request's goroutine and
-	// must not block.
+	// OnCompressed, if set, is called for each call whose body went
+	// compressed, once the call returned, with the body's length before
+	// and after; not for a call refused unsent further in (a breaker, a
+	// rate limit, max_pending_requests). It runs on the request's
+	// goroutine and must not block.
 	OnCompressed func(raw, sent int)
 }
 
@@ -133,10 +137,18 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 		// (classify closed a body it read itself.)
 		closeBody(req)
 	}
-	if c.cfg.OnCompressed != nil {
+	resp, err := c.next.RoundTrip(&out)
+	if c.cfg.OnCompressed != nil && !refusedUnsent(err) {
 		c.cfg.OnCompressed(len(raw), len(encoded))
 	}
-	return c.next.RoundTrip(&out)
+	return resp, err
+}
+
+// refusedUnsent reports an error of a request refused before anything was
+// sent: by a circuit breaker or a rate limit further in, or at the sockets
+// path's max_pending_requests. Its compressed bytes saved nothing.
+func refusedUnsent(err error) bool {
+	return err != nil && (errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrRateLimited) || errors.Is(err, bound.ErrOverloaded))
 }
 
 // encodedBody is a compressed request body. It keeps the uncompressed

@@ -64,15 +64,15 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 		burst = max(1, int(cfg.RequestsPerSecond+0.999999))
 	}
 	rps := strconv.FormatFloat(cfg.RequestsPerSecond, 'f', -1, 64)
-	what := "rate limit " + rps + "/s (burst " + strconv.Itoa(burst) + ") exceeded"
+	limit := rps + "/s, burst " + strconv.Itoa(burst)
 	if cfg.Wait > 0 {
-		what = "rate limit " + rps + "/s (burst " + strconv.Itoa(burst) + "): no turn within the wait of " + cfg.Wait.String() + " or the request's deadline"
+		limit += "; no turn within the " + cfg.Wait.String() + " wait or the deadline"
 	}
 	l := &RateLimiter{lim: rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), burst), wait: max(cfg.Wait, 0), onLimited: cfg.OnLimited}
 	if cfg.Schema != "" {
-		l.refusal = fmt.Errorf("%w: source schema %q: %s: not sent", ErrRateLimited, cfg.Schema, what)
+		l.refusal = fmt.Errorf("%w for source schema %q (%s): not sent", ErrRateLimited, cfg.Schema, limit)
 	} else {
-		l.refusal = fmt.Errorf("%w: %s: not sent", ErrRateLimited, what)
+		l.refusal = fmt.Errorf("%w (%s): not sent", ErrRateLimited, limit)
 	}
 	return l
 }

@@ -36,7 +36,7 @@ func TestRateLimitFailsAtOnce(t *testing.T) {
 		if !errors.Is(err, middleware.ErrRateLimited) {
 			t.Fatalf("request %d: error %v, want ErrRateLimited", i, err)
 		}
-		want := `rate limited: source schema "products": rate limit 0.001/s (burst 3) exceeded: not sent`
+		want := `rate limit exceeded for source schema "products" (0.001/s, burst 3): not sent`
 		if err.Error() != want {
 			t.Errorf("error %q, want %q", err, want)
 		}
