@@ -120,16 +120,18 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 	if encoded == nil || len(encoded) >= len(raw) {
 		return c.next.RoundTrip(send)
 	}
-	out := *send
+	// The request sent and its body in one allocation.
+	call := &encodedCall{req: *send, body: encodedBody{raw: raw, sent: encoded}}
+	out := &call.req
 	out.Header = send.Header.Clone()
 	if out.Header == nil {
 		out.Header = http.Header{}
 	}
-	out.Header.Set("Content-Encoding", c.cfg.Codec)
-	body := &encodedBody{raw: raw, sent: encoded}
-	body.r.Reset(encoded)
-	out.Body = body
-	out.GetBody = body.again
+	// A shared value, never written: Header.Set would allocate it anew.
+	out.Header["Content-Encoding"] = c.enc.contentEncoding()
+	call.body.r.Reset(encoded)
+	out.Body = &call.body
+	out.GetBody = call.body.again
 	out.ContentLength = int64(len(encoded))
 	if send == req {
 		// The caller's body was read through GetBody, or not at all: it
@@ -137,7 +139,7 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 		// (classify closed a body it read itself.)
 		closeBody(req)
 	}
-	resp, err := c.next.RoundTrip(&out)
+	resp, err := c.next.RoundTrip(out)
 	if c.cfg.OnCompressed != nil && !refusedUnsent(err) {
 		c.cfg.OnCompressed(len(raw), len(encoded))
 	}
@@ -149,6 +151,13 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 // path's max_pending_requests. Its compressed bytes saved nothing.
 func refusedUnsent(err error) bool {
 	return err != nil && (errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrRateLimited) || errors.Is(err, bound.ErrOverloaded))
+}
+
+// encodedCall is what Compress allocates for one call besides the header,
+// the compressed bytes and GetBody: the request it sends and its body.
+type encodedCall struct {
+	req  http.Request
+	body encodedBody
 }
 
 // encodedBody is a compressed request body. It keeps the uncompressed
@@ -178,7 +187,18 @@ func (b *encodedBody) kind() operation.Kind { return operation.Of(b.raw) }
 // returns nil if it cannot (the body then goes as it is).
 type encoder interface {
 	encode(raw []byte) []byte
+	// contentEncoding is the Content-Encoding header's value, shared by
+	// every request: no one may write it.
+	contentEncoding() []string
 }
+
+var (
+	gzipValue = []string{CodecGzip}
+	zstdValue = []string{CodecZstd}
+)
+
+func (gzipEncoder) contentEncoding() []string { return gzipValue }
+func (zstdEncoder) contentEncoding() []string { return zstdValue }
 
 // scratch holds the pooled buffers that encoders write into before the
 // bytes are copied out.
@@ -222,7 +242,7 @@ type zstdEncoder struct{}
 // sharedZstd is the one zstd encoder: EncodeAll is safe for concurrent
 // use, and it keeps its own pool of block encoders.
 var sharedZstd = sync.OnceValue(func() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true))
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return nil // fixed options: does not fail
 	}
