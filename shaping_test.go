@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -42,6 +45,7 @@ func entityBody(id string, n int) string {
 // Content-Encoding and Content-Length it carried, the bytes on the wire
 // and the body they decode to.
 type decodedRequest struct {
+	proto    int // the HTTP major version
 	encoding string
 	length   int64
 	wire     []byte
@@ -61,13 +65,20 @@ type decodingServer struct {
 
 func newDecodingServer(t *testing.T, status func(n int) int) *decodingServer {
 	t.Helper()
+	return newDecodingWireServer(t, wiretest.Options{}, status)
+}
+
+// newDecodingWireServer is newDecodingServer on the server o describes
+// (its Handler is the decoding one).
+func newDecodingWireServer(t *testing.T, o wiretest.Options, status func(n int) int) *decodingServer {
+	t.Helper()
 	s := &decodingServer{status: status}
-	s.schemaServer = newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+	o.Handler = func(w http.ResponseWriter, r *http.Request) {
 		wire, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("server reading the body: %v", err)
 		}
-		d := decodedRequest{encoding: r.Header.Get("Content-Encoding"), length: r.ContentLength, wire: wire}
+		d := decodedRequest{proto: r.ProtoMajor, encoding: r.Header.Get("Content-Encoding"), length: r.ContentLength, wire: wire}
 		switch d.encoding {
 		case "":
 			d.body = string(wire)
@@ -103,7 +114,8 @@ func newDecodingServer(t *testing.T, status func(n int) int) *decodingServer {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(st)
 		io.WriteString(w, `{"data":{"ok":true}}`)
-	})
+	}
+	s.schemaServer = newWireServer(t, o)
 	return s
 }
 
@@ -561,5 +573,51 @@ func TestShapingTelemetry(t *testing.T) {
 				t.Errorf("metrics %v: want 1 compressed request, %d bytes saved, 1 limited", got, len(body)-wire)
 			}
 		})
+	}
+}
+
+// TestShapingCompressionHTTP2: over HTTP/2 (TLS with ALPN h2, and h2c) on
+// the sockets path, a compressed query retried after a 503 carries the
+// same bytes on each stream, and they decode to the body.
+func TestShapingCompressionHTTP2(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	body := entityBody("h2", 80)
+	for _, tc := range []struct {
+		name    string
+		o       wiretest.Options
+		version string
+	}{
+		{"TLS h2", wiretest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}}, ALPN: []string{"h2"}}, "2"},
+		{"h2c", wiretest.Options{H2COnly: true}, "h2c"},
+	} {
+		for _, codec := range []string{"gzip", "zstd"} {
+			t.Run(tc.name+"/"+codec, func(t *testing.T) {
+				srv := newDecodingWireServer(t, tc.o, func(n int) int {
+					if n == 1 {
+						return http.StatusServiceUnavailable
+					}
+					return http.StatusOK
+				})
+				inv := newInvoker(t, withSchema(env.PathSockets, srv.URL(), func(s *env.SourceSchema) {
+					compressed(codec, 1024)(s)
+					s.HTTPVersion = tc.version
+					s.TLS.CAFile = pki.CAFile
+					s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
+				}))
+				if st, err := call(inv, body); err != nil || st != http.StatusOK {
+					t.Fatalf("Post: %d, %v", st, err)
+				}
+				got := srv.requests()
+				if len(got) != 2 {
+					t.Fatalf("the server got %d requests, want 2", len(got))
+				}
+				for i, d := range got {
+					if d.proto != 2 || d.encoding != codec || d.body != body || !bytes.Equal(d.wire, got[0].wire) || d.length != int64(len(d.wire)) {
+						t.Errorf("try %d: HTTP/%d, Content-Encoding %q, Content-Length %d for %d bytes, decodes to the body: %t, same bytes: %t",
+							i+1, d.proto, d.encoding, d.length, len(d.wire), d.body == body, bytes.Equal(d.wire, got[0].wire))
+					}
+				}
+			})
+		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -193,6 +195,47 @@ func TestCompressUnreadBytes(t *testing.T) {
 		t.Error("the body was read")
 	}
 	if d := decode(t, "gzip", sent); d != bigQuery {
+		t.Errorf("decoded %q, want the query", d)
+	}
+}
+
+// TestCompressHedgeSendsSameBytes: a hedge of a compressed query sends the
+// bytes of the first attempt, compressed once. The first attempt is held
+// until the hedge arrives.
+func TestCompressHedgeSendsSameBytes(t *testing.T) {
+	bodies := make(chan []byte, 2)
+	hedgeIn := make(chan struct{})
+	compressed := 0
+	var once sync.Once
+	rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(req.Body)
+		bodies <- b
+		if len(bodies) == 1 && req.Header.Get("X-Hedge-Test") == "" {
+			// The first to arrive waits for the second (the hedge) or its
+			// cancellation.
+			select {
+			case <-hedgeIn:
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+		} else {
+			once.Do(func() { close(hedgeIn) })
+		}
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	}),
+		middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(int, int) { compressed++ }}),
+		middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1}))
+	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	first, second := <-bodies, <-bodies
+	if !bytes.Equal(first, second) || compressed != 1 {
+		t.Errorf("hedge sent the same bytes: %t; %d compressions, want 1", bytes.Equal(first, second), compressed)
+	}
+	if d := decode(t, "gzip", second); d != bigQuery {
 		t.Errorf("decoded %q, want the query", d)
 	}
 }
