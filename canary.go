@@ -141,8 +141,11 @@ func (c *canaryRouter) publish(ev canary.Event) {
 // record counts one call's outcome: failed when it returned an error or a
 // 5xx. A call whose caller gave up (ctx done) says nothing about the path
 // and is not counted.
+//
+// A call the schema's rate limit refused is not counted either: the limit
+// is shared by both paths and says nothing about either (shaping.go).
 func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Response, err error, start time.Time) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || rateLimited(err) {
 		return
 	}
 	s.Record(p, err != nil || resp.StatusCode >= 500, start)
@@ -173,7 +176,7 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	record(ctx, s, canary.Sockets, resp, err, start)
 	// A call the sockets side's breaker or pending bound refused was not
 	// sent: it goes to legacy whatever its kind.
-	if !spentOnSockets(bctx, err) && (refusedOnSockets(err) || operation.Of(body) == operation.Query) {
+	if !spentOnSockets(bctx, err) && !rateLimited(err) && (refusedOnSockets(err) || operation.Of(body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.serve.post(bctx, body)
@@ -212,7 +215,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	start := s.Start()
 	resp, err := e.candidate.do(bctx, req)
 	record(ctx, s, canary.Sockets, resp, err, start)
-	if !spentOnSockets(bctx, err) {
+	if !spentOnSockets(bctx, err) && !rateLimited(err) {
 		again, ok := resendable(req)
 		if !ok && refusedOnSockets(err) {
 			again, ok = refusedAgain(req)

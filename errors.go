@@ -49,6 +49,17 @@ var (
 	// legacy, as one the sockets side's breaker refused.
 	ErrOverloaded = bound.ErrOverloaded
 
+	// ErrRateLimited is wrapped by the error for a request that its source
+	// schema's rate limit refused (rate_limit): its turn would not come
+	// within rate_limit.wait (0: at once) or before its deadline. The
+	// error names the schema and the limit, e.g. `rate limit exceeded for
+	// source schema "products" (100/s, burst 10): not sent`.
+	// Nothing was sent, retry does not send it again, a circuit breaker
+	// does not count it, and under a canary it is neither sent on legacy
+	// nor counted on either side: the limit is the schema's, shared by
+	// both paths.
+	ErrRateLimited = bound.ErrRateLimited
+
 	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
 	// the connection over to another protocol (101 Switching Protocols) when
 	// the request did not ask for an upgrade. The connection is closed at

@@ -61,6 +61,8 @@ type entry struct {
 	candidate *route // shadow and canary: the sockets route; nil otherwise
 
 	judge *canary.Schema // canary: the schema's canary state; nil otherwise
+
+	limit rateLimit // the schema's rate limit, shared by its routes (shaping.go)
 }
 
 // route is one source schema on one path in one configuration: every
@@ -82,7 +84,8 @@ type route struct {
 	front          bool                // the backend has a front: it applies the rules, any target goes
 	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
 	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
-	res            resilience          // breaker, retry budget, hedge samples (resilience.go)
+	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
+	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -159,14 +162,23 @@ func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Tran
 		}
 		serve, candidate := inv.assign(name)
 		e := &entry{}
+		settings, _ := cfg.Effective(name)
+		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
 		var err error
 		var opened backend.Transport
-		e.serve, opened, err = inv.buildRoute(cfg, name, serve, false, prev.route(false))
+		e.serve, opened, err = inv.buildRoute(cfg, name, serve, false, prev.route(false), e.limit.limiter)
 		if opened != nil {
 			fresh = append(fresh, opened)
 		}
 		if err == nil && candidate != "" {
-			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true))
+			lim := e.limit.limiter
+			if inv.shadow != nil {
+				// A shadow candidate's requests are the shadow's copies,
+				// bounded by shadow.rate: they take no turn of the limit
+				// that protects the schema from callers.
+				lim = nil
+			}
+			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), lim)
 			if opened != nil {
 				fresh = append(fresh, opened)
 			}
@@ -190,9 +202,10 @@ func (e *entry) route(candidate bool) *route {
 }
 
 // buildRoute builds the route of source schema name on path, keeping
-// prev's transport if it is on the same path with an equal key.
-// opened is the transport it opened, if any.
-func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route) (r *route, opened backend.Transport, err error) {
+// prev's transport if it is on the same path with an equal key. lim is the
+// schema's rate limiter, nil for none. opened is the transport it opened,
+// if any.
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter) (r *route, opened backend.Transport, err error) {
 	be := inv.backends[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
@@ -255,6 +268,10 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		}
 	}
 	r.res = inv.resilienceOf(r, settings, prev)
+	r.res.limiter = lim
+	if c := settings.RequestCompression; c.On() {
+		r.compressMin = max(c.MinBytes, 1)
+	}
 	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, inv.builtins(r.res, settings, name, path), be.Middleware(s))
 	pipeline := middleware.Chain(sender{r}, mws...)
 	r.entry = pipeline
@@ -266,11 +283,14 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 
 // forBackend returns settings as a backend gets them: without the keys
 // the request path itself acts on for every path (the circuit breaker, the
-// retry budget, hedging; resilience.go), so that changing one of them
-// never makes a backend build a new transport.
+// retry budget, hedging, resilience.go; request compression and the rate
+// limit, shaping.go), so that changing one of them never makes a backend
+// build a new transport.
 func forBackend(settings env.Settings) env.Settings {
 	settings.CircuitBreaker = env.BreakerSettings{}
 	settings.Hedge = env.HedgeSettings{}
+	settings.RequestCompression = env.RequestCompressionSettings{}
+	settings.RateLimit = env.RateLimitSettings{}
 	settings.Retry.BudgetRatio, settings.Retry.BudgetMinPerSecond = 0, 0
 	return settings
 }
@@ -315,18 +335,23 @@ func (inv *Transport) traced(name string, path env.Path) []func(http.RoundTrippe
 // builtins returns the built-in middleware that settings switch on, in the
 // order they run: Dedupe (identical in-flight queries share one request;
 // its key holds every header of the request, the rules' and the caller's,
-// so two users never share an answer), then Retry (each attempt goes on
-// through the rest of the pipeline; its retries spend the retry budget),
-// then Hedge (a late query sent once more, each hedge paid from the same
-// budget), then the circuit breaker, which every attempt and every hedge
-// passes (resilience.go).
+// so two users never share an answer), then Compress (the body compressed
+// once per call, so that what follows resends the same bytes), then Retry
+// (each attempt goes on through the rest of the pipeline; its retries
+// spend the retry budget), then Hedge (a late query sent once more, each
+// hedge paid from the same budget), then the circuit breaker, which every
+// attempt and every hedge passes (resilience.go), then the rate limit,
+// where every attempt and hedge the breaker let through takes a turn
+// (shaping.go; docs/design.md, "Traffic shaping").
 func (inv *Transport) builtins(res resilience, settings env.Settings, name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
 	var out []func(http.RoundTripper) http.RoundTripper
 	if settings.Dedupe.On() {
 		out = append(out, middleware.Dedupe())
 	}
+	compress := inv.compression(settings.RequestCompression, name, path)
 	retry, hedge, breaker := inv.resilient(res, settings, name, path)
-	for _, m := range []middleware.Middleware{retry, hedge, breaker} {
+	limit := inv.limited(res.limiter, name, path)
+	for _, m := range []middleware.Middleware{compress, retry, hedge, breaker, limit} {
 		if m != nil {
 			out = append(out, m)
 		}

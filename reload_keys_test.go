@@ -182,6 +182,15 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		// while it is off, which the reload must take all the same.
 		pair("hedge.delay", func(s *env.Settings) *env.HedgeDelay { return &s.Hedge.Delay }, env.HedgeDelay{After: 50 * time.Millisecond}, env.HedgeDelay{Quantile: 0.99}),
 		pair("hedge.max_extra", func(s *env.Settings) *int { return &s.Hedge.MaxExtra }, 1, 2),
+		// The bodies are far under either min_bytes: the codec only
+		// rebuilds the pipeline (TestShapingCompression covers the wire).
+		pair("request_compression.codec", func(s *env.Settings) *string { return &s.RequestCompression.Codec }, "gzip", "zstd"),
+		pair("request_compression.min_bytes", func(s *env.Settings) *int { return &s.RequestCompression.MinBytes }, 1<<20, 2<<20),
+		// A limit far above the run's rate: no request is refused, and a
+		// reload with equal values keeps the limiter.
+		pair("rate_limit.requests_per_second", func(s *env.Settings) *float64 { return &s.RateLimit.RequestsPerSecond }, 1e6, env.RatioOff),
+		pair("rate_limit.burst", func(s *env.Settings) *int { return &s.RateLimit.Burst }, 10000, 20000),
+		d("rate_limit.wait", func(s *env.Settings) *time.Duration { return &s.RateLimit.Wait }, env.Off, 10*time.Millisecond),
 	}
 }
 

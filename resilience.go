@@ -75,6 +75,7 @@ type resilience struct {
 	budgetSettings  [2]float64              // ratio, min per second
 	latencies       *middleware.Latencies   // nil: no quantile delay
 	hedgeSettings   env.HedgeSettings
+	limiter         *middleware.RateLimiter // the schema's, shared by its routes; nil: no limit (shaping.go)
 }
 
 // resilienceOf builds the resilience of route r (its name, path and role

@@ -157,7 +157,10 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 	req := &c.req
 	req.Header = h
 	c.body.Reset(body)
-	if r.anyBody {
+	c.raw = body
+	if r.anyBody || (r.compressMin > 0 && len(body) >= r.compressMin) {
+		// A body to compress goes as postBody too: Compress takes its
+		// bytes where they lie (middleware.UnreadBytes), with no copy.
 		req.Body = (*postBody)(c)
 	} else {
 		// A NopCloser around a *bytes.Reader is what net/http knows to be
@@ -179,6 +182,7 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 type postCall struct {
 	guard bound.Guard
 	body  bytes.Reader // set once, before the request is sent
+	raw   []byte       // the caller's body, that body reads
 	req   http.Request
 }
 
@@ -196,6 +200,10 @@ type postBody postCall
 func (b *postBody) Read(p []byte) (int, error)         { return b.body.Read(p) }
 func (b *postBody) WriteTo(w io.Writer) (int64, error) { return b.body.WriteTo(w) }
 func (b *postBody) Close() error                       { return nil }
+
+// UnreadBytes hands the body's bytes to middleware.Compress, which encodes
+// them without reading the body.
+func (b *postBody) UnreadBytes() []byte { return b.raw }
 
 // getBody is the request's GetBody: a fresh reader over the same bytes.
 // It reads them with ReadAt, which leaves c.body's position alone, so an

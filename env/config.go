@@ -11,6 +11,7 @@
 package env
 
 import (
+	"math"
 	"reflect"
 	"strconv"
 	"time"
@@ -302,6 +303,80 @@ type Settings struct {
 
 	// Hedge sends a slow query once more. Default: off. See HedgeSettings.
 	Hedge HedgeSettings
+
+	// RequestCompression sends request bodies compressed, on both paths.
+	// Default: off. See RequestCompressionSettings.
+	RequestCompression RequestCompressionSettings
+
+	// RateLimit bounds the rate of requests to the source schema from this
+	// gateway replica, on both paths. Default: off. See RateLimitSettings.
+	RateLimit RateLimitSettings
+}
+
+// RequestCompressionSettings configure the compression of request bodies
+// (middleware.Compress): a body of at least MinBytes bytes is sent
+// compressed with Codec, with Content-Encoding naming it. A request that
+// already has a Content-Encoding, and a GET or HEAD, is sent as it is. The
+// body is compressed once per call: a retry or hedge sends the same
+// compressed bytes. Every zero field inherits.
+type RequestCompressionSettings struct {
+	// Codec is "off", "gzip" or "zstd"; "" inherits. Default: "off".
+	Codec string
+
+	// MinBytes is the smallest body that is compressed; at least 1.
+	// Default: 1024.
+	MinBytes int
+}
+
+// RateLimitSettings configure a source schema's rate limit
+// (middleware.RateLimit), a token bucket kept per schema and per gateway
+// replica: a fleet of N replicas sends up to N times the rate. A request
+// beyond the limit waits up to Wait for its turn, never past its own
+// deadline, or fails at once, unsent (transport.ErrRateLimited). Every
+// attempt counts: a retry and a hedge each take a token. Every zero field
+// inherits.
+type RateLimitSettings struct {
+	// RequestsPerSecond is the bucket's refill rate, positive; RatioOff
+	// (off in files) turns the limit off. Default: off.
+	RequestsPerSecond float64
+
+	// Burst is the bucket's size: how many requests may go at once after
+	// a quiet spell; at least 1. Default (0 at every level):
+	// RequestsPerSecond rounded up, one second's worth.
+	Burst int
+
+	// Wait is the longest a request waits for its turn, served in order;
+	// Off (0 in files) fails a request beyond the limit at once.
+	// Default: Off.
+	Wait time.Duration
+}
+
+// Codecs of RequestCompressionSettings.Codec.
+const (
+	CompressionOff  = "off"
+	CompressionGzip = "gzip"
+	CompressionZstd = "zstd"
+)
+
+// DefaultCompressionMinBytes is RequestCompressionSettings.MinBytes's
+// default.
+const DefaultCompressionMinBytes = 1024
+
+// On reports whether s compresses request bodies.
+func (s RequestCompressionSettings) On() bool {
+	return s.Codec == CompressionGzip || s.Codec == CompressionZstd
+}
+
+// On reports whether s limits the rate.
+func (s RateLimitSettings) On() bool { return s.RequestsPerSecond > 0 }
+
+// EffectiveBurst is Burst, or RequestsPerSecond rounded up (at least 1)
+// when Burst is zero.
+func (s RateLimitSettings) EffectiveBurst() int {
+	if s.Burst > 0 {
+		return s.Burst
+	}
+	return max(1, int(math.Ceil(s.RequestsPerSecond)))
 }
 
 // BreakerSettings configure a source schema's circuit breaker
@@ -699,6 +774,14 @@ var builtin = Settings{
 		Enabled:  Disabled,
 		Delay:    HedgeDelay{Quantile: 0.95},
 		MaxExtra: 1,
+	},
+	RequestCompression: RequestCompressionSettings{
+		Codec:    CompressionOff,
+		MinBytes: DefaultCompressionMinBytes,
+	},
+	RateLimit: RateLimitSettings{
+		RequestsPerSecond: RatioOff,
+		Wait:              Off,
 	},
 }
 

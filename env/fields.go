@@ -93,6 +93,11 @@ var settingFields = []field{
 	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }),
 	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }),
 	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }),
+	enumField("request_compression.codec", []string{CompressionOff, CompressionGzip, CompressionZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }),
+	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }),
+	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }),
+	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }),
+	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }),
 }
 
 // SettingKeys returns the keys a source schema or defaults section may
@@ -106,7 +111,7 @@ func SettingKeys() []string {
 }
 
 // sections are the nested mappings among the setting keys.
-var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection"}
+var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection", "request_compression", "rate_limit"}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range settingFields {
@@ -194,6 +199,19 @@ func percentField(key string, p func(*Settings) *int) field {
 			return
 		}
 		*p(s) = n
+	}
+	return f
+}
+
+// burstField reads a token bucket's size: a whole number, at least 1; zero
+// at every level means one second's worth (RateLimitSettings.EffectiveBurst).
+func burstField(key string, p func(*Settings) *int) field {
+	f := countField(key, p)
+	f.format = func(s *Settings) string {
+		if *p(s) == 0 {
+			return "(requests_per_second, rounded up)"
+		}
+		return strconv.Itoa(*p(s))
 	}
 	return f
 }

@@ -68,6 +68,13 @@ defaults:
     enabled: true
     delay: p99
     max_extra: 2
+  request_compression:
+    codec: gzip
+    min_bytes: 2048
+  rate_limit:
+    requests_per_second: 200
+    burst: 20
+    wait: 5ms
 source_schemas:
   products:
     url: https://products.internal/graphql
@@ -85,6 +92,10 @@ source_schemas:
       enabled: false
     hedge:
       delay: 40ms
+    request_compression:
+      codec: zstd
+    rate_limit:
+      requests_per_second: 50.5
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
@@ -121,7 +132,9 @@ source_schemas:
 		Dedupe: env.Enabled,
 		CircuitBreaker: env.BreakerSettings{Enabled: env.Enabled, FailureRatio: 0.3, MinRequests: 40, Window: 30 * time.Second,
 			OpenFor: 2 * time.Second, HalfOpenRequests: 3, Statuses: []int{502, 503}},
-		Hedge: env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
+		Hedge:              env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
+		RequestCompression: env.RequestCompressionSettings{Codec: "zstd", MinBytes: 2048},
+		RateLimit:          env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -150,7 +163,9 @@ func TestBuiltInSettings(t *testing.T) {
 		Dedupe: env.Disabled,
 		CircuitBreaker: env.BreakerSettings{Enabled: env.Disabled, FailureRatio: 0.5, MinRequests: 20, Window: 10 * time.Second,
 			OpenFor: 5 * time.Second, HalfOpenRequests: 1, Statuses: []int{500, 502, 503, 504}},
-		Hedge: env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
+		Hedge:              env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
+		RequestCompression: env.RequestCompressionSettings{Codec: "off", MinBytes: 1024},
+		RateLimit:          env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

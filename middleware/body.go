@@ -35,6 +35,11 @@ func classify(req *http.Request) (classified, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return classified{req: req}, nil
 	}
+	if eb, ok := req.Body.(*encodedBody); ok {
+		// Compress further out sent it compressed: the bytes to send again
+		// are the compressed ones, the kind is the uncompressed body's.
+		return classified{req: req, body: eb.sent, kind: eb.kind()}, nil
+	}
 	if req.GetBody != nil {
 		rc, err := req.GetBody()
 		if err != nil {

@@ -413,7 +413,8 @@ func (b *Breaker) settle(p *breakerPhase, v breakerVerdict) {
 // request timeout (bound.HeaderTimeoutError, bound.RequestTimeoutError),
 // or a response with one of the statuses; a request whose context the
 // caller ended (cancelled, or its own deadline) counts as neither success
-// nor failure, as does one that a reload overtook before it was sent.
+// nor failure, as does one that a reload overtook before it was sent or
+// that a rate limit further in refused (ErrRateLimited).
 // A RoundTripper below that panics counts as a failure.
 func (b *Breaker) Middleware() Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
@@ -467,8 +468,8 @@ func (b *Breaker) judge(ctx context.Context, resp *http.Response, err error) bre
 		}
 		return breakerExcluded // the caller left
 	}
-	if errors.Is(err, bound.ErrReloaded) || errors.Is(err, ErrCircuitOpen) {
-		return breakerExcluded // not sent
+	if errors.Is(err, bound.ErrReloaded) || errors.Is(err, ErrCircuitOpen) || errors.Is(err, ErrRateLimited) {
+		return breakerExcluded // not sent: a rate limit's refusal is ours, not the schema's
 	}
 	return breakerFailure
 }

@@ -7,3 +7,8 @@ package middleware
 func DedupeWithHook(joined func(waiters int), maxBody int64) Middleware {
 	return newDedupe(joined, maxBody)
 }
+
+// SetWaitingHook makes l call waiting each time a request has its turn
+// and starts waiting for it, so that a test can start the next caller
+// only then.
+func SetWaitingHook(l *RateLimiter, waiting func()) { l.waiting = waiting }

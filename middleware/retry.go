@@ -127,7 +127,8 @@ func (c RetryConfig) waitMax() time.Duration {
 // With cfg.Budget, each query's first try is counted in the budget and each
 // retry paid from it; a retry it has no room for is not made, and the
 // failure goes back as it is. A request that a circuit breaker further in
-// refused (ErrCircuitOpen), or that the sockets path refused at
+// refused (ErrCircuitOpen), that a rate limit further in refused
+// (ErrRateLimited), or that the sockets path refused at
 // max_pending_requests (transport.ErrOverloaded), is not retried.
 //
 // Between tries, the failed response's body is drained a little and closed.
@@ -208,7 +209,7 @@ func (r *retrier) retryable(ctx context.Context, resp *http.Response, err error)
 	if err == nil {
 		return slices.Contains(r.cfg.Statuses, resp.StatusCode)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) || errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrOverloaded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) || errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrOverloaded) || errors.Is(err, bound.ErrRateLimited) {
 		return false // an overtaken or refused request fails the same way each time
 	}
 	// retryablehttp only finds a certificate error directly under a

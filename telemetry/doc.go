@@ -76,6 +76,10 @@
 // (RecordBudgetExhausted); the hedge counters count the hedges sent and
 // those whose response was returned (RecordHedge).
 //
+// The traffic shaping counters count the request bodies sent compressed
+// and the bytes that saved (RecordCompressed), and the requests a source
+// schema's rate limit refused (RecordRateLimited).
+//
 // A nil *Telemetry records nothing, so a path can take one as an optional
 // setting.
 package telemetry

@@ -110,6 +110,7 @@ type Telemetry struct {
 	canary     canaryInstruments
 	resilience resilienceInstruments
 	addresses  addressInstruments
+	shaping    shapingInstruments
 }
 
 // New creates the tracer, the meter and every instrument once, from opts.
@@ -190,6 +191,7 @@ func New(opts Options) (*Telemetry, error) {
 	t.canary = newCanaryInstruments(m, check)
 	t.resilience = newResilienceInstruments(m, check)
 	t.addresses = newAddressInstruments(m, check)
+	t.shaping = newShapingInstruments(m, check)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}

@@ -37,6 +37,11 @@ var ErrCircuitOpen = errors.New("circuit breaker open")
 // send it again. It lives here for the reason ErrReloaded does.
 var ErrOverloaded = errors.New("too many requests waiting for a connection")
 
+// ErrRateLimited is the cause of a request that its source schema's rate
+// limit refused, unsent (transport.ErrRateLimited). Retry does not send it
+// again. It lives here for the reason ErrReloaded does.
+var ErrRateLimited = errors.New("rate limit exceeded")
+
 // HeaderTimeoutError is the cause of a request cancelled because its
 // response headers did not arrive within the bound. It matches
 // context.DeadlineExceeded with errors.Is and reports Timeout() true.

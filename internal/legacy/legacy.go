@@ -194,7 +194,10 @@ var (
 		"retry.budget_ratio", "retry.budget_min_per_second",
 		"circuit_breaker.enabled", "circuit_breaker.failure_ratio", "circuit_breaker.min_requests", "circuit_breaker.window",
 		"circuit_breaker.open_for", "circuit_breaker.half_open_requests", "circuit_breaker.statuses",
-		"hedge.enabled", "hedge.delay", "hedge.max_extra"}
+		"hedge.enabled", "hedge.delay", "hedge.max_extra",
+		// Read by the request path for every path (the root's shaping.go).
+		"request_compression.codec", "request_compression.min_bytes",
+		"rate_limit.requests_per_second", "rate_limit.burst", "rate_limit.wait"}
 	shared = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive", "max_response_header_bytes"}
 )
 

@@ -415,6 +415,10 @@ func TestIgnored(t *testing.T) {
 		{"source_schemas per-request keys read", env.Config{SourceSchemas: schemas(map[string]env.Settings{"x": {
 			RequestTimeout: time.Second, Headers: env.HeaderSettings{Set: map[string]string{"X-A": "1"}}, Retry: env.RetrySettings{WaitMin: time.Second}, Dedupe: env.Enabled,
 		}})}, nil},
+		{"traffic shaping keys read at both levels", env.Config{
+			Defaults:      env.Settings{RequestCompression: env.RequestCompressionSettings{Codec: "gzip", MinBytes: 2048}},
+			SourceSchemas: schemas(map[string]env.Settings{"x": {RateLimit: env.RateLimitSettings{RequestsPerSecond: 100, Burst: 10, Wait: time.Millisecond}}}),
+		}, nil},
 		{"defaults first, then schemas by name", env.Config{
 			Defaults: env.Settings{UnixSocket: "/run/x.sock", HeaderTimeout: time.Second},
 			SourceSchemas: schemas(map[string]env.Settings{

@@ -1,0 +1,179 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/middleware"
+)
+
+// TestRateLimitFailsAtOnce: without a wait, the burst goes and the next
+// request fails unsent, naming the schema.
+func TestRateLimitFailsAtOnce(t *testing.T) {
+	var sent, limited atomic.Int32
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 0.001, Burst: 3, OnLimited: func() { limited.Add(1) }})
+	rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	}))
+	for i := range 5 {
+		resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if i < 3 {
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			resp.Body.Close()
+			continue
+		}
+		if !errors.Is(err, middleware.ErrRateLimited) {
+			t.Fatalf("request %d: error %v, want ErrRateLimited", i, err)
+		}
+		want := `rate limit exceeded for source schema "products" (0.001/s, burst 3): not sent`
+		if err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+	}
+	if sent.Load() != 3 || limited.Load() != 2 {
+		t.Errorf("%d sent, %d limited: want 3 and 2", sent.Load(), limited.Load())
+	}
+}
+
+// TestRateLimitWait: a request whose turn comes within the wait waits for
+// it; one whose turn would come after the wait, or after its deadline,
+// fails at once and gives its turn back.
+func TestRateLimitWait(t *testing.T) {
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	})
+	// 20/s: a turn every 50ms; a burst of 1.
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 20, Burst: 1, Wait: time.Hour})
+	rt := l.Middleware()(next)
+	send := func(ctx context.Context) error {
+		resp, err := rt.RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := send(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The next turn is ~50ms away: a deadline of 1ms cannot wait for it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	err := send(ctx)
+	if !errors.Is(err, middleware.ErrRateLimited) || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("error %v, want ErrRateLimited at once", err)
+	}
+	// Its turn was given back: the next caller gets the turn ~50ms
+	// away, not the one after it; it waits, and goes.
+	if err := send(context.Background()); err != nil {
+		t.Fatalf("waiting caller: %v", err)
+	}
+}
+
+// TestRateLimitNil: a zero rate builds no limiter, and a nil limiter's
+// middleware passes requests on.
+func TestRateLimitNil(t *testing.T) {
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{})
+	if l != nil {
+		t.Fatal("NewRateLimiter with no rate: want nil")
+	}
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	})
+	if rt := l.Middleware()(next); rt == nil {
+		t.Fatal("nil RoundTripper")
+	}
+}
+
+// TestRateLimitNotRetried: Retry does not send again a request the limiter
+// refused, and a breaker does not count it.
+func TestRateLimitNotRetried(t *testing.T) {
+	var sent atomic.Int32
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 0.001, Burst: 1})
+	b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 0.5})
+	rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	}), middleware.Retry(fastRetry(3)), b.Middleware(), l.Middleware())
+	for i := range 4 {
+		resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if i == 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			continue
+		}
+		if !errors.Is(err, middleware.ErrRateLimited) {
+			t.Fatalf("request %d: %v, want ErrRateLimited", i, err)
+		}
+	}
+	if sent.Load() != 1 {
+		t.Errorf("%d sent, want 1", sent.Load())
+	}
+	if s := b.State(); s != middleware.BreakerClosed {
+		t.Errorf("breaker %v after refusals, want closed", s)
+	}
+}
+
+// TestRateLimitOrder: callers that wait are served in the order they took
+// their turns. Each caller starts once the one before it waits (the hook),
+// so the order of the turns is known; the turns are 20ms apart.
+func TestRateLimitOrder(t *testing.T) {
+	const callers = 6
+	order := make(chan int, callers+1)
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		var i int
+		fmt.Sscan(req.Header.Get("X-Caller"), &i)
+		order <- i
+		resp, _ := fakeResponse(req, 200, "{}")
+		return resp, nil
+	})
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 50, Burst: 1, Wait: time.Hour})
+	waiting := make(chan struct{}, callers)
+	middleware.SetWaitingHook(l, func() { waiting <- struct{}{} })
+	rt := l.Middleware()(next)
+	send := func(i int) error {
+		req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+		req.Header.Set("X-Caller", strconv.Itoa(i))
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := send(0); err != nil { // the burst: at once
+		t.Fatal(err)
+	}
+	errs := make(chan error, callers)
+	for i := 1; i <= callers; i++ {
+		go func() { errs <- send(i) }()
+		<-waiting
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(order)
+	want := 0
+	for i := range order {
+		if i != want {
+			t.Fatalf("caller %d served when caller %d was due", i, want)
+		}
+		want++
+	}
+}
