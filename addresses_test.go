@@ -317,6 +317,21 @@ func callAll(inv transport.Invoker, callers, n int) []error {
 	return errs
 }
 
+// untilEjected sends one call at a time until ejected receives (the
+// resilience hook saw an AddressEjected), at most 100 calls.
+func untilEjected(t *testing.T, inv transport.Invoker, ejected <-chan struct{}) {
+	t.Helper()
+	for range 100 {
+		callAll(inv, 1, 1)
+		select {
+		case <-ejected:
+			return
+		default:
+		}
+	}
+	t.Fatal("no ejection after 100 calls")
+}
+
 // TestAddressSpread: one name with three addresses, 600 calls from 8
 // callers: every address takes between 20 % and 47 % of them, on both
 // engines; the resolver was asked for the URL's host.
@@ -616,18 +631,7 @@ func TestAddressReloadKeepsEjection(t *testing.T) {
 				ejectedCh <- struct{}{}
 			}
 		}))
-		for i := 0; ; i++ {
-			if i == 100 {
-				t.Fatal("no ejection")
-			}
-			callAll(inv, 1, 1)
-			select {
-			case <-ejectedCh:
-			default:
-				continue
-			}
-			break
-		}
+		untilEjected(t, inv, ejectedCh)
 		dials := set.r[1].dials.Load() + set.r[2].dials.Load()
 		cfg2 := addressConfig(engine, set.url, func(s *env.SourceSchema) {
 			edit(s)
@@ -870,18 +874,7 @@ func TestAddressTelemetry(t *testing.T) {
 			ejected <- struct{}{}
 		}
 	}))
-	for i := 0; ; i++ {
-		if i == 100 {
-			t.Fatal("no ejection")
-		}
-		callAll(inv, 1, 1)
-		select {
-		case <-ejected:
-		default:
-			continue
-		}
-		break
-	}
+	untilEjected(t, inv, ejected)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

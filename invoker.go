@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -455,23 +456,32 @@ func (inv *Transport) closeBackends() {
 	}
 }
 
-// connections reports the open and idle connections of each source schema
-// served on path, for the telemetry gauges.
-func (inv *Transport) connections(path env.Path) func(yield func(schema string, open, idle int)) {
-	return func(yield func(schema string, open, idle int)) {
+// routesOn yields the routes of the current state served on path, each
+// schema's serving route and candidate, for the telemetry callbacks.
+func (inv *Transport) routesOn(path env.Path) iter.Seq2[string, *route] {
+	return func(yield func(string, *route) bool) {
 		st := inv.state.Load()
 		if st == nil {
 			return
 		}
 		for name, e := range st.schemas {
 			for _, r := range []*route{e.serve, e.candidate} {
-				if r == nil || r.path != path {
-					continue
+				if r != nil && r.path == path && !yield(name, r) {
+					return
 				}
-				if c, ok := r.transport.(backend.Conns); ok {
-					open, idle := c.Conns()
-					yield(name, open, idle)
-				}
+			}
+		}
+	}
+}
+
+// connections reports the open and idle connections of each source schema
+// served on path, for the telemetry gauges.
+func (inv *Transport) connections(path env.Path) func(yield func(schema string, open, idle int)) {
+	return func(yield func(schema string, open, idle int)) {
+		for name, r := range inv.routesOn(path) {
+			if c, ok := r.transport.(backend.Conns); ok {
+				open, idle := c.Conns()
+				yield(name, open, idle)
 			}
 		}
 	}
@@ -481,19 +491,10 @@ func (inv *Transport) connections(path env.Path) func(yield func(schema string, 
 // whose transport knows them, for the telemetry gauges.
 func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []telemetry.Address)) {
 	return func(yield func(schema string, addrs []telemetry.Address)) {
-		st := inv.state.Load()
-		if st == nil {
-			return
-		}
-		for name, e := range st.schemas {
-			for _, r := range []*route{e.serve, e.candidate} {
-				if r == nil || r.path != path {
-					continue
-				}
-				if as, ok := r.transport.(backend.Addresses); ok {
-					if stats := as.Addresses(); len(stats) > 0 {
-						yield(name, telemetryAddresses(stats))
-					}
+		for name, r := range inv.routesOn(path) {
+			if as, ok := r.transport.(backend.Addresses); ok {
+				if stats := as.Addresses(); len(stats) > 0 {
+					yield(name, telemetryAddresses(stats))
 				}
 			}
 		}
