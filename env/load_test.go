@@ -82,6 +82,20 @@ func keyErrors(err error) []*env.KeyError {
 	return nil
 }
 
+// wantDefaultsError loads a file whose defaults section holds yaml (and
+// one source schema), validates it, and fails unless the error contains
+// want.
+func wantDefaultsError(t *testing.T, yaml, want string) {
+	t.Helper()
+	cfg, err := env.Loader{LookupEnv: lookupEnv(nil), Environ: environ(nil)}.Load(writeConfig(t, "defaults:\n  "+yaml+"\nsource_schemas:\n  p:\n    url: http://p:1/graphql\n"))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+}
+
 func mustLoad(t *testing.T, l env.Loader, files ...string) env.Config {
 	t.Helper()
 	cfg, err := l.Load(files...)

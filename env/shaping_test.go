@@ -85,15 +85,7 @@ func TestShapingErrors(t *testing.T) {
 		{"rate_limit:\n    wait: 10", `defaults.rate_limit.wait: invalid duration 10: a number needs a unit`},
 		{"rate_limit:\n    rate: 5", `defaults.rate_limit.rate: unknown key`},
 	} {
-		t.Run(tc.want, func(t *testing.T) {
-			cfg, err := env.Loader{LookupEnv: lookupEnv(nil), Environ: environ(nil)}.Load(writeConfig(t, "defaults:\n  "+tc.yaml+"\nsource_schemas:\n  p:\n    url: http://p:1/graphql\n"))
-			if err == nil {
-				err = cfg.Validate()
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
-			}
-		})
+		t.Run(tc.want, func(t *testing.T) { wantDefaultsError(t, tc.yaml, tc.want) })
 	}
 }
 
