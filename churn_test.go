@@ -121,6 +121,10 @@ func (s *churnServer) waitOpen(want int) int {
 	}
 }
 
+// netHTTPReuseSlack is how many of a kept schema's connections the churn
+// lets net/http close on its own (see TestReloadChurn's check).
+const netHTTPReuseSlack = 2
+
 // churnCall sends one Post to schema, reads the answer, and records a
 // failure; it reports whether the call succeeded.
 func churnCall(inv transport.Invoker, schema string, fails *failures) bool {
@@ -313,9 +317,23 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	if n, bad := reloadRecords(reloadLog.String(), wantPlan); n != row.reloads || bad != "" {
 		t.Errorf("%d reloads logged for %d applied; want each to say %q, one said: %s", n, row.reloads, wantPlan, bad)
 	}
-	// accounts never changed: none of its connections may close.
-	if accounts.closedDuring != 0 {
-		t.Errorf("accounts, never changed, saw %d of its connections close during the churn: a reload dropped warm connections", accounts.closedDuring)
+	// accounts never changed: none of its connections may close, but for
+	// net/http's own: before it reuses an HTTP/1 connection, net/http
+	// waits at most 50 ms for its write goroutine to report the request
+	// written (maxWriteWaitBeforeConnReuse, "set to a large value in
+	// tests to avoid flakiness" in Go's own), and closes the connection
+	// past that. On 2 cores under several suites at once the write
+	// goroutine can be starved that long: with four copies of this test
+	// at once, 2 of 8 runs of the nethttp engine saw one such close (and
+	// its replacement), on this code and the code before addresses. A
+	// reload that dropped accounts' pool would close all its connections;
+	// the h1 engine has no write goroutine and gets no slack.
+	slack := 0
+	if path != pathH1 {
+		slack = netHTTPReuseSlack
+	}
+	if accounts.closedDuring > slack {
+		t.Errorf("accounts, never changed, saw %d of its connections close during the churn (net/http may close %d on its own): a reload dropped warm connections", accounts.closedDuring, slack)
 	}
 	switch path {
 	case env.PathSockets, pathH1:
@@ -324,7 +342,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 		// net/http starts a dial for such a request and gives it whichever
 		// connection frees up first; the dialled one joins the pool, so
 		// its count may pass the callers with no reload involved.)
-		if accounts.warm+accounts.openedDuring > accounts.callers {
+		if accounts.warm+accounts.openedDuring > accounts.callers+slack {
 			t.Errorf("accounts, never changed, had %d warm connections and opened %d more for %d callers: a reload replaced its pool", accounts.warm, accounts.openedDuring, accounts.callers)
 		}
 		// Each reload replaces products' or reviews' pool, which closes
