@@ -374,9 +374,14 @@ func (p *pool) pick(better func(a, best *address) bool) *address {
 	return best
 }
 
-// inService reports whether c may be handed to a request that is not
-// bound to one address. p.mu is held.
-func (c *conn) inService() bool {
+// serves reports whether c may carry a request for want, once the pool
+// spreads over addresses: a connection to want; with want nil (a request
+// that may take any address, as when the pool may open no connection to
+// the one it chose), a connection to an address in service. p.mu is held.
+func (c *conn) serves(want *address) bool {
+	if want != nil {
+		return c.a == want
+	}
 	return c.a == nil || (!c.a.gone && !c.a.ejected)
 }
 
@@ -465,6 +470,22 @@ func (p *pool) endEjection(a *address) {
 	p.signal()
 }
 
+// idleOf takes the idle connections to the ejected address ip out of the
+// pool, for the caller to close.
+func (p *pool) idleOf(ip netip.Addr) (stale []*conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := p.idleTop; c != nil; {
+		next := c.idleNext
+		if c.a != nil && c.a.ip == ip && c.a.ejected && c.idle() {
+			p.remove(c)
+			stale = append(stale, c)
+		}
+		c = next
+	}
+	return stale
+}
+
 // endEjectionFired is an ejection's timer: a is back in service.
 func (p *pool) endEjectionFired(a *address) {
 	p.mu.Lock()
@@ -477,8 +498,15 @@ func (p *pool) endEjectionFired(a *address) {
 	p.addressEvent(backend.AddressEvent{Address: a.ip})
 }
 
-// addressEvent reports an ejection or a return. p.mu is not held.
+// addressEvent reports an ejection or a return, and on an ejection closes
+// the address's idle connections (its busy ones close when their requests
+// end, as update closes an idle connection to an ejected or gone address):
+// for the ejection's length they would only take room under
+// max_conns_per_host from the addresses in service. p.mu is not held.
 func (p *pool) addressEvent(ev backend.AddressEvent) {
+	if ev.Ejected {
+		closeAll(p.idleOf(ev.Address))
+	}
 	if p.log != nil {
 		if ev.Ejected {
 			p.log.Warn("source schema address ejected: it gets no request for a while", "source_schema", p.schema, "address", ev.Address.String(), "failures", ev.Failures, "for", ev.For.String())

@@ -751,8 +751,8 @@ func (p *pool) scan(now time.Time, want *address, spread bool) (pick *conn, soon
 	for c := top; c != nil && pick == nil; {
 		next := c.idleNext
 		switch {
-		case spread && (c.a != want || (want == nil && !c.inService())):
-			// Another address's.
+		case spread && !c.serves(want):
+			// Another address's, or one out of service.
 		case c.cc.Err() != nil:
 			// Closed; its hook may not have run yet.
 			c.stopTimers()
@@ -785,7 +785,7 @@ func (p *pool) scan(now time.Time, want *address, spread bool) (pick *conn, soon
 // is held.
 func (p *pool) withRoom(now time.Time, want *address, spread bool) *conn {
 	for _, c := range p.conns {
-		if spread && (c.a != want || (want == nil && !c.inService())) || (c.a != nil && c.a.gone) {
+		if (spread && !c.serves(want)) || (c.a != nil && c.a.gone) {
 			continue
 		}
 		if c.h2.Load() && !c.onIdle && c.settled && !c.expired(now) && c.cc.Err() == nil && c.cc.Available() > c.claims {
@@ -1206,7 +1206,7 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 	idle := c.idle()
 	if idle {
 		now := time.Now()
-		if p.drained || c.oneShot || c.expired(now) || (c.a != nil && c.a.gone) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
+		if p.drained || c.oneShot || c.expired(now) || (c.a != nil && (c.a.gone || c.a.ejected)) || (!c.onIdle && p.maxIdle > 0 && p.nidle >= p.maxIdle) {
 			p.remove(c)
 			return true
 		}
