@@ -43,6 +43,8 @@ type Transport struct {
 	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
 	unobserve []func() error               // set in New; called in Close under mu
 
+	recent recentEvents // the latest canary and resilience events, for the status page (status_events.go)
+
 	upgrades upgradeSet // the connections handed over after a 101; safe for concurrent use (upgrade.go)
 
 	mu    sync.Mutex            // serialises Reload and Close
@@ -71,6 +73,7 @@ type route struct {
 	inv            *Transport
 	name           string
 	path           env.Path // the path the route sends on
+	engine         string   // sockets: the engine serving it (sockets.EngineFor); empty on legacy
 	candidate      bool     // the shadow candidate, not the serving route
 	url            *url.URL
 	target         string        // scheme://host:port, lower case, for Do on a bound backend
@@ -233,6 +236,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		inv:            inv,
 		name:           name,
 		path:           path,
+		engine:         engineOf(path, settings, u.Scheme),
 		candidate:      candidate,
 		url:            u,
 		target:         u.Scheme + "://" + backend.HostPort(u),
