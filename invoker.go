@@ -31,7 +31,7 @@ import (
 // schema's gateway requests served by sockets, judged against legacy)
 // differ only in which path each schema's route uses. Beside the Invoker
 // methods it has the gateway-facing forms of the same request path:
-// Client, RoundTripper and CanaryHandler. It is safe for concurrent use;
+// Client, RoundTripper, CanaryHandler and StatusHandler. It is safe for concurrent use;
 // its zero value is not usable: build one with New.
 type Transport struct {
 	o         options                      // immutable after New
