@@ -9,7 +9,7 @@ th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
 details{margin:.3em 0}summary{cursor:pointer}
 table.sides{width:100%;table-layout:fixed}table.sides td{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 mark{background:#fd6}pre.diff{background:#f8f8f8;padding:.5em;overflow:auto}
-pre.diff .del{background:#fdd;display:block}pre.diff .ins{background:#dfd;display:block}
+pre.diff .del{background:#fdd}pre.diff .ins{background:#dfd}
 .names{font-family:ui-monospace,monospace;font-size:12px}`
 
 var htmlTemplate = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
