@@ -32,7 +32,7 @@ import (
 // schema's gateway requests served by sockets, judged against legacy)
 // differ only in which path each schema's route uses. Beside the Invoker
 // methods it has the gateway-facing forms of the same request path:
-// Client, RoundTripper and CanaryHandler. It is safe for concurrent use;
+// Client, RoundTripper, CanaryHandler and StatusHandler. It is safe for concurrent use;
 // its zero value is not usable: build one with New.
 type Transport struct {
 	o         options                      // immutable after New
@@ -43,6 +43,8 @@ type Transport struct {
 	shadow    *shadow.Shadow               // immutable; nil unless shadowing
 	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
 	unobserve []func() error               // set in New; called in Close under mu
+
+	recent recentEvents // the latest canary and resilience events, for the status page (status_events.go)
 
 	upgrades upgradeSet // the connections handed over after a 101; safe for concurrent use (upgrade.go)
 
@@ -72,6 +74,7 @@ type route struct {
 	inv            *Transport
 	name           string
 	path           env.Path // the path the route sends on
+	engine         string   // sockets: the engine serving it (sockets.EngineFor); empty on legacy
 	candidate      bool     // the shadow candidate, not the serving route
 	url            *url.URL
 	target         string        // scheme://host:port, lower case, for Do on a bound backend
@@ -234,6 +237,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		inv:            inv,
 		name:           name,
 		path:           path,
+		engine:         engineOf(path, settings, u.Scheme),
 		candidate:      candidate,
 		url:            u,
 		target:         u.Scheme + "://" + backend.HostPort(u),

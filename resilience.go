@@ -224,8 +224,9 @@ func (inv *Transport) addressChanged(name string, path env.Path) func(backend.Ad
 }
 
 func (inv *Transport) resilienceEvent(ev ResilienceEvent) {
+	ev.Time = time.Now()
+	inv.recent.resilience(ev)
 	if h := inv.o.resilienceHook; h != nil {
-		ev.Time = time.Now()
 		h(ev)
 	}
 }

@@ -21,6 +21,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	vus := fs.Int("vus", benchrun.DefaultVUs, "virtual users of the closed-loop load")
 	modes := fs.String("modes", "constant,constant-latency", "`modes` to run: constant (source schemas answer at once), constant-latency (each waits 4ms)")
 	jsonFile := fs.String("json", "", "also write the report, with every round's values, as JSON to `file`")
+	htmlFile := fs.String("html", "", "also write the report as a self-contained HTML page to `file`: per mode the latency percentile curves, CPU and allocations per round, the targets")
 	profileDir := fs.String("profile", "", "write CPU and allocation profiles of the gateway, per mode and path, from the last round to `dir`")
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
 	paths := fs.String("paths", "legacy,sockets", "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with")
@@ -108,13 +109,20 @@ Flags:
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 2
 	}
-	if *jsonFile != "" {
+	for _, out := range []struct {
+		file  string
+		write func(io.Writer) error
+	}{{*jsonFile, rep.WriteJSON}, {*htmlFile, rep.WriteHTML}} {
+		if out.file == "" {
+			continue
+		}
 		var buf bytes.Buffer
-		if err := rep.WriteJSON(&buf); err == nil {
-			err = os.WriteFile(*jsonFile, buf.Bytes(), 0o644)
+		err := out.write(&buf)
+		if err == nil {
+			err = os.WriteFile(out.file, buf.Bytes(), 0o644)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "bench: writing %s: %v\n", *jsonFile, err)
+			fmt.Fprintf(stderr, "bench: writing %s: %v\n", out.file, err)
 			return 2
 		}
 	}

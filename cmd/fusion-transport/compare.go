@@ -48,6 +48,7 @@ type compareFlags struct {
 	concurrency            int
 	timeout                time.Duration
 	junitFile, jsonFile    string
+	htmlFile               string
 	failOn                 string
 	rules                  compare.Rules
 	progress, verbose      bool
@@ -112,6 +113,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&f.failOn, "fail-on", "any", "`thresholds` over the differences beyond which the command exits 1 (see above)")
 	fs.StringVar(&f.junitFile, "junit", "", "write a JUnit XML report to `file`: a testcase per request, a failure per request that differs")
 	fs.StringVar(&f.jsonFile, "json", "", "write a JSON report to `file`: per-request results, grouped differences and the -fail-on verdict")
+	fs.StringVar(&f.htmlFile, "html", "", "write an HTML page to `file`, to look at: per pair the counts per source schema, each difference with both sides' values side by side, the identical requests folded")
 	fs.Var(&ignoreHeaders, "ignore-header", "response header `name` left out of the comparison, besides Date and the hop-by-hop headers (repeatable, or comma-separated)")
 	fs.Var(&ignorePaths, "ignore-path", "JSON `path` left out of body comparison, e.g. extensions.tracing or errors.*.extensions; * matches any member or index (repeatable, or comma-separated)")
 	fs.Var(&redact, "redact", "header `name` whose values are published as [REDACTED], besides Authorization, Cookie, Set-Cookie and Proxy-Authorization (repeatable, or comma-separated)")
@@ -345,9 +347,10 @@ func newCompareJSON(pair comparePair, failOn compare.FailOn) compareJSON {
 	return doc
 }
 
-// writeCompareFiles writes the -junit and -json reports: for one pair as
-// they always were, for more a testsuite per pair in one JUnit document and
-// a "pairs" list in one JSON document.
+// writeCompareFiles writes the -junit, -html and -json reports: for one
+// pair as they always were, for more a testsuite per pair in one JUnit
+// document, a section per pair on one page and a "pairs" list in one JSON
+// document.
 func writeCompareFiles(f *compareFlags, pairs []comparePair, failOn compare.FailOn) error {
 	if f.junitFile != "" {
 		if err := writeCompareFile(f.junitFile, func(w io.Writer) error {
@@ -361,6 +364,17 @@ func writeCompareFiles(f *compareFlags, pairs []comparePair, failOn compare.Fail
 			return compare.WriteJUnitReports(w, "fusion-transport compare", reports...)
 		}); err != nil {
 			return fmt.Errorf("-junit: %w", err)
+		}
+	}
+	if f.htmlFile != "" {
+		if err := writeCompareFile(f.htmlFile, func(w io.Writer) error {
+			reports := make([]*compare.Report, len(pairs))
+			for i, p := range pairs {
+				reports[i] = p.report
+			}
+			return compare.WriteHTMLReports(w, "fusion-transport compare", reports...)
+		}); err != nil {
+			return fmt.Errorf("-html: %w", err)
 		}
 	}
 	if f.jsonFile != "" {

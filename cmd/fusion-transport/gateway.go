@@ -40,7 +40,9 @@ sockets path's engine, whatever the configuration gives each source schema.
 When it listens, it prints one line "ready http://HOST:PORT" on stdout, and it
 serves until interrupted. On a loopback address it also serves /debug/stats
 (request and source schema call counts and the heap allocations of the
-process, as JSON) and the net/http/pprof handlers under /debug/pprof/.
+process, as JSON), the transport's status page at /debug/transport (HTML for
+a browser, JSON with Accept: application/json) and the net/http/pprof
+handlers under /debug/pprof/.
 
 Flags:
 `)
@@ -81,6 +83,7 @@ Flags:
 		// Allocation counts and profiles are for the benchmark on this
 		// machine, never for a reachable listener.
 		mux.Handle("/debug/stats", g.StatsHandler())
+		mux.Handle("/debug/transport", inv.StatusHandler())
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

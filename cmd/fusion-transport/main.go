@@ -1,7 +1,7 @@
 // Command fusion-transport runs the transport's jobs on loopback or against
 // real source schemas:
 //
-//	fusion-transport                   the compare report, then a short bench, on the embedded default
+//	fusion-transport [-html DIR]       the compare report, then a short bench, on the embedded default (pages in DIR)
 //	fusion-transport compare [flags]   run a corpus through both paths and report differences
 //	fusion-transport config [flags]    the effective configuration, or what a reload would change
 //	fusion-transport schemas [flags]   serve the embedded source schemas (and, with -faults, faulty ones)
@@ -20,7 +20,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -53,7 +55,10 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return runDefault(ctx, stdout, stderr)
+		return runDefault(ctx, "", stdout, stderr)
+	}
+	if dir, ok := defaultHTML(args); ok {
+		return runDefault(ctx, dir, stdout, stderr)
 	}
 	name := defaultCommand
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -76,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: fusion-transport [command] [flags]\n\nWith no arguments it runs the compare report and then a short bench on the\nembedded source schemas. Commands:\n")
+	fmt.Fprintf(w, "Usage: fusion-transport [command] [flags]\n\nWith no arguments it runs the compare report and then a short bench on the\nembedded source schemas; with -html DIR only, it also writes them as pages,\nDIR/compare.html and DIR/bench.html. Commands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -92,13 +97,41 @@ func usage(w io.Writer) {
 // the compare report on the embedded source schemas, then a short bench
 // (one round of 3 s per mode and path). It exits with compare's code if
 // that is not 0, else with bench's.
-func runDefault(ctx context.Context, stdout, stderr io.Writer) int {
+//
+// With htmlDir (fusion-transport -html DIR) it also writes both reports as
+// pages: DIR/compare.html and DIR/bench.html.
+func runDefault(ctx context.Context, htmlDir string, stdout, stderr io.Writer) int {
+	var compareArgs, benchHTML []string
+	if htmlDir != "" {
+		if err := os.MkdirAll(htmlDir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "fusion-transport: -html: %v\n", err)
+			return 2
+		}
+		compareArgs = []string{"-html", filepath.Join(htmlDir, "compare.html")}
+		benchHTML = []string{"-html", filepath.Join(htmlDir, "bench.html")}
+	}
 	fmt.Fprintln(stdout, "== compare: the built-in corpus through both paths, on the embedded source schemas")
-	if code := runCompare(ctx, nil, stdout, stderr); code != 0 {
+	if code := runCompare(ctx, compareArgs, stdout, stderr); code != 0 {
 		return code
 	}
 	fmt.Fprintln(stdout, "\n== bench (short: 1 round, 3s per run; \"fusion-transport bench -h\" for the full one)")
-	return runBench(ctx, []string{"-rounds", "1", "-duration", "3s", "-warmup", "1s", "-vus", "20"}, stdout, stderr)
+	code := runBench(ctx, append([]string{"-rounds", "1", "-duration", "3s", "-warmup", "1s", "-vus", "20"}, benchHTML...), stdout, stderr)
+	if code == 0 && htmlDir != "" {
+		fmt.Fprintf(stdout, "\npages: %s, %s\n", compareArgs[1], benchHTML[1])
+	}
+	return code
+}
+
+// defaultHTML reports whether args are the default run's only flag,
+// "-html DIR" (or -html=DIR), and returns DIR.
+func defaultHTML(args []string) (string, bool) {
+	switch {
+	case len(args) == 2 && (args[0] == "-html" || args[0] == "--html"):
+		return args[1], true
+	case len(args) == 1 && strings.HasPrefix(args[0], "-html="):
+		return strings.TrimPrefix(args[0], "-html="), true
+	}
+	return "", false
 }
 
 // parseFlags parses args with fs. It returns the exit code and false when

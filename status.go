@@ -1,0 +1,222 @@
+package transport
+
+import (
+	"encoding/json"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusiongo/transport/canary"
+	"github.com/fusiongo/transport/internal/backend"
+)
+
+// StatusHandler serves the state of t for people and for machines, on one
+// URL: per source schema its path, the engine, the canary share with its
+// windows and recent changes, each route's circuit breaker, pool
+// connections and addresses (in-flight requests, ejections), and the
+// latest canary and resilience events. A browser gets an HTML page that
+// refreshes itself every few seconds; a request with "Accept:
+// application/json" (and not text/html), or with ?format=json, gets the
+// same state as JSON. ?format=html forces the page.
+//
+// The state holds names, counts, shares and states only: never a header
+// value, the credentials of a URL (URLs are shown as scheme, host and
+// path), or a body. It still tells who calls what and how hard: mount it
+// behind the gateway's own authentication, on an admin listener (see
+// docs/rollout.md, "The status page"). Unlike CanaryHandler it answers
+// without a canary too.
+func (t *Transport) StatusHandler() http.Handler {
+	return http.HandlerFunc(t.serveStatus)
+}
+
+// status is the document StatusHandler serves.
+type status struct {
+	Path    string         `json:"path"` // the startup switch's path: legacy, sockets, mixed
+	Mode    string         `json:"mode"` // plain, shadow or canary
+	At      time.Time      `json:"at"`
+	Closed  bool           `json:"closed,omitempty"`
+	Schemas []schemaStatus `json:"schemas"`
+	Events  []statusEvent  `json:"events"`
+}
+
+// schemaStatus is one source schema.
+type schemaStatus struct {
+	Name   string        `json:"name"`
+	URL    string        `json:"url"` // scheme://host/path: no userinfo, query or fragment
+	Routes []routeStatus `json:"routes"`
+	// Canary is the schema's canary state; nil outside a canary.
+	Canary *canaryStatus `json:"canary,omitempty"`
+}
+
+// canaryStatus is a schema's share now and its recent changes.
+type canaryStatus struct {
+	canary.SchemaState
+	// History is the share after each recent change, newest first.
+	History []shareChange `json:"history"`
+}
+
+// shareChange is one point of a canary share's history.
+type shareChange struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	Share  float64   `json:"share"`
+}
+
+// routeStatus is one route of a schema: the serving one, and a shadow's
+// or canary's candidate.
+type routeStatus struct {
+	Role    string          `json:"role"` // serve or candidate
+	Path    string          `json:"path"`
+	Engine  string          `json:"engine,omitempty"`
+	Breaker string          `json:"breaker"` // closed, half_open, open; "off" without a breaker
+	Conns   *connStatus     `json:"conns,omitempty"`
+	Addrs   []addressStatus `json:"addresses,omitempty"`
+}
+
+type connStatus struct {
+	Open int `json:"open"`
+	Idle int `json:"idle"`
+}
+
+type addressStatus struct {
+	Address   string `json:"address"`
+	Conns     int    `json:"conns"`
+	Idle      int    `json:"idle"`
+	InFlight  int    `json:"in_flight"`
+	Ejected   bool   `json:"ejected"`
+	Ejections int    `json:"ejections"`
+	Gone      bool   `json:"gone"`
+}
+
+// statusNow gathers the state in force.
+func (t *Transport) statusNow() status {
+	s := status{Path: string(t.path), Mode: "plain", At: time.Now().UTC(), Events: t.recent.snapshot()}
+	switch {
+	case t.canary != nil:
+		s.Mode = "canary"
+	case t.shadow != nil:
+		s.Mode = "shadow"
+	}
+	st := t.state.Load()
+	if st == nil {
+		s.Closed = true
+		return s
+	}
+	var cs canary.State
+	if t.canary != nil {
+		cs = t.canary.judge.State()
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.schemas)) {
+		e := st.schemas[name]
+		ss := schemaStatus{Name: name, URL: plainURL(e.serve)}
+		for _, r := range []*route{e.serve, e.candidate} {
+			if r != nil {
+				ss.Routes = append(ss.Routes, routeStatusOf(r))
+			}
+		}
+		if c, ok := cs.Schemas[name]; ok && e.judge != nil {
+			ss.Canary = &canaryStatus{SchemaState: c, History: history(s.Events, name)}
+		}
+		s.Schemas = append(s.Schemas, ss)
+	}
+	return s
+}
+
+// plainURL is r's URL as the status page may show it.
+func plainURL(r *route) string {
+	if r == nil || r.url == nil {
+		return ""
+	}
+	return r.url.Scheme + "://" + r.url.Host + r.url.EscapedPath()
+}
+
+func routeStatusOf(r *route) routeStatus {
+	rs := routeStatus{Role: "serve", Path: string(r.path), Engine: r.engine, Breaker: "off"}
+	if r.candidate {
+		rs.Role = "candidate"
+	}
+	if b := r.res.breaker; b != nil {
+		rs.Breaker = b.State().String()
+	}
+	if c, ok := r.transport.(backend.Conns); ok {
+		open, idle := c.Conns()
+		rs.Conns = &connStatus{Open: open, Idle: idle}
+	}
+	if as, ok := r.transport.(backend.Addresses); ok {
+		for _, a := range as.Addresses() {
+			rs.Addrs = append(rs.Addrs, addressStatus{Address: a.Address.String(), Conns: a.Conns, Idle: a.Idle,
+				InFlight: a.InFlight, Ejected: a.Ejected, Ejections: a.Ejections, Gone: a.Gone})
+		}
+	}
+	return rs
+}
+
+// history is schema's share changes among events, newest first.
+func history(events []statusEvent, schema string) []shareChange {
+	out := []shareChange{}
+	for _, ev := range events {
+		if ev.Schema == schema && ev.Share != nil {
+			out = append(out, shareChange{At: ev.At, Reason: strings.TrimPrefix(ev.Kind, "canary_"), Share: *ev.Share})
+		}
+	}
+	return out
+}
+
+// formatShare writes a share from 0 to 1 as a percentage: "5%", "12.5%".
+func formatShare(f float64) string {
+	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
+}
+
+func (t *Transport) serveStatus(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s := t.statusNow()
+	if wantsJSON(r) {
+		b, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			http.Error(w, "status: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(append(b, '\n'))
+		return
+	}
+	writeStatusPage(w, s)
+}
+
+// wantsJSON is the content negotiation: ?format=json or ?format=html
+// decide; else JSON when Accept names application/json (or a +json type)
+// and not text/html, so that a browser, which asks for text/html first,
+// gets the page, and curl's */* gets it too.
+func wantsJSON(r *http.Request) bool {
+	switch r.URL.Query().Get("format") {
+	case "json":
+		return true
+	case "html":
+		return false
+	}
+	json, html := false, false
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["q"] == "0" {
+			continue
+		}
+		switch {
+		case mt == "text/html", mt == "application/xhtml+xml":
+			html = true
+		case mt == "application/json", strings.HasSuffix(mt, "+json"):
+			json = true
+		}
+	}
+	return json && !html
+}
