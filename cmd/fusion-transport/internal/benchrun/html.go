@@ -92,10 +92,18 @@ type (
 	}
 )
 
-// quantiles are the points of a round's percentile curve: what the load
-// reports of its HDR histogram.
+// quantiles are the points of a round's percentile curve: the load's HDR
+// histogram at load.Quantiles (p50 to p99.99), or, for a report written
+// before it carried them, its three percentiles.
 func quantiles(s Sample) [][2]float64 {
-	return [][2]float64{{50, s.P50}, {95, s.P95}, {99, s.P99}}
+	if len(s.Percentiles) == 0 {
+		return [][2]float64{{50, s.P50}, {95, s.P95}, {99, s.P99}}
+	}
+	out := make([][2]float64, len(s.Percentiles))
+	for i, p := range s.Percentiles {
+		out[i] = [2]float64{p.Quantile, p.MS}
+	}
+	return out
 }
 
 func latencyChartOf(mr ModeReport, sides []htmlSide) latencyChart {
@@ -126,21 +134,28 @@ func latencyChartOf(mr ModeReport, sides []htmlSide) latencyChart {
 		return cv
 	}
 	for _, side := range sides {
-		var perQ [3][]float64
+		var order []float64             // the quantiles, as the first round gives them
+		perQ := map[float64][]float64{} // quantile -> the rounds' latencies
 		for _, s := range mr.Samples {
 			if s.Path != side.Name {
 				continue
 			}
 			qs := quantiles(s)
 			c.Curves = append(c.Curves, line(side, s.Round, qs))
-			for i, q := range qs {
-				perQ[i] = append(perQ[i], q[1])
+			for _, q := range qs {
+				if _, ok := perQ[q[0]]; !ok {
+					order = append(order, q[0])
+				}
+				perQ[q[0]] = append(perQ[q[0]], q[1])
 			}
 		}
-		if len(perQ[0]) == 0 {
+		if len(order) == 0 {
 			continue
 		}
-		med := [][2]float64{{50, summarize(perQ[0]).Median}, {95, summarize(perQ[1]).Median}, {99, summarize(perQ[2]).Median}}
+		med := make([][2]float64, len(order))
+		for i, q := range order {
+			med[i] = [2]float64{q, summarize(perQ[q]).Median}
+		}
 		c.Curves = append(c.Curves, line(side, 0, med))
 	}
 	return c

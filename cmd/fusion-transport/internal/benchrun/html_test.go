@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 	"golang.org/x/net/html"
 )
 
@@ -20,7 +21,7 @@ func TestWriteHTML(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rep  *Report
-	}{{"two sides", testReport()}, {"three sides", testReport3()}} {
+	}{{"two sides", testReport()}, {"three sides", testReport3()}, {"percentiles to p99.99", testReportPercentiles()}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var page, js bytes.Buffer
 			if err := tc.rep.WriteHTML(&page); err != nil {
@@ -67,6 +68,20 @@ func TestWriteHTML(t *testing.T) {
 	}
 }
 
+// testReportPercentiles is testReport with each round's distribution at
+// load.Quantiles, p50 to p99.99, as the load reports it now.
+func testReportPercentiles() *Report {
+	rep := testReport()
+	mr := &rep.Modes[0]
+	for i := range mr.Samples {
+		s := &mr.Samples[i]
+		for j, q := range load.Quantiles {
+			s.Percentiles = append(s.Percentiles, load.Percentile{Quantile: q, MS: s.P50 * (1 + float64(j)*0.5 + float64(i)*0.1)})
+		}
+	}
+	return rep
+}
+
 // checkMode checks one mode's section against the JSON's mode.
 func checkMode(t *testing.T, sec *html.Node, mr ModeReport, sides []string) {
 	t.Helper()
@@ -92,9 +107,17 @@ func checkMode(t *testing.T, sec *html.Node, mr ModeReport, sides []string) {
 	}
 	want := map[string]float64{}
 	wantPoints := map[string]float64{}
+	perQ := map[string][]float64{} // side/q -> the rounds' latencies, for the median curve
 	for _, s := range mr.Samples {
 		r := strconv.Itoa(s.Round)
-		want[s.Path+"/"+r+"/50"], want[s.Path+"/"+r+"/95"], want[s.Path+"/"+r+"/99"] = s.P50, s.P95, s.P99
+		if len(s.Percentiles) == 0 {
+			want[s.Path+"/"+r+"/50"], want[s.Path+"/"+r+"/95"], want[s.Path+"/"+r+"/99"] = s.P50, s.P95, s.P99
+		}
+		for _, p := range s.Percentiles {
+			q := strconv.FormatFloat(p.Quantile, 'f', -1, 64)
+			want[s.Path+"/"+r+"/"+q] = p.MS
+			perQ[s.Path+"/"+q] = append(perQ[s.Path+"/"+q], p.MS)
+		}
 		wantPoints["cpu_ms_per_request/"+s.Path+"/"+r] = s.CPUPerRequest
 		wantPoints["alloc_bytes_per_request/"+s.Path+"/"+r] = s.AllocBytesPerRequest
 		wantPoints["alloc_objects_per_request/"+s.Path+"/"+r] = s.AllocObjectsPerRequest
@@ -102,7 +125,14 @@ func checkMode(t *testing.T, sec *html.Node, mr ModeReport, sides []string) {
 	wantMedians := map[string]float64{}
 	for _, side := range sides {
 		sum := mr.Summary[side]
-		want[side+"/0/50"], want[side+"/0/95"], want[side+"/0/99"] = sum["p50_ms"].Median, sum["p95_ms"].Median, sum["p99_ms"].Median
+		if len(perQ) == 0 {
+			want[side+"/0/50"], want[side+"/0/95"], want[side+"/0/99"] = sum["p50_ms"].Median, sum["p95_ms"].Median, sum["p99_ms"].Median
+		}
+		for k, v := range perQ {
+			if strings.HasPrefix(k, side+"/") {
+				want[side+"/0/"+strings.TrimPrefix(k, side+"/")] = summarize(v).Median
+			}
+		}
 		for _, k := range []string{"cpu_ms_per_request", "alloc_bytes_per_request", "alloc_objects_per_request"} {
 			wantMedians[k+"/"+side] = sum[k].Median
 		}

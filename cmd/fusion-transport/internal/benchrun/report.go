@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 )
 
 // Report is the result of Run; WriteJSON writes it as it is.
@@ -77,7 +79,10 @@ type Sample struct {
 	P50               float64 `json:"p50_ms"`
 	P95               float64 `json:"p95_ms"`
 	P99               float64 `json:"p99_ms"`
-	FirstError        string  `json:"first_error,omitempty"`
+	// Percentiles is the run's latency distribution, p50 to p99.99, from
+	// the load's HDR histogram (load.Quantiles); the HTML report draws it.
+	Percentiles []load.Percentile `json:"percentiles,omitempty"`
+	FirstError  string            `json:"first_error,omitempty"`
 
 	// From the gateway, over the same window: its own request count is the
 	// divisor.

@@ -249,6 +249,7 @@ func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side S
 
 	s.Requests, s.Errors, s.FirstError = res.Requests, res.Errors, res.FirstError
 	s.RequestsPerSecond, s.P50, s.P95, s.P99 = res.RequestsPerSecond, res.P50, res.P95, res.P99
+	s.Percentiles = res.Percentiles
 	n := after.stats.Requests - before.stats.Requests
 	s.GatewayRequests = n
 	if n == 0 {

@@ -156,12 +156,25 @@ type Result struct {
 	P99  float64 `json:"p99_ms"`
 	Mean float64 `json:"mean_ms"`
 	Max  float64 `json:"max_ms"`
+	// Percentiles is the latency distribution of the counted answers at
+	// Quantiles, from the same HDR histogram: what the bench's pictures
+	// draw. Empty when nothing was counted.
+	Percentiles []Percentile `json:"percentiles,omitempty"`
 	// VUs is the number of virtual users of the run.
 	VUs int `json:"vus"`
 	// FirstError describes one error of the run (warm-up included), empty
 	// if there was none.
 	FirstError string `json:"first_error,omitempty"`
 }
+
+// Percentile is one point of a latency distribution.
+type Percentile struct {
+	Quantile float64 `json:"q"`  // in percent: 99.9 for p99.9
+	MS       float64 `json:"ms"` // the latency at it, in milliseconds
+}
+
+// Quantiles are the points of Result.Percentiles, p50 to p99.99.
+var Quantiles = []float64{50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99}
 
 // target is the parsed URL: where to dial and the request line's parts.
 type target struct {

@@ -95,6 +95,22 @@ func TestRun(t *testing.T) {
 	if !(res.P50 > 0 && res.P50 <= res.P95 && res.P95 <= res.P99 && res.P99 <= res.Max) {
 		t.Errorf("percentiles out of order: %+v", res)
 	}
+	// The distribution for the pictures: every quantile of Quantiles, in
+	// order, from the same histogram as P50, P95 and P99.
+	if len(res.Percentiles) != len(Quantiles) {
+		t.Fatalf("%d percentiles, want %d", len(res.Percentiles), len(Quantiles))
+	}
+	for i, p := range res.Percentiles {
+		if p.Quantile != Quantiles[i] || p.MS <= 0 || p.MS > res.Max || (i > 0 && p.MS < res.Percentiles[i-1].MS) {
+			t.Errorf("percentile %d %+v out of order or range (max %v): %+v", i, p, res.Max, res.Percentiles)
+		}
+		switch p.Quantile {
+		case 50, 95, 99:
+			if want := map[float64]float64{50: res.P50, 95: res.P95, 99: res.P99}[p.Quantile]; p.MS != want {
+				t.Errorf("p%v %v, want P%v's %v", p.Quantile, p.MS, p.Quantile, want)
+			}
+		}
+	}
 	// A failed answer keeps the connection: one per user.
 	if c := s.conns.Load(); c != 4 {
 		t.Errorf("%d connections, want one per user (4)", c)

@@ -99,6 +99,10 @@ func summarize(users []*vu, window time.Duration) Result {
 		res.P50 = ms(all.ValueAtQuantile(50))
 		res.P95 = ms(all.ValueAtQuantile(95))
 		res.P99 = ms(all.ValueAtQuantile(99))
+		res.Percentiles = make([]Percentile, len(Quantiles))
+		for i, q := range Quantiles {
+			res.Percentiles[i] = Percentile{Quantile: q, MS: ms(all.ValueAtQuantile(q))}
+		}
 		res.Max = ms(all.Max())
 		res.Mean = all.Mean() / 1000
 	}
