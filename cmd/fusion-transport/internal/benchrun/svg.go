@@ -19,7 +19,7 @@ type chart struct {
 }
 
 func newChart(w, h float64) chart {
-	return chart{W: w, H: h, Left: 64, Right: w - 16, Top: 16, Bottom: h - 40}
+	return chart{W: w, H: h, Left: 64, Right: w - 28, Top: 16, Bottom: h - 40} // room on the right for the last tick label ("p99.99")
 }
 
 // scale maps [lo, hi] onto [a, b] linearly.
