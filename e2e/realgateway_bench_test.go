@@ -42,20 +42,21 @@ import (
 var benchmarkRouterConfig []byte
 
 var (
-	realBench         = flag.Bool("realbench", false, "run TestRealGatewayBench: graphql-go-tools' federation gateway over the benchmark's source schemas under load")
-	realBenchRounds   = flag.Int("realbench.rounds", 2, "rounds; each runs every side in turn (ABCD...)")
-	realBenchDuration = flag.Duration("realbench.duration", 10*time.Second, "measured window of each run")
-	realBenchWarmup   = flag.Duration("realbench.warmup", 2*time.Second, "warm-up before each window")
-	realBenchVUs      = flag.Int("realbench.vus", 50, "virtual users of the closed-loop load")
-	realBenchLatency  = flag.Duration("realbench.latency", 0, "delay of every source schema answer (constant-latency: 4ms)")
-	realBenchSides    = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
+	realBench          = flag.Bool("realbench", false, "run TestRealGatewayBench: graphql-go-tools' federation gateway over the benchmark's source schemas under load")
+	realBenchRounds    = flag.Int("realbench.rounds", 2, "rounds; each runs every side in turn (ABCD...)")
+	realBenchDuration  = flag.Duration("realbench.duration", 10*time.Second, "measured window of each run")
+	realBenchWarmup    = flag.Duration("realbench.warmup", 2*time.Second, "warm-up before each window")
+	realBenchVUs       = flag.Int("realbench.vus", 50, "virtual users of the closed-loop load")
+	realBenchLatency   = flag.Duration("realbench.latency", 0, "delay of every source schema answer (constant-latency: 4ms)")
+	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
 )
 
 // TestRealGatewayBench is a benchmark, not a test; it runs only with
 // -realbench. It runs graphql-go-tools' federation gateway (the engine
 // Cosmo Router embeds; federationtesting/gateway) in this process over the
 // benchmark's four source schemas (fusion-transport schemas, a child
-// process), composed by wgc (benchmarkRouterConfig), with the deep-recursion
+// process, by default replaying their answers), composed by wgc (benchmarkRouterConfig), with the deep-recursion
 // query under fusion-transport's closed-loop load (a child process), as
 // fusion-transport bench does with its own gateway. Per round it runs a
 // fresh gateway per side, the sides in turn, each with its subgraph
@@ -79,7 +80,10 @@ func TestRealGatewayBench(t *testing.T) {
 		}
 	}
 	bin := buildFusionTransport(t)
-	urls := startBenchSchemas(t, bin, *realBenchLatency)
+	if *realBenchSubgraphs != "replay" && *realBenchSubgraphs != "schemas" {
+		t.Fatalf("-realbench.subgraphs %q: want replay or schemas", *realBenchSubgraphs)
+	}
+	urls := startBenchSchemas(t, bin, *realBenchLatency, *realBenchSubgraphs == "replay")
 	routerConfig := benchmarkRouterConfig
 	for name, u := range urls {
 		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
@@ -96,12 +100,19 @@ func TestRealGatewayBench(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "Real-gateway benchmark (graphql-go-tools federation gateway), %s: %d VUs, %d round(s) of %s after %s warm-up per side; source schemas: the embedded schemas (graphql-go) with latency %s; median [min–max] over the rounds.\n",
-		began.UTC().Format("2006-01-02 15:04 MST"), *realBenchVUs, *realBenchRounds, *realBenchDuration, *realBenchWarmup, *realBenchLatency)
+	fmt.Fprintf(&out, "Real-gateway benchmark (graphql-go-tools federation gateway), %s: %d VUs, %d round(s) of %s after %s warm-up per side; source schemas: %s with latency %s; median [min–max] over the rounds.\n",
+		began.UTC().Format("2006-01-02 15:04 MST"), *realBenchVUs, *realBenchRounds, *realBenchDuration, *realBenchWarmup, subgraphsNote(*realBenchSubgraphs), *realBenchLatency)
 	fmt.Fprintf(&out, "Machine: %d CPUs, %s %s/%s; source schemas, gateway and load share them. Run time: %s.\n\n",
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Second))
 	writeRealTable(&out, sides, samples)
 	fmt.Println(out.String())
+}
+
+func subgraphsNote(s string) string {
+	if s == "schemas" {
+		return "the embedded schemas (graphql-go), executing every request"
+	}
+	return "replay (the embedded schemas' answers recorded on first sight, byte for byte)"
 }
 
 // realSample is one run of one side.
@@ -239,9 +250,12 @@ func buildFusionTransport(t *testing.T) string {
 }
 
 // startBenchSchemas starts "fusion-transport schemas" and returns their URLs.
-func startBenchSchemas(t *testing.T, bin string, latency time.Duration) map[string]string {
+func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed bool) map[string]string {
 	t.Helper()
 	args := []string{"schemas"}
+	if replayed {
+		args = append(args, "-replay", "-learn")
+	}
 	if latency > 0 {
 		args = append(args, "-latency", latency.String())
 	}

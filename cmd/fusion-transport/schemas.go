@@ -17,6 +17,7 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.SetOutput(stderr)
 	latency := fs.Duration("latency", 0, "fixed delay before each source schema request is answered (the benchmark's constant-latency mode, e.g. 4ms)")
 	replayed := fs.Bool("replay", false, "serve the recorded answers of the schemas to the benchmark gateway's requests instead of running them (package replay): answers that cost nothing; other requests get 404")
+	learn := fs.Bool("learn", false, "with -replay, answer a request that was not recorded by running the schema once and recording its answer (for other gateways than the benchmark's, e.g. graphql-go-tools)")
 	withFaults := fs.Bool("faults", false, "also serve the fault-injecting source schema (connection refused, resets, stalls, bad framing, 5xx, 429, redirect loops, oversized headers, endless body, TLS failure) and print a URL per fault")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted. With -replay it\nfirst records their answers to the benchmark gateway's requests and serves\nthose, byte for byte, looked up by the request body.\n\nFlags:\n")
@@ -25,7 +26,7 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, ok := parseFlags(fs, args, false, stderr); !ok {
 		return code
 	}
-	urls, closeServers, err := startSchemas(ctx, *latency, *replayed)
+	urls, closeServers, err := startSchemas(ctx, *latency, *replayed, *learn, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "schemas: %v\n", err)
 		return 2
@@ -50,8 +51,9 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // startSchemas starts the embedded source schemas, or with replayed their
-// recorded answers, and returns their URLs and how to close them.
-func startSchemas(ctx context.Context, latency time.Duration, replayed bool) (map[string]string, func(), error) {
+// recorded answers (learning the answers to other requests with learn), and
+// returns their URLs and how to close them.
+func startSchemas(ctx context.Context, latency time.Duration, replayed, learn bool, stderr io.Writer) (map[string]string, func(), error) {
 	if !replayed {
 		srv, err := schemas.Start(schemas.Options{Latency: latency})
 		if err != nil {
@@ -63,9 +65,14 @@ func startSchemas(ctx context.Context, latency time.Duration, replayed bool) (ma
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := replay.Start(rec, replay.Options{Latency: latency})
+	srv, err := replay.Start(rec, replay.Options{Latency: latency, Learn: learn})
 	if err != nil {
 		return nil, nil, err
 	}
-	return srv.URLs, func() { _ = srv.Close() }, nil
+	return srv.URLs, func() {
+		_ = srv.Close()
+		if learn {
+			fmt.Fprintf(stderr, "schemas: replay learnt %d answers\n", srv.Learnt())
+		}
+	}, nil
 }

@@ -219,3 +219,25 @@ func BenchmarkHandler(b *testing.B) {
 		h.ServeHTTP(w, req)
 	}
 }
+
+// TestLearn wants a body that was not recorded answered as the real schema
+// answers it, on first sight and on later ones.
+func TestLearn(t *testing.T) {
+	real, err := schemas.Start(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	rep, err := Start(Recording{"accounts": {}, "inventory": {}, "products": {}, "reviews": {}}, Options{Learn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	body := []byte(`{"query":"{ users { id name } }"}`)
+	want := post(t, real.URLs["accounts"], body)
+	for i := range 2 {
+		if diff := cmp.Diff(want, post(t, rep.URLs["accounts"], body)); diff != "" {
+			t.Errorf("sighting %d: the learnt answer differs from the real schema's (-want +got):\n%s", i+1, diff)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package replay
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"time"
@@ -26,6 +28,12 @@ type Options struct {
 	// not end early when the client goes away, so Close may wait one
 	// Latency.
 	Latency time.Duration
+
+	// Learn, if set, answers a body that was not recorded by running the
+	// embedded schema once (schemas.Handler) and recording its answer, so
+	// that another gateway's requests (graphql-go-tools') are replayed
+	// from their second sighting on. Off: such a body gets 404.
+	Learn bool
 }
 
 // answer is an Answer with its header values built once, so that writing it
@@ -44,6 +52,17 @@ type Handler struct {
 	answers map[string]*answer
 	latency time.Duration
 	bufs    sync.Pool // *[]byte request bodies
+
+	learn  http.Handler // the real schema, with Options.Learn
+	mu     sync.RWMutex // guards answers when learn is set
+	learnt int          // answers learnt, under mu
+}
+
+// Learnt counts the answers learnt since NewHandler (Options.Learn).
+func (h *Handler) Learnt() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.learnt
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -64,6 +83,13 @@ func NewHandler(rec Recording, schema string, opts Options) (*Handler, error) {
 		}
 	}
 	h.bufs.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	if opts.Learn {
+		real, err := schemas.Handler(schema, schemas.Options{})
+		if err != nil {
+			return nil, err
+		}
+		h.learn = real
+	}
 	return h, nil
 }
 
@@ -78,8 +104,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	bp := h.bufs.Get().(*[]byte)
 	body, err := readBody((*bp)[:0], r.Body, r.ContentLength)
+	h.mu.RLock()
 	a, found := h.answers[string(body)] // the conversion does not allocate
+	h.mu.RUnlock()
 	var excerpt string
+	if !found && err == nil && h.learn != nil {
+		a, found = h.learnAnswer(body, r)
+	}
 	if !found && err == nil {
 		excerpt = string(body[:min(len(body), 120)])
 	}
@@ -105,6 +136,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["Date"] = nil
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
+}
+
+// learnAnswer runs the real schema on body, records its answer and returns
+// it.
+func (h *Handler) learnAnswer(body []byte, r *http.Request) (*answer, bool) {
+	key := string(body)
+	rec := httptest.NewRecorder()
+	req := r.Clone(r.Context())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	h.learn.ServeHTTP(rec, req)
+	a := &answer{
+		status:        rec.Code,
+		contentType:   []string{rec.Header().Get("Content-Type")},
+		contentLength: []string{strconv.Itoa(rec.Body.Len())},
+		body:          bytes.Clone(rec.Body.Bytes()),
+	}
+	h.mu.Lock()
+	if old, ok := h.answers[key]; ok {
+		a = old // another request learnt it first: the same bytes
+	} else {
+		h.answers[key] = a
+		h.learnt++
+	}
+	h.mu.Unlock()
+	return a, true
 }
 
 func (h *Handler) fail(w http.ResponseWriter, status int, msg string) {
@@ -149,8 +206,9 @@ type Servers struct {
 	// URLs maps each schema name to its endpoint, as schemas.Servers does.
 	URLs map[string]string
 
-	servers []*http.Server
-	serving sync.WaitGroup
+	servers  []*http.Server
+	handlers map[string]*Handler
+	serving  sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -159,12 +217,13 @@ type Servers struct {
 // Start serves every recorded schema of schemas.Names on its own
 // 127.0.0.1:0 listener at schemas.Path. Close them with Close.
 func Start(rec Recording, opts Options) (*Servers, error) {
-	s := &Servers{URLs: make(map[string]string, len(schemas.Names))}
+	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}}
 	for _, name := range schemas.Names {
 		h, err := NewHandler(rec, name, opts)
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
 		}
+		s.handlers[name] = h
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("source schema %q: listen: %w", name, err), s.Close())
@@ -177,6 +236,15 @@ func Start(rec Recording, opts Options) (*Servers, error) {
 		s.serving.Go(func() { _ = srv.Serve(ln) })
 	}
 	return s, nil
+}
+
+// Learnt counts the answers learnt by every schema (Options.Learn).
+func (s *Servers) Learnt() int {
+	n := 0
+	for _, h := range s.handlers {
+		n += h.Learnt()
+	}
+	return n
 }
 
 // Close stops the servers, closing listeners and connections at once, and
