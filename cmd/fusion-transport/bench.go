@@ -26,12 +26,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
 	paths := fs.String("paths", "legacy,sockets", "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with")
 	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -paths does")
+	subgraphs := fs.String("subgraphs", string(benchrun.SubgraphsReplay), "the source `schemas` the gateways call: replay (the embedded schemas' recorded answers, costing next to nothing) or schemas (the embedded schemas, executing every request)")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport bench [flags]
 
 Bench compares the legacy and the sockets path on loopback. Per mode it
-starts the embedded source schemas, then for each round a fresh gateway
+starts the source schemas (-subgraphs: by default the embedded schemas'
+recorded answers, replayed byte for byte, so that they cost next to
+nothing), then for each round a fresh gateway
 process per path (legacy, sockets, legacy, sockets, ...), each under a
 closed-loop load of its own process running the deep-recursion query. It
 prints per mode a table of medians over the rounds with [min–max]: req/s,
@@ -67,6 +70,11 @@ Flags:
 		fmt.Fprintf(stderr, "bench: -paths %q: %v\n", *paths, err)
 		return 2
 	}
+	subgraphList, err := benchrun.ParseSubgraphs(*subgraphs)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: -subgraphs: %v\n", err)
+		return 2
+	}
 	if *rounds <= 0 || *duration <= 0 || *vus <= 0 || *warmup < 0 {
 		fmt.Fprintf(stderr, "bench: -rounds, -duration and -vus must be positive, -warmup not negative\n")
 		return 2
@@ -89,6 +97,7 @@ Flags:
 		GatewayConfig: *gatewayConfig,
 		AfterSwitch:   *afterSwitch,
 		Sides:         sides,
+		Subgraphs:     subgraphList,
 		Progress:      stderr,
 		Command:       strings.TrimSpace("fusion-transport bench " + strings.Join(args, " ")),
 	}

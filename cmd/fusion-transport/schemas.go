@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/replay"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
@@ -14,22 +16,24 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("schemas", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	latency := fs.Duration("latency", 0, "fixed delay before each source schema request is answered (the benchmark's constant-latency mode, e.g. 4ms)")
+	replayed := fs.Bool("replay", false, "serve the recorded answers of the schemas to the benchmark gateway's requests instead of running them (package replay): answers that cost nothing; other requests get 404")
+	learn := fs.Bool("learn", false, "with -replay, answer a request that was not recorded by running the schema once and recording its answer (for other gateways than the benchmark's, e.g. graphql-go-tools)")
 	withFaults := fs.Bool("faults", false, "also serve the fault-injecting source schema (connection refused, resets, stalls, bad framing, 5xx, 429, redirect loops, oversized headers, endless body, TLS failure) and print a URL per fault")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted. With -replay it\nfirst records their answers to the benchmark gateway's requests and serves\nthose, byte for byte, looked up by the request body.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, false, stderr); !ok {
 		return code
 	}
-	srv, err := schemas.Start(schemas.Options{Latency: *latency})
+	urls, closeServers, err := startSchemas(ctx, *latency, *replayed, *learn, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "schemas: %v\n", err)
 		return 2
 	}
-	defer srv.Close()
+	defer closeServers()
 	for _, name := range schemas.Names {
-		fmt.Fprintf(stdout, "%s %s\n", name, srv.URLs[name])
+		fmt.Fprintf(stdout, "%s %s\n", name, urls[name])
 	}
 	if *withFaults {
 		faultSrv, err := faults.Start(faults.Options{})
@@ -44,4 +48,31 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	<-ctx.Done()
 	return 0
+}
+
+// startSchemas starts the embedded source schemas, or with replayed their
+// recorded answers (learning the answers to other requests with learn), and
+// returns their URLs and how to close them.
+func startSchemas(ctx context.Context, latency time.Duration, replayed, learn bool, stderr io.Writer) (map[string]string, func(), error) {
+	if !replayed {
+		srv, err := schemas.Start(schemas.Options{Latency: latency})
+		if err != nil {
+			return nil, nil, err
+		}
+		return srv.URLs, func() { _ = srv.Close() }, nil
+	}
+	rec, err := replay.Record(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := replay.Start(rec, replay.Options{Latency: latency, Learn: learn})
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv.URLs, func() {
+		_ = srv.Close()
+		if learn {
+			fmt.Fprintf(stderr, "schemas: replay learnt %d answers\n", srv.Learnt())
+		}
+	}, nil
 }

@@ -157,7 +157,7 @@ func testReport() *Report {
 	return &Report{
 		Date: time.Date(2026, 5, 4, 10, 30, 0, 0, time.UTC), Command: "fusion-transport bench",
 		Machine: Machine{CPUs: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64"},
-		Rounds:  2, VUs: 50, DurationSeconds: 10, WarmupSeconds: 2, BinaryBytes: 12_340_000,
+		Rounds:  2, VUs: 50, DurationSeconds: 10, WarmupSeconds: 2, BinaryBytes: 12_340_000, Subgraphs: SubgraphsReplay,
 		Modes: []ModeReport{mr},
 	}
 }
@@ -172,6 +172,7 @@ func TestWriteTable(t *testing.T) {
 		"Gateway benchmark, 2026-05-04 10:30 UTC: 50 VUs, 2 round(s) of 10s after 2s warm-up",
 		"constant-latency (every source schema request waits 4ms)",
 		"Targets (constant-latency)",
+		"Source schemas: replay, the embedded schemas' recorded answers looked up by request body",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
@@ -430,7 +431,8 @@ func TestProgress(t *testing.T) {
 
 // TestRunSmoke runs the whole benchmark, very short, with a freshly built
 // binary: the default two sides, and three (legacy and both sockets
-// engines), each round running them in turn.
+// engines), each round running them in turn, against the replayed source
+// schemas (the default); and the two sides against the embedded schemas.
 func TestRunSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs 10 gateways")
@@ -448,21 +450,23 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name     string
-		sides    []Side
-		want     []string // the samples' paths, in order
-		profiles []string // per mode, MODE-NAME
-		header   string
+		name      string
+		sides     []Side
+		subgraphs Subgraphs
+		want      []string // the samples' paths, in order
+		profiles  []string // per mode, MODE-NAME
+		header    string
 	}{
-		{"two", nil, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
-		{"three", three, []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp"},
+		{"two", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
+		{"three", three, "", []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp"},
+		{"schemas", nil, SubgraphsSchemas, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			profiles := t.TempDir()
 			var progress bytes.Buffer
 			rep, err := Run(context.Background(), Options{
 				Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
-				ProfileDir: profiles, Progress: &progress, Sides: tc.sides,
+				ProfileDir: profiles, Progress: &progress, Sides: tc.sides, Subgraphs: tc.subgraphs,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -502,5 +506,26 @@ func TestRunSmoke(t *testing.T) {
 				t.Errorf("progress lacks the run of %s:\n%s", last, progress.String())
 			}
 		})
+	}
+}
+
+func TestParseSubgraphs(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Subgraphs
+		wantErr bool
+	}{
+		{"replay", SubgraphsReplay, false},
+		{"schemas", SubgraphsSchemas, false},
+		{"", "", true},
+		{"rust", "", true},
+	} {
+		got, err := ParseSubgraphs(tc.in)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("ParseSubgraphs(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if d := (Options{}).subgraphs().Describe(); !strings.Contains(d, "replay") {
+		t.Errorf("the default describes itself as %q, want replay", d)
 	}
 }

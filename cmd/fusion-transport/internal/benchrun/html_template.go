@@ -23,6 +23,7 @@ var benchTemplate = template.Must(template.New("bench").Funcs(template.FuncMap{"
 <tr><th>date</th><td>{{.Date.Format "2006-01-02 15:04 MST"}}</td></tr>
 <tr><th>command</th><td id="command"><code>{{.Command}}</code></td></tr>
 <tr><th>machine</th><td id="machine">{{.Machine.CPUs}} CPUs{{with .Machine.CPUModel}} ({{.}}){{end}}, {{.Machine.GoVersion}} {{.Machine.OS}}/{{.Machine.Arch}}, load average {{printf "%.1f" .Machine.LoadStart}} at the start, {{printf "%.1f" .Machine.LoadEnd}} at the end</td></tr>
+{{if .Subgraphs}}<tr><th>source schemas</th><td id="subgraphs">{{.Subgraphs.Describe}}</td></tr>{{end}}
 <tr><th>runs</th><td>{{.VUs}} VUs, {{.Rounds}} round(s) of {{.DurationSeconds}} s after {{.WarmupSeconds}} s warm-up per side and mode</td></tr>
 </table>
 <p class="key">sides:{{range .Sides}}<span style="background:{{.Colour}}"></span>{{.Name}}{{end}}</p>

@@ -39,7 +39,7 @@ func TestWriteHTML(t *testing.T) {
 				t.Fatalf("the page does not parse: %v", err)
 			}
 			var modes []*html.Node
-			var command, machine string
+			var command, machine, subgraphs string
 			for n := range doc.Descendants() {
 				for _, a := range n.Attr {
 					if a.Key == "src" || a.Key == "href" || (a.Key == "style" && strings.Contains(a.Val, "url(")) {
@@ -53,10 +53,15 @@ func TestWriteHTML(t *testing.T) {
 					command = textOf(n)
 				case attr(n, "id") == "machine":
 					machine = textOf(n)
+				case attr(n, "id") == "subgraphs":
+					subgraphs = textOf(n)
 				}
 			}
 			if command != rep.Command || !strings.HasPrefix(machine, strconv.Itoa(rep.Machine.CPUs)+" CPUs") || !strings.Contains(machine, rep.Machine.GoVersion) {
 				t.Errorf("command %q, machine %q; JSON %q, %+v", command, machine, rep.Command, rep.Machine)
+			}
+			if subgraphs != rep.Subgraphs.Describe() {
+				t.Errorf("source schemas %q, JSON %q", subgraphs, rep.Subgraphs)
 			}
 			if len(modes) != len(rep.Modes) {
 				t.Fatalf("%d mode sections, JSON %d modes", len(modes), len(rep.Modes))

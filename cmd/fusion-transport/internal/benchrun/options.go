@@ -116,6 +116,11 @@ type Options struct {
 	// two or three, the first the one the others are compared with. Nil:
 	// DefaultSides, legacy then sockets.
 	Sides []Side
+
+	// Subgraphs are the source schemas the gateways call: the embedded
+	// schemas' recorded answers (SubgraphsReplay) or the schemas
+	// themselves (SubgraphsSchemas). Default: SubgraphsReplay.
+	Subgraphs Subgraphs
 }
 
 // Side is one configuration of the benchmark: a gateway process on a path

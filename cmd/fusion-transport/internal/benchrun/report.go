@@ -21,6 +21,10 @@ type Report struct {
 	// legacy, sockets); the first is the one the others are compared with.
 	Sides []string `json:"sides"`
 
+	// Subgraphs names the source schemas the gateways called: replay (the
+	// recorded answers) or schemas (the embedded schemas, executing).
+	Subgraphs Subgraphs `json:"subgraphs"`
+
 	Rounds          int     `json:"rounds"`
 	VUs             int     `json:"vus"`
 	DurationSeconds float64 `json:"duration_s"`

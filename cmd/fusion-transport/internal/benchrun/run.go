@@ -40,6 +40,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			LoadStart: loadAverage(),
 		},
 		Sides:           sideNames(o.sides()),
+		Subgraphs:       o.subgraphs(),
 		Rounds:          o.rounds(),
 		VUs:             o.vus(),
 		DurationSeconds: o.duration().Seconds(),
@@ -138,10 +139,14 @@ func sideLabel(name string) string {
 	return name + " side"
 }
 
-// startSchemas starts "fusion-transport schemas" and returns the source
+// startSchemas starts "fusion-transport schemas" (with -replay for
+// SubgraphsReplay) and returns the source
 // schemas' URLs, in the form the gateway's -schemas flag takes.
 func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), error) {
 	args := []string{"schemas"}
+	if o.subgraphs() == SubgraphsReplay {
+		args = append(args, "-replay")
+	}
 	if mode.Latency > 0 {
 		args = append(args, "-latency", mode.Latency.String())
 	}

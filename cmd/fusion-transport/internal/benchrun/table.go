@@ -34,6 +34,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Command != "" {
 		fmt.Fprintf(&b, "Command: %s\n", r.Command)
 	}
+	if r.Subgraphs != "" {
+		b.WriteString(r.Subgraphs.Describe() + "\n")
+	}
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(&b, "Run time: %s\n", time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second))
 	}

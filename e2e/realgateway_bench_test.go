@@ -1,0 +1,406 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jensneuse/abstractlogger"
+	"github.com/wundergraph/graphql-go-tools/execution/federationtesting/gateway"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+)
+
+// benchmarkRouterConfig is the benchmark's four source schemas (the SDLs of
+// fusion-transport's embedded schemas, testdata/benchmark/*.graphql)
+// composed by wgc, as Cosmo composes a supergraph:
+//
+//	cd testdata/benchmark && npx -y wgc@0.112.7 router compose -i graph.yaml -o config.json
+//
+// Its routing URLs are placeholders, replaced by the schemas' URLs.
+//
+//go:embed testdata/benchmark/config.json
+var benchmarkRouterConfig []byte
+
+var (
+	realBench          = flag.Bool("realbench", false, "run TestRealGatewayBench: graphql-go-tools' federation gateway over the benchmark's source schemas under load")
+	realBenchRounds    = flag.Int("realbench.rounds", 2, "rounds; each runs every side in turn (ABCD...)")
+	realBenchDuration  = flag.Duration("realbench.duration", 10*time.Second, "measured window of each run")
+	realBenchWarmup    = flag.Duration("realbench.warmup", 2*time.Second, "warm-up before each window")
+	realBenchVUs       = flag.Int("realbench.vus", 50, "virtual users of the closed-loop load")
+	realBenchLatency   = flag.Duration("realbench.latency", 0, "delay of every source schema answer (constant-latency: 4ms)")
+	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
+)
+
+// TestRealGatewayBench is a benchmark, not a test; it runs only with
+// -realbench. It runs graphql-go-tools' federation gateway (the engine
+// Cosmo Router embeds; federationtesting/gateway) in this process over the
+// benchmark's four source schemas (fusion-transport schemas, a child
+// process, by default replaying their answers), composed by wgc (benchmarkRouterConfig), with the deep-recursion
+// query under fusion-transport's closed-loop load (a child process), as
+// fusion-transport bench does with its own gateway. Per round it runs a
+// fresh gateway per side, the sides in turn, each with its subgraph
+// client: the engine's default (an http.Client as graphql-go-tools'
+// NewFederationEngineConfigFactory builds it), or the transport's
+// Client() on legacy, sockets:nethttp or sockets:h1. It prints a table of
+// medians over the rounds with [min–max]: req/s, latencies, the gateway's
+// CPU per request (this process's, getrusage: the schemas and the load run
+// in other processes), subgraph calls per request. It asserts no figure.
+//
+//	cd e2e && go test -run TestRealGatewayBench -timeout 30m -v -args -realbench
+//	cd e2e && go test -run TestRealGatewayBench -v -args -realbench -realbench.latency 4ms
+func TestRealGatewayBench(t *testing.T) {
+	if !*realBench {
+		t.Skip("a benchmark: run with -args -realbench")
+	}
+	sides := strings.Split(*realBenchSides, ",")
+	for _, s := range sides {
+		if !slices.Contains([]string{"default", "legacy", "sockets:nethttp", "sockets:h1"}, s) {
+			t.Fatalf("-realbench.sides: unknown side %q", s)
+		}
+	}
+	bin := buildFusionTransport(t)
+	if *realBenchSubgraphs != "replay" && *realBenchSubgraphs != "schemas" {
+		t.Fatalf("-realbench.subgraphs %q: want replay or schemas", *realBenchSubgraphs)
+	}
+	urls := startBenchSchemas(t, bin, *realBenchLatency, *realBenchSubgraphs == "replay")
+	routerConfig := benchmarkRouterConfig
+	for name, u := range urls {
+		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
+	}
+
+	samples := map[string][]realSample{}
+	began := time.Now()
+	for round := 1; round <= *realBenchRounds; round++ {
+		for _, side := range sides {
+			s := runRealSide(t, bin, routerConfig, urls, side)
+			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load, %d errors",
+				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.errors)
+			samples[side] = append(samples[side], s)
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "Real-gateway benchmark (graphql-go-tools federation gateway), %s: %d VUs, %d round(s) of %s after %s warm-up per side; source schemas: %s with latency %s; median [min–max] over the rounds.\n",
+		began.UTC().Format("2006-01-02 15:04 MST"), *realBenchVUs, *realBenchRounds, *realBenchDuration, *realBenchWarmup, subgraphsNote(*realBenchSubgraphs), *realBenchLatency)
+	fmt.Fprintf(&out, "Machine: %d CPUs, %s %s/%s; source schemas, gateway and load share them. Run time: %s.\n\n",
+		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Second))
+	writeRealTable(&out, sides, samples)
+	fmt.Println(out.String())
+}
+
+func subgraphsNote(s string) string {
+	if s == "schemas" {
+		return "the embedded schemas (graphql-go), executing every request"
+	}
+	return "replay (the embedded schemas' answers recorded on first sight, byte for byte)"
+}
+
+// realSample is one run of one side.
+type realSample struct {
+	rps, p50, p95, p99 float64
+	cpuMS, calls       float64
+	planCalls          float64 // of one request alone, before the load
+	errors             int64
+}
+
+// countingTransport counts the subgraph calls of a client.
+type countingTransport struct {
+	next  http.RoundTripper
+	calls *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.calls.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// runRealSide starts a gateway with side's client, measures it under load
+// and stops it.
+func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]string, side string) realSample {
+	t.Helper()
+	var client *http.Client
+	switch side {
+	case "default":
+		// As graphql-go-tools' NewFederationEngineConfigFactory builds its
+		// default client.
+		tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+		defer tr.CloseIdleConnections()
+		client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	default:
+		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
+		for name, u := range urls {
+			cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
+		}
+		if engine, ok := strings.CutPrefix(side, "sockets:"); ok {
+			cfg.Transport = env.PathSockets
+			cfg.Defaults.Engine = engine
+		}
+		inv, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inv.Close()
+		client = inv.Client()
+	}
+	var calls, requests atomic.Int64
+	client = &http.Client{Transport: countingTransport{next: orDefault(client.Transport), calls: &calls}, Timeout: client.Timeout}
+	gw, err := gateway.NewGateway(routerConfig, client, abstractlogger.NoopLogger, false)
+	if err != nil {
+		t.Fatalf("gateway.NewGateway: %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gw.ServeHTTP(w, r)
+		requests.Add(1)
+	}))
+	defer srv.Close()
+	// The plan's calls, of requests one at a time after a first (which
+	// plans the query): 8 or 9 in graphql-go-tools, whose loader
+	// deduplicates identical fetches in flight at once (also across
+	// requests, so that under load there are fewer).
+	checkDeepRecursionAnswer(t, srv.URL, side)
+	const alone = 5
+	before := calls.Load()
+	for range alone {
+		checkDeepRecursionAnswer(t, srv.URL, side)
+	}
+	planCalls := float64(calls.Load()-before) / alone
+
+	var cpu0, calls0, req0, cpu1, calls1, req1 int64
+	res := runBenchLoad(t, bin, srv.URL,
+		func() { cpu0, calls0, req0 = selfCPU(), calls.Load(), requests.Load() },
+		func() { cpu1, calls1, req1 = selfCPU(), calls.Load(), requests.Load() })
+	n := req1 - req0
+	if n == 0 {
+		t.Fatalf("%s: the gateway answered no request in the window (load: %+v)", side, res)
+	}
+	return realSample{
+		rps: res.RequestsPerSecond, p50: res.P50, p95: res.P95, p99: res.P99, errors: res.Errors,
+		cpuMS: float64(cpu1-cpu0) / float64(n) / 1e6, calls: float64(calls1-calls0) / float64(n),
+		planCalls: planCalls,
+	}
+}
+
+func orDefault(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		return http.DefaultTransport
+	}
+	return rt
+}
+
+// checkDeepRecursionAnswer sends the query once and wants data without
+// errors: the load counts a 200 as an answer, and a gateway that answered
+// errors would be measured doing less.
+func checkDeepRecursionAnswer(t *testing.T, url, side string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(deepRecursionBody()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var got struct {
+		Data   map[string]json.RawMessage `json:"data"`
+		Errors []json.RawMessage          `json:"errors"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || len(got.Errors) > 0 || len(got.Data) == 0 {
+		t.Fatalf("%s: the gateway's answer to the deep-recursion query: %d %.500s", side, resp.StatusCode, body)
+	}
+}
+
+// deepRecursionBody is the body the load sends: the benchmark's query.
+func deepRecursionBody() []byte {
+	q, err := os.ReadFile(filepath.Join("..", "cmd", "fusion-transport", "internal", "load", "deep-recursion.graphql"))
+	if err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(map[string]string{"query": string(q), "operationName": "TestQuery"})
+	return b
+}
+
+// buildFusionTransport builds the fusion-transport binary of the root module.
+func buildFusionTransport(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fusion-transport")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/fusion-transport")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startBenchSchemas starts "fusion-transport schemas" and returns their URLs.
+func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed bool) map[string]string {
+	t.Helper()
+	args := []string{"schemas"}
+	if replayed {
+		args = append(args, "-replay", "-learn")
+	}
+	if latency > 0 {
+		args = append(args, "-latency", latency.String())
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	urls := map[string]string{}
+	sc := bufio.NewScanner(out)
+	for len(urls) < 4 && sc.Scan() {
+		name, u, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			t.Fatalf("schemas: unexpected line %q", sc.Text())
+		}
+		urls[name] = u
+	}
+	if len(urls) < 4 {
+		t.Fatalf("schemas: got %v", urls)
+	}
+	go io.Copy(io.Discard, out)
+	return urls
+}
+
+// loadResult is the load command's result line (its load.Result).
+type loadResult struct {
+	Requests          int64   `json:"requests"`
+	Errors            int64   `json:"errors"`
+	RequestsPerSecond float64 `json:"req_per_s"`
+	P50               float64 `json:"p50_ms"`
+	P95               float64 `json:"p95_ms"`
+	P99               float64 `json:"p99_ms"`
+	FirstError        string  `json:"first_error"`
+}
+
+// runBenchLoad runs "fusion-transport load" against url, calling onMeasure
+// and onWindowEnd when it says that the measured window starts and ends
+// (its "load: measuring" and "load: window ended" lines).
+func runBenchLoad(t *testing.T, bin, url string, onMeasure, onWindowEnd func()) loadResult {
+	t.Helper()
+	cmd := exec.Command(bin, "load", "-url", url+"/graphql", "-vus", fmt.Sprint(*realBenchVUs),
+		"-duration", realBenchDuration.String(), "-warmup", realBenchWarmup.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var other strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		switch line := sc.Text(); {
+		case strings.HasPrefix(line, "load: measuring"):
+			onMeasure()
+		case line == "load: window ended":
+			onWindowEnd()
+		default:
+			other.WriteString(line + "\n")
+		}
+	}
+	waitErr := cmd.Wait()
+	var res loadResult
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
+		t.Fatalf("load: %v; no result line (%v): %s", waitErr, err, other.String())
+	}
+	return res
+}
+
+// writeRealTable writes the medians [min–max] per side and each side's
+// ratio of medians to the first.
+func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample) {
+	rows := []struct {
+		name string
+		get  func(realSample) float64
+		unit string
+	}{
+		{"req/s", func(s realSample) float64 { return s.rps }, ""},
+		{"p50 latency", func(s realSample) float64 { return s.p50 }, " ms"},
+		{"p95 latency", func(s realSample) float64 { return s.p95 }, " ms"},
+		{"p99 latency", func(s realSample) float64 { return s.p99 }, " ms"},
+		{"gateway CPU/request", func(s realSample) float64 { return s.cpuMS }, " ms"},
+		{"subgraph calls/request, one at a time", func(s realSample) float64 { return s.planCalls }, ""},
+		{"subgraph calls/request under load", func(s realSample) float64 { return s.calls }, ""},
+		{"load errors", func(s realSample) float64 { return float64(s.errors) }, ""},
+	}
+	header := "| Metric |"
+	sep := "|---|"
+	for _, s := range sides {
+		header += " " + s + " |"
+		sep += "---|"
+	}
+	for _, s := range sides[1:] {
+		header += " " + s + "/" + sides[0] + " |"
+		sep += "---|"
+	}
+	fmt.Fprintln(w, header)
+	fmt.Fprintln(w, sep)
+	for _, r := range rows {
+		line := "| " + r.name + " |"
+		med := map[string]float64{}
+		for _, s := range sides {
+			var v []float64
+			for _, x := range samples[s] {
+				v = append(v, r.get(x))
+			}
+			slices.Sort(v)
+			m := median(v)
+			med[s] = m
+			cell := fmt.Sprintf("%.3g%s", m, r.unit)
+			if r.name == "req/s" {
+				cell = fmt.Sprintf("%.0f", m)
+			}
+			if v[0] != v[len(v)-1] {
+				cell += fmt.Sprintf(" [%.4g–%.4g]", v[0], v[len(v)-1])
+			}
+			line += " " + cell + " |"
+		}
+		for _, s := range sides[1:] {
+			if med[sides[0]] == 0 {
+				line += " – |"
+				continue
+			}
+			line += fmt.Sprintf(" %.3f |", med[s]/med[sides[0]])
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
