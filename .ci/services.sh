@@ -65,10 +65,16 @@ install_packages() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Ports below the kernel's ephemeral range (ip_local_port_range, 32768 and
+# up by default): a port there can be taken between this check and nginx's
+# bind by any outgoing connection of the tests that run beside it, which
+# once failed CI with "Address already in use".
+ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
-  local p
+  local p span=$(( ${ephemeral_low:-32768} - 20000 ))
+  [ "$span" -gt 1000 ] || span=12000
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % span))
     if ! port_in_use "$p"; then echo "$p"; return 0; fi
   done
   log "no free port found"
