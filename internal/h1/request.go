@@ -286,14 +286,15 @@ func hasToken(v, token string) bool {
 func tokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
 
 // appendHost appends host as the Host header carries it: an IPv6 zone
-// ("[fe80::1%en0]:8080") is left out, as net/http does (RFC 6874: the zone
-// is local to the sender).
+// ("[fe80::1%en0]:8080") is left out, as net/http's removeZone does (RFC
+// 6874: the zone is local to the sender), to the byte: from the last '%'
+// before the last ']' up to that ']' ("[%%]" keeps "[%]").
 func appendHost(dst []byte, host string) []byte {
 	if strings.HasPrefix(host, "[") {
-		if pct := strings.IndexByte(host, '%'); pct >= 0 {
-			if end := strings.IndexByte(host[pct:], ']'); end >= 0 {
+		if end := strings.LastIndexByte(host, ']'); end >= 0 {
+			if pct := strings.LastIndexByte(host[:end], '%'); pct >= 0 {
 				dst = append(dst, host[:pct]...)
-				return append(dst, host[pct+end:]...)
+				return append(dst, host[end:]...)
 			}
 		}
 	}
