@@ -3,18 +3,13 @@
 package transport_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	transport "github.com/fusiongo/transport"
@@ -45,8 +40,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkCall -benchtime 20000x -count 6 .
 func BenchmarkCall(b *testing.B) {
-	srv := startBenchResponder(b)
-	url := srv.url + "/graphql"
+	srv := rawhttp.StartBench(b, "TestBenchResponderProcess", benchResponderEnv, benchAnswer, true)
+	url := srv.URL + "/graphql"
 	gctx := gatewayCtx("Authorization", benchAuthorization[0], "X-Request-Id", benchRequestID[0])
 
 	// The bare net/http variants send what the invokers put on the wire:
@@ -67,14 +62,14 @@ func BenchmarkCall(b *testing.B) {
 	var buf []byte // the response body, reused by every call
 
 	b.Run("floor", func(b *testing.B) {
-		c, err := rawhttp.Dial(srv.addr)
+		c, err := rawhttp.Dial(srv.Addr)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer c.Close()
 		c.AddHeader("Authorization", benchAuthorization[0])
 		c.AddHeader("X-Request-Id", benchRequestID[0])
-		measure(b, srv, func() error {
+		srv.Measure(b, warmCalls, func() error {
 			body, err := c.Post("/graphql", benchQuery)
 			if err == nil && len(body) != len(benchAnswer) {
 				err = fmt.Errorf("body of %d bytes, want %d", len(body), len(benchAnswer))
@@ -87,43 +82,43 @@ func BenchmarkCall(b *testing.B) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr}
-		measure(b, srv, func() error {
+		srv.Measure(b, warmCalls, func() error {
 			req, err := newRequest(true)
 			if err != nil {
 				return err
 			}
 			resp, err := client.Do(req)
-			return readBody(resp, err, &buf)
+			return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 		})
 	})
 
 	b.Run("Transport.RoundTrip", func(b *testing.B) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		defer tr.CloseIdleConnections()
-		measure(b, srv, func() error {
+		srv.Measure(b, warmCalls, func() error {
 			req, err := newRequest(true)
 			if err != nil {
 				return err
 			}
 			resp, err := tr.RoundTrip(req)
-			return readBody(resp, err, &buf)
+			return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 		})
 	})
 
 	b.Run("ClientConn.RoundTrip", func(b *testing.B) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		cc, err := tr.NewClientConn(context.Background(), "http", srv.addr)
+		cc, err := tr.NewClientConn(context.Background(), "http", srv.Addr)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer func() { cc.Close() }()
-		measure(b, srv, func() error {
+		srv.Measure(b, warmCalls, func() error {
 			if cc.Err() != nil {
 				// net/http closed it, as it does when its write goroutine
 				// reports later than 50 ms (maxWriteWaitBeforeConnReuse)
 				// on a loaded machine: dial again, as a pool would.
 				cc.Close()
-				if cc, err = tr.NewClientConn(context.Background(), "http", srv.addr); err != nil {
+				if cc, err = tr.NewClientConn(context.Background(), "http", srv.Addr); err != nil {
 					return err
 				}
 			}
@@ -132,7 +127,7 @@ func BenchmarkCall(b *testing.B) {
 				return err
 			}
 			resp, err := cc.RoundTrip(req)
-			return readBody(resp, err, &buf)
+			return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 		})
 	})
 
@@ -146,19 +141,19 @@ func BenchmarkCall(b *testing.B) {
 			}
 			defer inv.Close()
 			b.Run("Do", func(b *testing.B) {
-				measure(b, srv, func() error {
+				srv.Measure(b, warmCalls, func() error {
 					req, err := newRequest(false)
 					if err != nil {
 						return err
 					}
 					resp, err := inv.Do(gctx, "products", req)
-					return readBody(resp, err, &buf)
+					return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 				})
 			})
 			b.Run("Post", func(b *testing.B) {
-				measure(b, srv, func() error {
+				srv.Measure(b, warmCalls, func() error {
 					resp, err := inv.Post(gctx, "products", benchQuery)
-					return readBody(resp, err, &buf)
+					return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 				})
 			})
 			// Post through a closed circuit breaker (circuit_breaker.enabled):
@@ -170,9 +165,9 @@ func BenchmarkCall(b *testing.B) {
 			}
 			defer withBreaker.Close()
 			b.Run("PostBreaker", func(b *testing.B) {
-				measure(b, srv, func() error {
+				srv.Measure(b, warmCalls, func() error {
 					resp, err := withBreaker.Post(gctx, "products", benchQuery)
-					return readBody(resp, err, &buf)
+					return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 				})
 			})
 		})
@@ -182,74 +177,6 @@ func BenchmarkCall(b *testing.B) {
 // warmCalls run before the measured loop, so that the connection is open
 // and every buffer and pool has grown.
 const warmCalls = 200
-
-// measure runs call in a b.Loop and reports allocations and CPU per call.
-func measure(b *testing.B, srv *benchResponder, call func() error) {
-	b.Helper()
-	for range warmCalls {
-		if err := call(); err != nil {
-			b.Fatalf("warm-up: %v", err)
-		}
-	}
-	b.ReportAllocs()
-	self0, peer0 := cpuTime(), srv.cpu(b)
-	n := 0
-	for b.Loop() {
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	self, peer := cpuTime()-self0, srv.cpu(b)-peer0
-	if srv.child == nil {
-		// In-process responder: RUSAGE_SELF holds both sides.
-		b.ReportMetric(float64(self)/float64(n), "cpu-ns/op")
-		return
-	}
-	b.ReportMetric(float64(self)/float64(n), "client-cpu-ns/op")
-	b.ReportMetric(float64(self+peer)/float64(n), "cpu-ns/op")
-}
-
-// readBody takes a round trip's result, reads the body to its end into
-// *buf (io.ReadAll would allocate a new buffer per call), closes it and
-// checks the answer. It allocates only on errors.
-func readBody(resp *http.Response, err error, buf *[]byte) error {
-	if err != nil {
-		return err
-	}
-	b := (*buf)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, rerr := resp.Body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			resp.Body.Close()
-			return rerr
-		}
-	}
-	*buf = b
-	if err := resp.Body.Close(); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || len(b) != len(benchAnswer) {
-		return fmt.Errorf("%s with a body of %d bytes, want 200 with %d", resp.Status, len(b), len(benchAnswer))
-	}
-	return nil
-}
-
-// cpuTime returns the user and system CPU time of this process.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // The request and the answer of every call: a 300-byte GraphQL request and
 // a 1 KiB JSON result, both padded to their size with JSON whitespace.
@@ -286,113 +213,13 @@ func padJSON(s string, size int) []byte {
 // process; see TestBenchResponderProcess.
 const benchResponderEnv = "TRANSPORT_BENCH_RESPONDER"
 
-// benchResponder is BenchmarkCall's responder: a child process, or, if it
-// cannot start, a responder in this process.
-type benchResponder struct {
-	addr, url string
-	child     *exec.Cmd
-	stdin     io.WriteCloser
-	stdout    *bufio.Reader
-}
-
-// startBenchResponder runs the responder in a child process so that
-// RUSAGE_SELF counts the client alone, and stops it when b ends.
-func startBenchResponder(b *testing.B) *benchResponder {
-	srv, err := startChildResponder()
-	if err == nil {
-		b.Cleanup(func() {
-			srv.stdin.Close() // the child exits at the end of its input
-			srv.child.Wait()
-		})
-		return srv
-	}
-	b.Logf("responder in this process (cpu-ns/op includes it): %v", err)
-	r, err := rawhttp.Start(benchAnswer)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Close() })
-	return &benchResponder{addr: r.Addr(), url: r.URL()}
-}
-
-func startChildResponder() (*benchResponder, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, "-test.run=^TestBenchResponderProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), benchResponderEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	srv := &benchResponder{child: cmd, stdin: stdin, stdout: bufio.NewReader(stdout)}
-	// The child's first line of its own is its address.
-	for {
-		line, err := srv.stdout.ReadString('\n')
-		if err != nil {
-			stdin.Close()
-			cmd.Wait()
-			return nil, fmt.Errorf("responder process: %w", err)
-		}
-		if addr, ok := strings.CutPrefix(strings.TrimSpace(line), "addr="); ok {
-			srv.addr, srv.url = addr, "http://"+addr
-			return srv, nil
-		}
-	}
-}
-
-// cpu returns the responder process's CPU time, or 0 for an in-process
-// responder.
-func (s *benchResponder) cpu(b *testing.B) int64 {
-	if s.child == nil {
-		return 0
-	}
-	if _, err := io.WriteString(s.stdin, "cpu\n"); err != nil {
-		b.Fatalf("responder process: %v", err)
-	}
-	line, err := s.stdout.ReadString('\n')
-	if err != nil {
-		b.Fatalf("responder process: %v", err)
-	}
-	ns, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(line), "cpu="), 10, 64)
-	if err != nil {
-		b.Fatalf("responder process: %q: %v", line, err)
-	}
-	return ns
-}
-
 // TestBenchResponderProcess is not a test: it is the body of BenchmarkCall's
 // responder process, and skips unless TRANSPORT_BENCH_RESPONDER is set. It
 // prints "addr=host:port", answers each "cpu" line on its input with
 // "cpu=<ns>", its CPU time so far, and exits at the end of its input without
 // returning to the test framework.
 func TestBenchResponderProcess(t *testing.T) {
-	if os.Getenv(benchResponderEnv) != "1" {
-		t.Skip("BenchmarkCall's responder process; runs only when the benchmark starts it")
-	}
-	r, err := rawhttp.Start(benchAnswer)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("addr=%s\n", r.Addr())
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		if in.Text() == "cpu" {
-			fmt.Printf("cpu=%d\n", cpuTime())
-		}
-	}
-	r.Close()
-	os.Exit(0)
+	rawhttp.ServeChild(t, benchResponderEnv, benchAnswer)
 }
 
 // BenchmarkCrowd measures a crowd: each iteration, 4,000 Posts arrive at
@@ -405,10 +232,10 @@ func TestBenchResponderProcess(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkCrowd -benchtime 3x -count 4 .
 func BenchmarkCrowd(b *testing.B) {
 	const crowd = 4000
-	srv := startBenchResponder(b)
+	srv := rawhttp.StartBench(b, "TestBenchResponderProcess", benchResponderEnv, benchAnswer, true)
 	for _, path := range paths {
 		b.Run(string(path), func(b *testing.B) {
-			cfg := config(path, "products", srv.url+"/graphql")
+			cfg := config(path, "products", srv.URL+"/graphql")
 			cfg.Defaults.MaxConnsPerHost = 4
 			cfg.Defaults.MaxIdleConnsPerHost = 4
 			cfg.Defaults.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
@@ -427,7 +254,7 @@ func BenchmarkCrowd(b *testing.B) {
 				return err
 			}
 			b.ReportAllocs()
-			self0 := cpuTime()
+			self0 := rawhttp.CPUTime()
 			n := 0
 			for b.Loop() {
 				var wg sync.WaitGroup
@@ -446,7 +273,7 @@ func BenchmarkCrowd(b *testing.B) {
 				}
 				n += crowd
 			}
-			b.ReportMetric(float64(cpuTime()-self0)/float64(n), "client-cpu-ns/op")
+			b.ReportMetric(float64(rawhttp.CPUTime()-self0)/float64(n), "client-cpu-ns/op")
 		})
 	}
 }

@@ -3,18 +3,12 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -47,25 +41,25 @@ import (
 //
 //	cd e2e && for i in 1 2 3 4 5 6; do go test -run '^$' -bench BenchmarkPeers -benchtime 20000x .; done
 func BenchmarkPeers(b *testing.B) {
-	srv := startPeersResponder(b)
-	url := srv.url + "/graphql"
+	srv := rawhttp.StartBench(b, "TestPeersResponderProcess", peersResponderEnv, peersAnswer, false)
+	url := srv.URL + "/graphql"
 
 	b.Run("floor", func(b *testing.B) {
-		c, err := rawhttp.Dial(srv.addr)
+		c, err := rawhttp.Dial(srv.Addr)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer c.Close()
 		c.AddHeader("Authorization", peersAuthorization)
 		c.AddHeader("X-Request-Id", peersRequestID)
-		peersMeasure(b, srv, func() error {
+		srv.Measure(b, peersWarmCalls, func() error {
 			body, err := c.Post("/graphql", peersQuery)
 			return checkLen(len(body), err)
 		})
 	})
 
 	b.Run("fasthttp.HostClient", func(b *testing.B) {
-		hc := &fasthttp.HostClient{Addr: srv.addr}
+		hc := &fasthttp.HostClient{Addr: srv.Addr}
 		defer hc.CloseIdleConnections()
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
@@ -77,7 +71,7 @@ func BenchmarkPeers(b *testing.B) {
 		req.Header.Set("Authorization", peersAuthorization)
 		req.Header.Set("X-Request-Id", peersRequestID)
 		req.SetBody(peersQuery)
-		peersMeasure(b, srv, func() error {
+		srv.Measure(b, peersWarmCalls, func() error {
 			if err := hc.Do(req, resp); err != nil {
 				return err
 			}
@@ -93,7 +87,7 @@ func BenchmarkPeers(b *testing.B) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr}
-		peersMeasure(b, srv, func() error {
+		srv.Measure(b, peersWarmCalls, func() error {
 			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(peersQuery))
 			if err != nil {
 				return err
@@ -103,7 +97,7 @@ func BenchmarkPeers(b *testing.B) {
 			req.Header["Authorization"] = []string{peersAuthorization}
 			req.Header["X-Request-Id"] = []string{peersRequestID}
 			resp, err := client.Do(req)
-			return readPeersBody(resp, err, &buf)
+			return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
 		})
 	})
 
@@ -135,9 +129,9 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			defer inv.Close()
 			b.Run("Post", func(b *testing.B) {
-				peersMeasure(b, srv, func() error {
+				srv.Measure(b, peersWarmCalls, func() error {
 					resp, err := inv.Post(gctx, "products", peersQuery)
-					return readPeersBody(resp, err, &buf)
+					return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
 				})
 			})
 		})
@@ -183,152 +177,14 @@ func checkLen(n int, err error) error {
 // open and every buffer and pool has grown.
 const peersWarmCalls = 200
 
-// peersMeasure runs call in a b.Loop and reports allocations and the
-// client's CPU per call.
-func peersMeasure(b *testing.B, srv *peersResponder, call func() error) {
-	b.Helper()
-	for range peersWarmCalls {
-		if err := call(); err != nil {
-			b.Fatalf("warm-up: %v", err)
-		}
-	}
-	b.ReportAllocs()
-	self0, peer0 := selfCPU(), srv.cpu(b)
-	n := 0
-	for b.Loop() {
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	self, peer := selfCPU()-self0, srv.cpu(b)-peer0
-	b.ReportMetric(float64(self)/float64(n), "client-cpu-ns/op")
-	b.ReportMetric(float64(self+peer)/float64(n), "cpu-ns/op")
-}
-
-// readPeersBody reads a response body to its end into *buf, closes it and
-// checks the answer; it allocates only on errors.
-func readPeersBody(resp *http.Response, err error, buf *[]byte) error {
-	if err != nil {
-		return err
-	}
-	p := (*buf)[:0]
-	for {
-		if len(p) == cap(p) {
-			p = append(p, 0)[:len(p)]
-		}
-		n, rerr := resp.Body.Read(p[len(p):cap(p)])
-		p = p[:len(p)+n]
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			resp.Body.Close()
-			return rerr
-		}
-	}
-	*buf = p
-	if err := resp.Body.Close(); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %s", resp.Status)
-	}
-	return checkLen(len(p), nil)
-}
-
-func selfCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // peersResponderEnv turns this test binary into BenchmarkPeers' responder
 // process; see TestPeersResponderProcess.
 const peersResponderEnv = "TRANSPORT_PEERS_RESPONDER"
-
-// peersResponder is the responder child process: its address, and a pipe
-// to ask it for its CPU time.
-type peersResponder struct {
-	addr, url string
-	child     *exec.Cmd
-	stdin     io.WriteCloser
-	stdout    *bufio.Reader
-}
-
-func startPeersResponder(b *testing.B) *peersResponder {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestPeersResponderProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), peersResponderEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	srv := &peersResponder{child: cmd, stdin: stdin, stdout: bufio.NewReader(stdout)}
-	b.Cleanup(func() {
-		stdin.Close() // the child exits at the end of its input
-		cmd.Wait()
-	})
-	for {
-		line, err := srv.stdout.ReadString('\n')
-		if err != nil {
-			b.Fatalf("responder process: %v", err)
-		}
-		if addr, ok := strings.CutPrefix(strings.TrimSpace(line), "addr="); ok {
-			srv.addr, srv.url = addr, "http://"+addr
-			return srv
-		}
-	}
-}
-
-func (s *peersResponder) cpu(b *testing.B) int64 {
-	if _, err := io.WriteString(s.stdin, "cpu\n"); err != nil {
-		b.Fatalf("responder process: %v", err)
-	}
-	line, err := s.stdout.ReadString('\n')
-	if err != nil {
-		b.Fatalf("responder process: %v", err)
-	}
-	ns, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(line), "cpu="), 10, 64)
-	if err != nil {
-		b.Fatalf("responder process: %q: %v", line, err)
-	}
-	return ns
-}
 
 // TestPeersResponderProcess is not a test: it is the body of
 // BenchmarkPeers' responder process, and skips unless
 // TRANSPORT_PEERS_RESPONDER is set. It prints "addr=host:port", answers each
 // "cpu" line on its input with "cpu=<ns>", and exits at the end of its input.
 func TestPeersResponderProcess(t *testing.T) {
-	if os.Getenv(peersResponderEnv) != "1" {
-		t.Skip("BenchmarkPeers' responder process; runs only when the benchmark starts it")
-	}
-	r, err := rawhttp.Start(peersAnswer)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("addr=%s\n", r.Addr())
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		if in.Text() == "cpu" {
-			fmt.Printf("cpu=%d\n", selfCPU())
-		}
-	}
-	r.Close()
-	os.Exit(0)
+	rawhttp.ServeChild(t, peersResponderEnv, peersAnswer)
 }

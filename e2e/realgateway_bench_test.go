@@ -28,6 +28,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 )
 
 // benchmarkRouterConfig is the benchmark's four source schemas (the SDLs of
@@ -187,8 +188,8 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 
 	var cpu0, calls0, req0, cpu1, calls1, req1 int64
 	res := runBenchLoad(t, bin, srv.URL,
-		func() { cpu0, calls0, req0 = selfCPU(), calls.Load(), requests.Load() },
-		func() { cpu1, calls1, req1 = selfCPU(), calls.Load(), requests.Load() })
+		func() { cpu0, calls0, req0 = rawhttp.CPUTime(), calls.Load(), requests.Load() },
+		func() { cpu1, calls1, req1 = rawhttp.CPUTime(), calls.Load(), requests.Load() })
 	n := req1 - req0
 	if n == 0 {
 		t.Fatalf("%s: the gateway answered no request in the window (load: %+v)", side, res)
