@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -138,33 +137,16 @@ func BenchmarkPeers(b *testing.B) {
 	}
 }
 
-// The request and the answer of every call, as the root's BenchmarkCall
-// sends them (a copy: the root's are in its _test files).
+// The request and the answer of every call: rawhttp's, which the root's
+// BenchmarkCall sends too.
 var (
-	peersQuery  = padJSON(`{"query":"query TopProducts($first: Int!) { topProducts(first: $first) { upc name price weight inStock shippingEstimate reviews { id body author { id username } } } }","operationName":"TopProducts","variables":{"first":5}}`, 300)
-	peersAnswer = func() []byte {
-		var sb strings.Builder
-		sb.WriteString(`{"data":{"topProducts":[`)
-		for i := 1; sb.Len() < 900; i++ {
-			if i > 1 {
-				sb.WriteByte(',')
-			}
-			fmt.Fprintf(&sb, `{"upc":"%d","name":"Product %d","price":%d,"weight":%d,"inStock":true}`, i, i, 100*i+99, 10+i)
-		}
-		sb.WriteString(`]}}`)
-		return padJSON(sb.String(), 1024)
-	}()
-	peersContentType   = "application/json; charset=utf-8"
-	peersAccept        = "application/graphql-response+json; charset=utf-8, application/json; charset=utf-8"
-	peersAuthorization = "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJiZW5jaCJ9.c2lnbmF0dXJlLW9mLWEtYmVuY2gtdG9rZW4"
-	peersRequestID     = "3f6c2a1e-9b7d-4e0a-8c55-1d2e3f4a5b6c"
+	peersQuery         = rawhttp.BenchQuery
+	peersAnswer        = rawhttp.BenchAnswer
+	peersContentType   = rawhttp.BenchContentType
+	peersAccept        = rawhttp.BenchAccept
+	peersAuthorization = rawhttp.BenchAuthorization
+	peersRequestID     = rawhttp.BenchRequestID
 )
-
-// padJSON returns the JSON object s with spaces before its closing brace
-// up to size bytes.
-func padJSON(s string, size int) []byte {
-	return []byte(s[:len(s)-1] + strings.Repeat(" ", size-len(s)) + "}")
-}
 
 func checkLen(n int, err error) error {
 	if err == nil && n != len(peersAnswer) {
