@@ -200,6 +200,11 @@ func (r *replica) serve(w http.ResponseWriter, req *http.Request) {
 		}
 	default:
 		w.Header().Set("Content-Type", "application/json")
+		if id, ok := strings.CutPrefix(string(body), "id="); ok {
+			// The answer names the request it answers, and the replica.
+			io.WriteString(w, `{"data":{"id":"`+id+`","by":"`+r.ip.String()+`"}}`)
+			return
+		}
 		io.WriteString(w, `{"data":{"ok":true}}`)
 	}
 }
@@ -1011,6 +1016,72 @@ func TestOutlierEjectionFreesRoom(t *testing.T) {
 		}
 		if open := set.r[1].open.Load(); open != 2 {
 			t.Errorf("the address in service has %d connections, want 2 (the ejected one's slot freed)", open)
+		}
+	})
+}
+
+// TestAddressAnswersStayWithTheirCaller: 8 callers send 800 calls with
+// their own ids over three addresses while one address flips between
+// answering, 503 and resets (ejected and back) and DNS drops and restores
+// another: every answer a caller gets is its own request's, never another
+// caller's, on both engines.
+func TestAddressAnswersStayWithTheirCaller(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		set := newReplicas(t, 3)
+		res := newStubResolver(set.ips())
+		inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
+			s.OutlierDetection.BaseEjection = 20 * time.Millisecond
+			s.OutlierDetection.MaxEjectionPercent = 50
+		}), transport.WithResolver(res))
+		var (
+			wg           sync.WaitGroup
+			next         atomic.Int64
+			ok, mismatch atomic.Int64
+			first        atomic.Value
+		)
+		const calls = 800
+		for range 8 {
+			wg.Go(func() {
+				for {
+					n := next.Add(1)
+					if n > calls {
+						return
+					}
+					switch n % 100 { // the faults, driven by the calls' progress
+					case 10:
+						set.r[1].mode.Store(answer503)
+					case 30:
+						set.r[1].mode.Store(answerReset)
+					case 50:
+						set.r[1].mode.Store(answerOK)
+						res.set(set.ips(0, 1))
+					case 70:
+						res.set(set.ips())
+					}
+					id := fmt.Sprintf("call-%d", n)
+					resp, err := inv.Post(context.Background(), "products", []byte("id="+id))
+					if err != nil {
+						continue // a reset or a 503 of the flipping address: not an answer
+					}
+					body, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || resp.StatusCode != http.StatusOK {
+						continue
+					}
+					ok.Add(1)
+					if !strings.Contains(string(body), `"id":"`+id+`"`) {
+						mismatch.Add(1)
+						first.CompareAndSwap(nil, fmt.Sprintf("%s got %s", id, body))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if m := mismatch.Load(); m > 0 {
+			t.Fatalf("%d of %d answers were another request's; first: %v", m, ok.Load(), first.Load())
+		}
+		if ok.Load() < calls/2 {
+			t.Errorf("only %d of %d calls answered", ok.Load(), calls)
 		}
 	})
 }
