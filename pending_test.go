@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,32 +264,7 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 		}
 		cfg.ForwardHeaders = []string{"X-Call", "X-Hold"}
 		inv := newInvoker(t, cfg)
-		joined := make(chan struct{}, 1)
-		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
-			if ev == sockets.QueueJoined {
-				joined <- struct{}{}
-			}
-		}}
-		rec.install(t)
-
-		// One in flight, one waiting: the queue is full.
-		var wg sync.WaitGroup
-		for i, step := range []chan struct{}{arrived, joined} {
-			wg.Go(func() {
-				resp, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(i), "X-Hold", "1"), "products", []byte(`{"query":"{ ok }"}`))
-				if err != nil {
-					t.Errorf("held call %d: %v", i, err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			})
-			select {
-			case <-step:
-			case <-time.After(gapGuard):
-				t.Fatalf("held call %d neither reached the server nor the queue", i)
-			}
-		}
+		rec, wg := fillQueue(t, inv, arrived)
 		legacyBefore, _ := countPaths(srv)
 		post := func() (*http.Response, error) {
 			return inv.Post(gatewayCtx("X-Call", "2"), "products", []byte(body))
@@ -321,6 +297,90 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 		legacy, _ := countPaths(srv)
 		if want := map[bool]int{false: 0, true: 2}[canaried]; legacy-legacyBefore != want {
 			t.Errorf("legacy sent %d of the refused calls, want %d", legacy-legacyBefore, want)
+		}
+	})
+}
+
+// fillQueue fills the queue of a schema with max_conns_per_host 1 and
+// max_pending_requests 1 whose server reports each held request (X-Hold)
+// on arrived: one call in flight, one waiting. The caller releases the
+// server, then waits on the returned group for both calls; the recorder
+// has the pool's queue events.
+func fillQueue(t *testing.T, inv transport.Invoker, arrived <-chan struct{}) (*queueRecorder, *sync.WaitGroup) {
+	t.Helper()
+	joined := make(chan struct{}, 1)
+	rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
+		if ev == sockets.QueueJoined {
+			joined <- struct{}{}
+		}
+	}}
+	rec.install(t)
+	wg := &sync.WaitGroup{}
+	for i, step := range []<-chan struct{}{arrived, joined} {
+		wg.Go(func() {
+			resp, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(i), "X-Hold", "1"), "products", []byte(`{"query":"{ ok }"}`))
+			if err != nil {
+				t.Errorf("held call %d: %v", i, err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+		select {
+		case <-step:
+		case <-time.After(gapGuard):
+			t.Fatalf("held call %d neither reached the server nor the queue", i)
+		}
+	}
+	return rec, wg
+}
+
+// TestOverloadedLeavesBreakerClosed (issue 29, defect 1): the pool's own
+// refusals at max_pending_requests are not the schema's failures. With
+// max_conns_per_host 1, max_pending_requests 1 and a breaker of
+// min_requests 5, eight calls refused while the queue is full each get
+// ErrOverloaded (none ErrCircuitOpen), the breaker never changes state,
+// and after the release every further call reaches the server.
+func TestOverloadedLeavesBreakerClosed(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		release := make(chan struct{})
+		arrived := make(chan struct{}, 2)
+		var seen atomic.Int64
+		srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+			seen.Add(1)
+			if r.Header.Get("X-Hold") != "" {
+				arrived <- struct{}{}
+				<-release
+			}
+			io.WriteString(w, `{"data":{"ok":true}}`)
+		})
+		cfg := engineConfig(engine, srv.url, func(s *env.SourceSchema) {
+			s.MaxConnsPerHost = 1
+			s.MaxPendingRequests = 1
+			s.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 5, FailureRatio: 0.5, Window: 10 * time.Second, OpenFor: time.Hour}
+		})
+		cfg.ForwardHeaders = []string{"X-Call", "X-Hold"}
+		var evs resilienceEvents
+		inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook))
+		_, wg := fillQueue(t, inv, arrived)
+		for i := range 8 {
+			_, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(10+i)), "products", []byte(`{"query":"{ ok }"}`))
+			if !errors.Is(err, transport.ErrOverloaded) || errors.Is(err, transport.ErrCircuitOpen) {
+				t.Errorf("refused call %d: error %v, want ErrOverloaded (the breaker must not open on it)", i, err)
+			}
+		}
+		close(release)
+		wg.Wait()
+		for i := range 10 {
+			if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+				t.Fatalf("call %d after the burst: %d, %v; want the server's 200", i, st, err)
+			}
+		}
+		if n := seen.Load(); n != 12 {
+			t.Errorf("the server saw %d requests, want 12 (2 held, 10 after): no refused call is sent", n)
+		}
+		if got := evs.transitions(); len(got) != 0 {
+			t.Errorf("breaker transitions %v, want none: a refusal of the pool is not a failure", got)
 		}
 	})
 }

@@ -133,7 +133,8 @@ func (inv *Transport) resilienceOf(r *route, settings env.Settings, prev *route)
 
 func equalBreaker(a, b env.BreakerSettings) bool {
 	return a.FailureRatio == b.FailureRatio && a.MinRequests == b.MinRequests && a.Window == b.Window &&
-		a.OpenFor == b.OpenFor && a.HalfOpenRequests == b.HalfOpenRequests && slices.Equal(a.Statuses, b.Statuses)
+		a.OpenFor == b.OpenFor && a.HalfOpenRequests == b.HalfOpenRequests && slices.Equal(a.Statuses, b.Statuses) &&
+		(a.Statuses == nil) == (b.Statuses == nil) // nil is the default list, empty is none
 }
 
 // resilient returns the breaker, retry and hedge middleware of a route,

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -223,6 +225,75 @@ func TestResilienceBreakerIgnores4xx(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResilienceBreakerStatuses, on every path (issue 29, defect 2):
+// circuit_breaker.statuses as the YAML gives it decides which answers
+// open the breaker. An empty list means none, not the default: 20 answers
+// of 500 leave it closed and every call reaches the server; [429] opens
+// it on 429s and [503] never on 500s.
+func TestResilienceBreakerStatuses(t *testing.T) {
+	cases := []struct {
+		name     string
+		yaml     string
+		status   int
+		wantOpen bool
+	}{
+		{"empty list, 500", "[]", 500, false},
+		{"default, 500", "", 500, true},
+		{"[429], 429", "[429]", 429, true},
+		{"[503], 500", "[503]", 500, false},
+	}
+	for _, p := range paths {
+		for _, tc := range cases {
+			t.Run(string(p)+"/"+tc.name, func(t *testing.T) {
+				srv := newSwitchServer(t, tc.status)
+				yaml := "circuit_breaker:\n  enabled: true\n  min_requests: 10\n  open_for: 1h\n"
+				if tc.yaml != "" {
+					yaml += "  statuses: " + tc.yaml + "\n"
+				}
+				cfg := withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+					s.CircuitBreaker = loadBreaker(t, yaml)
+				})
+				var evs resilienceEvents
+				inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook))
+				refused := 0
+				for range 20 {
+					st, err := call(inv, queryBody)
+					switch {
+					case errors.Is(err, transport.ErrCircuitOpen):
+						refused++
+					case err != nil || st != tc.status:
+						t.Fatalf("call: %d, %v; want the server's %d", st, err, tc.status)
+					}
+				}
+				if open := refused > 0; open != tc.wantOpen {
+					t.Errorf("statuses %q, 20 answers of %d: %d calls refused by the breaker (transitions %v); want open: %t",
+						tc.yaml, tc.status, refused, evs.transitions(), tc.wantOpen)
+				}
+				if n := srv.seen.Load(); int(n) != 20-refused {
+					t.Errorf("the server saw %d requests, want %d", n, 20-refused)
+				}
+			})
+		}
+	}
+}
+
+// loadBreaker returns the breaker settings of a source schema's YAML
+// block, as the configuration loader reads them.
+func loadBreaker(t *testing.T, yaml string) env.BreakerSettings {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "fusion.yaml")
+	doc := "source_schemas:\n  products:\n    url: http://products.test/graphql\n    " +
+		strings.ReplaceAll(strings.TrimSuffix(yaml, "\n"), "\n", "\n    ") + "\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Loader{}.Load(file)
+	if err != nil {
+		t.Fatalf("loading %q: %v", yaml, err)
+	}
+	return cfg.SourceSchemas["products"].CircuitBreaker
 }
 
 // TestResilienceReloadKeepsBreaker, on every path: a reload that leaves

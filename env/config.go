@@ -410,8 +410,9 @@ type BreakerSettings struct {
 	// through; at least 1. Default: 1.
 	HalfOpenRequests int
 
-	// Statuses lists the response statuses that count as failures.
-	// Default: 500, 502, 503, 504.
+	// Statuses lists the response statuses that count as failures. Nil
+	// means the default; an empty, non-nil list (YAML `statuses: []`)
+	// means that no status counts. Default: 500, 502, 503, 504.
 	Statuses []int
 }
 

@@ -77,8 +77,9 @@ type BreakerConfig struct {
 
 	// Statuses are the response statuses that count as failures, beside
 	// transport errors and the request's header and request timeouts. A
-	// 4xx in this list counts too, but none is by default. Nil or empty
-	// means the default. Default: 500, 502, 503, 504.
+	// 4xx in this list counts too, but none is by default. Nil means the
+	// default; an empty, non-nil list means that no status counts.
+	// Default: 500, 502, 503, 504.
 	Statuses []int
 
 	// OnStateChange, if set, is called on every change of state, in order,
@@ -214,7 +215,7 @@ func NewBreaker(cfg BreakerConfig) *Breaker {
 		onChange:    cfg.OnStateChange,
 		statuses:    slices.Clone(cfg.Statuses),
 	}
-	if len(b.statuses) == 0 {
+	if cfg.Statuses == nil {
 		b.statuses = DefaultBreakerStatuses()
 	}
 	if cfg.Schema != "" {
@@ -413,8 +414,9 @@ func (b *Breaker) settle(p *breakerPhase, v breakerVerdict) {
 // request timeout (bound.HeaderTimeoutError, bound.RequestTimeoutError),
 // or a response with one of the statuses; a request whose context the
 // caller ended (cancelled, or its own deadline) counts as neither success
-// nor failure, as does one that a reload overtook before it was sent or
-// that a rate limit further in refused (ErrRateLimited).
+// nor failure, as does one that a reload overtook before it was sent,
+// that a rate limit further in refused (ErrRateLimited) or that the
+// sockets path's max_pending_requests turned away (ErrOverloaded).
 // A RoundTripper below that panics counts as a failure.
 func (b *Breaker) Middleware() Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
@@ -468,8 +470,8 @@ func (b *Breaker) judge(ctx context.Context, resp *http.Response, err error) bre
 		}
 		return breakerExcluded // the caller left
 	}
-	if errors.Is(err, bound.ErrReloaded) || errors.Is(err, ErrCircuitOpen) || errors.Is(err, ErrRateLimited) {
-		return breakerExcluded // not sent: a rate limit's refusal is ours, not the schema's
+	if refusedUnsent(err) {
+		return breakerExcluded // not sent: a refusal of ours is not the schema's failure
 	}
 	return breakerFailure
 }

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -10,7 +9,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -144,13 +142,6 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.cfg.OnCompressed(len(raw), len(encoded))
 	}
 	return resp, err
-}
-
-// refusedUnsent reports an error of a request refused before anything was
-// sent: by a circuit breaker or a rate limit further in, or at the sockets
-// path's max_pending_requests. Its compressed bytes saved nothing.
-func refusedUnsent(err error) bool {
-	return err != nil && (errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrRateLimited) || errors.Is(err, bound.ErrOverloaded))
 }
 
 // encodedCall is what Compress allocates for one call besides the header,

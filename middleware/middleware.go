@@ -1,6 +1,11 @@
 package middleware
 
-import "net/http"
+import (
+	"errors"
+	"net/http"
+
+	"github.com/fusiongo/transport/internal/bound"
+)
 
 // Middleware wraps a RoundTripper of a source schema's pipeline: it
 // returns a RoundTripper that does its part and calls next.
@@ -43,4 +48,16 @@ func (w wrapped) CloseIdleConnections() {
 	if c, ok := w.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// refusedUnsent reports an error of a request that the gateway itself
+// refused or overtook before anything was sent: a circuit breaker or a
+// rate limit further in, the sockets path's max_pending_requests
+// (ErrOverloaded), or a reload. Such a request says nothing of the source
+// schema: the breaker counts it neither way, retry does not repeat it and
+// compression saved nothing by it. Every policy asks this one function,
+// so that a refusal added later is left out by all of them.
+func refusedUnsent(err error) bool {
+	return err != nil && (errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrRateLimited) ||
+		errors.Is(err, bound.ErrOverloaded) || errors.Is(err, bound.ErrReloaded))
 }

@@ -82,39 +82,110 @@ func TestBreakerOutcomes(t *testing.T) {
 	refused.Close()
 	cases := []struct {
 		outcome
-		want string // failure, success, excluded
+		want    string // failure, success, excluded
+		refusal error  // the error a refused request gets further in
 	}{
 		{outcome{"503", func(t *testing.T, rt http.RoundTripper, url string) {
 			sendWith(t, rt, context.Background(), url, "X-Status", "503")
-		}}, "failure"},
+		}}, "failure", nil},
 		{outcome{"500", func(t *testing.T, rt http.RoundTripper, url string) {
 			sendWith(t, rt, context.Background(), url, "X-Status", "500")
-		}}, "failure"},
+		}}, "failure", nil},
 		{outcome{"404", func(t *testing.T, rt http.RoundTripper, url string) {
 			sendWith(t, rt, context.Background(), url, "X-Status", "404")
-		}}, "success"},
+		}}, "success", nil},
 		{outcome{"429", func(t *testing.T, rt http.RoundTripper, url string) {
 			sendWith(t, rt, context.Background(), url, "X-Status", "429")
-		}}, "success"},
-		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success"},
-		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure"},
-		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
-		{outcome{"request timeout", cancelledBy(&bound.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure"},
-		{outcome{"caller cancelled", cancelledBy(context.Canceled)}, "excluded"},
+		}}, "success", nil},
+		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success", nil},
+		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure", nil},
+		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
+		{outcome{"request timeout", cancelledBy(&bound.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
+		{outcome{"caller cancelled", cancelledBy(context.Canceled)}, "excluded", nil},
+		// Refusals of the gateway's own, further in: the schema never saw them.
+		{outcome{"overloaded", sendRefused}, "excluded", bound.ErrOverloaded},
+		{outcome{"rate limited", sendRefused}, "excluded", bound.ErrRateLimited},
+		{outcome{"reloaded", sendRefused}, "excluded", bound.ErrReloaded},
+		{outcome{"circuit open further in", sendRefused}, "excluded", bound.ErrCircuitOpen},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			next := http.RoundTripper(http.DefaultTransport)
+			if tc.refusal != nil {
+				next = refusingTransport{err: tc.refusal, next: next}
+			}
 			one := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 1, OpenFor: time.Hour})
-			tc.send(t, one.Middleware()(http.DefaultTransport), srv.URL)
+			tc.send(t, one.Middleware()(next), srv.URL)
 			if got, wantOpen := one.State(), tc.want == "failure"; (got == middleware.BreakerOpen) != wantOpen {
 				t.Errorf("after one %s, state %s; want open: %t", tc.name, got, wantOpen)
 			}
 			two := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 2, FailureRatio: 0.5, OpenFor: time.Hour})
-			rt := two.Middleware()(http.DefaultTransport)
+			rt := two.Middleware()(next)
 			tc.send(t, rt, srv.URL)
 			sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
 			if got, wantOpen := two.State(), tc.want != "excluded"; (got == middleware.BreakerOpen) != wantOpen {
 				t.Errorf("after a %s and a 503 (min_requests 2), state %s; want open: %t", tc.name, got, wantOpen)
+			}
+		})
+	}
+}
+
+// sendRefused sends a request that a refusingTransport turns away, unsent, as
+// the sockets pool does at max_pending_requests.
+func sendRefused(t *testing.T, rt http.RoundTripper, url string) {
+	sendWith(t, rt, context.Background(), url, "X-Refuse", "1")
+}
+
+// refusingTransport fails a request that carries X-Refuse with err, and
+// sends every other one on next.
+type refusingTransport struct {
+	err  error
+	next http.RoundTripper
+}
+
+func (r refusingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Refuse") != "" {
+		return nil, fmt.Errorf("source schema \"products\": %w", r.err)
+	}
+	return r.next.RoundTrip(req)
+}
+
+// TestBreakerStatuses: circuit_breaker.statuses decides which answers are
+// failures: nil is the default list (5xx but 501), an empty list none, a
+// list only its own statuses, a 4xx included. Each case sends five
+// answers of one status through a breaker with min_requests 5.
+func TestBreakerStatuses(t *testing.T) {
+	srv, seen := holdServer(t)
+	cases := []struct {
+		name     string
+		statuses []int
+		status   string
+		open     bool
+	}{
+		{"default/500", nil, "500", true},
+		{"default/503", nil, "503", true},
+		{"default/501", nil, "501", false},
+		{"default/429", nil, "429", false},
+		{"empty/500", []int{}, "500", false},
+		{"empty/503", []int{}, "503", false},
+		{"only 429/429", []int{429}, "429", true},
+		{"only 429/500", []int{429}, "500", false},
+		{"only 503/500", []int{503}, "500", false},
+		{"only 503/503", []int{503}, "503", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 5, FailureRatio: 0.5, OpenFor: time.Hour, Statuses: tc.statuses})
+			rt := b.Middleware()(http.DefaultTransport)
+			before := seen.Load()
+			for range 5 {
+				sendWith(t, rt, context.Background(), srv.URL, "X-Status", tc.status)
+			}
+			if n := seen.Load() - before; n != 5 {
+				t.Fatalf("the server saw %d requests, want 5", n)
+			}
+			if got := b.State(); (got == middleware.BreakerOpen) != tc.open {
+				t.Errorf("statuses %v after five %s: state %s; want open: %t", tc.statuses, tc.status, got, tc.open)
 			}
 		})
 	}

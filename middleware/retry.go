@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -209,7 +208,7 @@ func (r *retrier) retryable(ctx context.Context, resp *http.Response, err error)
 	if err == nil {
 		return slices.Contains(r.cfg.Statuses, resp.StatusCode)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bound.ErrReloaded) || errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrOverloaded) || errors.Is(err, bound.ErrRateLimited) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || refusedUnsent(err) {
 		return false // an overtaken or refused request fails the same way each time
 	}
 	// retryablehttp only finds a certificate error directly under a
