@@ -240,6 +240,56 @@ func TestShapingCompressionResend(t *testing.T) {
 	}
 }
 
+// TestShapingCompressionRetryHedged: a compressed query that the server
+// answered 503 is retried, and the retry, held by the server, is hedged:
+// retry sends it again compressed, and hedge still reads its kind from the
+// uncompressed body. All three tries carry the same compressed bytes with
+// their own length, each decoding to the caller's body.
+func TestShapingCompressionRetryHedged(t *testing.T) {
+	body := entityBody("x", 100)
+	for _, codec := range []string{"gzip", "zstd"} {
+		for _, p := range paths {
+			t.Run(codec+"/"+string(p), func(t *testing.T) {
+				third := make(chan struct{})
+				srv := newDecodingServer(t, func(n int) int {
+					switch n {
+					case 1:
+						return http.StatusServiceUnavailable
+					case 2: // the retry: held until its hedge arrives
+						select {
+						case <-third:
+						case <-time.After(resilienceGuard):
+							t.Errorf("the held retry was never hedged")
+						}
+					case 3:
+						close(third)
+					}
+					return http.StatusOK
+				})
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+					compressed(codec, 1024)(s)
+					s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
+					s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 100 * time.Millisecond}}
+				}))
+				st, err := call(inv, body)
+				if err != nil || st != http.StatusOK {
+					t.Fatalf("Post: %d, %v; want 200", st, err)
+				}
+				got := srv.requests()
+				if len(got) != 3 {
+					t.Fatalf("the server got %d tries, want 3 (first, retry, the retry's hedge)", len(got))
+				}
+				for i, d := range got {
+					if d.encoding != codec || d.body != body || d.length != int64(len(d.wire)) {
+						t.Errorf("try %d: Content-Encoding %q, Content-Length %d of %d bytes, decodes to the body: %t",
+							i+1, d.encoding, d.length, len(d.wire), d.body == body)
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestShapingRateLimitFailFast sends 1,000 Posts, each with its own id, at
 // 500/s (a 2ms ticker) against a limit of 100/s with a burst of 10 and no
 // wait, on every path and engine.

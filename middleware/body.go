@@ -21,6 +21,10 @@ type classified struct {
 	req  *http.Request
 	body []byte // the whole body, or nil if there is none or it was too large
 	kind operation.Kind
+	// enc is the compressed body that Compress further out sent, or nil:
+	// each copy sent again carries a fresh one, so that Hedge and Dedupe
+	// further in still read the kind from the uncompressed bytes.
+	enc *encodedBody
 }
 
 // classify reads req's body, at most maxClassifiedBody bytes of it, and
@@ -38,7 +42,7 @@ func classify(req *http.Request) (classified, error) {
 	if eb, ok := req.Body.(*encodedBody); ok {
 		// Compress further out sent it compressed: the bytes to send again
 		// are the compressed ones, the kind is the uncompressed body's.
-		return classified{req: req, body: eb.sent, kind: eb.kind()}, nil
+		return classified{req: req, body: eb.sent, kind: eb.kind(), enc: eb}, nil
 	}
 	if req.GetBody != nil {
 		rc, err := req.GetBody()
@@ -86,11 +90,19 @@ func setBody(r *http.Request, body []byte) {
 	r.ContentLength = int64(len(body))
 }
 
-// withBody returns a shallow copy of r with a fresh reader over its body,
-// for sending r once more. r must have come from classify with a body.
-func withBody(r *http.Request, body []byte) *http.Request {
-	out := *r
-	setBody(&out, body)
+// again returns a shallow copy of c.req with a fresh reader over its
+// body, for sending it once more; c must carry a body. A compressed body
+// stays one (its GetBody, its kind, the compressed length), so that a
+// retry of a compressed query is hedged as the first try would be.
+func (c classified) again() *http.Request {
+	out := *c.req
+	if c.enc != nil {
+		out.Body, _ = c.enc.again()
+		out.GetBody = c.enc.again
+		out.ContentLength = int64(len(c.enc.sent))
+		return &out
+	}
+	setBody(&out, c.body)
 	return &out
 }
 

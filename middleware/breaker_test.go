@@ -91,7 +91,7 @@ func startHeld(t *testing.T, rt http.RoundTripper, h *heldTransport, ctx context
 	case <-h.arrived:
 	case err := <-done:
 		t.Fatalf("request %s ended before it reached the transport: %v", id, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(guard):
 		t.Fatalf("request %s did not reach the transport", id)
 	}
 	return done

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,6 +21,14 @@ import (
 // request's variables make it.
 var bigQuery = `{"query":"query Q($representations: [_Any!]!) { _entities(representations: $representations) { ... on Product { name } } }","variables":{"representations":[` +
 	strings.Repeat(`{"__typename":"Product","upc":"1234567890"},`, 60) + `{"__typename":"Product","upc":"0"}]}}`
+
+// incompressible is a body over MinBytes that both codecs make larger:
+// random bytes, the same on every run.
+var incompressible = func() string {
+	b := make([]byte, 4096)
+	rand.NewChaCha8([32]byte{1}).Read(b)
+	return string(b)
+}()
 
 // decode decodes body as its Content-Encoding says.
 func decode(t testing.TB, encoding string, body []byte) string {
@@ -71,6 +80,7 @@ func TestCompress(t *testing.T) {
 			{"under min_bytes", http.MethodPost, queryBody, "", true, false},
 			{"already encoded", http.MethodPost, bigQuery, "br", true, false},
 			{"GET", http.MethodGet, bigQuery, "", true, false},
+			{"grows when compressed", http.MethodPost, incompressible, "", true, false},
 		} {
 			t.Run(codec+"/"+tc.name, func(t *testing.T) {
 				type seen struct {
@@ -131,6 +141,18 @@ func TestCompressRetrySendsSameBytes(t *testing.T) {
 			rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				b, _ := io.ReadAll(req.Body)
 				bodies = append(bodies, b)
+				// What a transport reads to resend after a dead connection:
+				// the same compressed bytes, under their own length.
+				if req.GetBody == nil {
+					t.Errorf("try %d: no GetBody", len(bodies))
+				} else if rc, err := req.GetBody(); err != nil {
+					t.Errorf("try %d: GetBody: %v", len(bodies), err)
+				} else if again, _ := io.ReadAll(rc); !bytes.Equal(again, b) {
+					t.Errorf("try %d: GetBody gives %d bytes other than the %d sent", len(bodies), len(again), len(b))
+				}
+				if req.Header.Get("Content-Encoding") != codec || req.ContentLength != int64(len(b)) {
+					t.Errorf("try %d: Content-Encoding %q, Content-Length %d of %d bytes", len(bodies), req.Header.Get("Content-Encoding"), req.ContentLength, len(b))
+				}
 				status := http.StatusServiceUnavailable
 				if len(bodies) == 3 {
 					status = http.StatusOK
@@ -237,5 +259,61 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 	}
 	if d := decode(t, "gzip", second); d != bigQuery {
 		t.Errorf("decoded %q, want the query", d)
+	}
+}
+
+// TestCompressRetryHedged: the retry of a compressed query is hedged as
+// its first try would be: Hedge, inside Retry, reads the query's kind from
+// the uncompressed body. The server answers 503 to the first try and holds
+// the retry until its hedge arrives.
+func TestCompressRetryHedged(t *testing.T) {
+	for _, codec := range []string{middleware.CodecGzip, middleware.CodecZstd} {
+		t.Run(codec, func(t *testing.T) {
+			var mu sync.Mutex
+			var bodies [][]byte
+			third := make(chan struct{})
+			rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				b, _ := io.ReadAll(req.Body)
+				mu.Lock()
+				bodies = append(bodies, b)
+				n := len(bodies)
+				mu.Unlock()
+				status := http.StatusOK
+				switch n {
+				case 1:
+					status = http.StatusServiceUnavailable
+				case 2:
+					select {
+					case <-third:
+					case <-req.Context().Done():
+						return nil, req.Context().Err()
+					case <-time.After(guard):
+						t.Error("the held retry was never hedged")
+					}
+				case 3:
+					close(third)
+				}
+				resp, _ := fakeResponse(req, status, "{}")
+				return resp, nil
+			}),
+				middleware.Compress(middleware.CompressConfig{Codec: codec}),
+				middleware.Retry(fastRetry(2)),
+				middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1}))
+			resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(bodies) != 3 {
+				t.Fatalf("%d tries, want 3 (first, retry, the retry's hedge)", len(bodies))
+			}
+			for i, b := range bodies {
+				if d := decode(t, codec, b); d != bigQuery {
+					t.Errorf("try %d decodes to %q, want the query", i+1, d)
+				}
+			}
+		})
 	}
 }

@@ -184,7 +184,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		cl.stream.Request = req
 		return cl.stream, nil
 	default: // not shareable: go alone
-		return d.next.RoundTrip(withBody(c.req, c.body))
+		return d.next.RoundTrip(c.again())
 	}
 }
 

@@ -23,7 +23,7 @@ func await[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-time.After(guard):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}

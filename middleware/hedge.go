@@ -213,7 +213,7 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Every attempt reads the bytes classify read, never the caller's: an
 	// attempt that lost may still be writing its body after the winner's
 	// response went back to the caller.
-	launch(withBody(c.req, c.body), false)
+	launch(c.again(), false)
 	pending := 1
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -244,7 +244,7 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 			if len(cancels) > h.cfg.MaxExtra || ctx.Err() != nil || !h.cfg.Budget.Spend() {
 				continue
 			}
-			again := withBody(c.req, c.body)
+			again := c.again()
 			again.Header = c.req.Header.Clone() // the attempts run at once
 			launch(again, true)
 			pending++

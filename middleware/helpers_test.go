@@ -10,7 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
+
+// guard bounds every wait in these tests, so that a broken rule fails a
+// test instead of hanging the binary; no test relies on it passing.
+const guard = 10 * time.Second
 
 // Request bodies of each kind.
 const (

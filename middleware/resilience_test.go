@@ -461,7 +461,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 	}
 	select {
 	case <-loser.closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(guard):
 		t.Fatal("the losing attempt's response was never closed")
 	}
 

@@ -179,7 +179,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		send := c.req
 		if attempt > 1 {
-			send = withBody(c.req, c.body)
+			send = c.again()
 		}
 		resp, err := r.next.RoundTrip(send)
 		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts || !r.cfg.Budget.Spend() {
