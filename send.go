@@ -314,7 +314,7 @@ func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response
 	rwc, writable := resp.Body.(io.ReadWriteCloser)
 	var err error
 	switch {
-	case !backend.AsksUpgrade(req):
+	case !gqlhttp.AsksUpgrade(req):
 		// The body is the raw connection: no bound would reach it, it
 		// would leave the pool's count, and it would outlive Close.
 		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)

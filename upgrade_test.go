@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +219,78 @@ func TestStreamCancel(t *testing.T) {
 					if err := <-readDone; err == nil {
 						t.Error("the blocked read returned no error after the cancel")
 					}
+				}
+			})
+		}
+	}
+}
+
+// TestUpgradeQueryGoesAlone: a POST query that asks to switch protocols
+// is never shared (dedupe on) and never hedged (hedging on, 1ms): on every
+// path and engine the caller gets the 101's connection itself, an
+// io.ReadWriteCloser that echoes, and the source schema got one request.
+// The server holds the 101 until a second request comes or 200ms pass, so
+// that a hedge has every chance to go out.
+func TestUpgradeQueryGoesAlone(t *testing.T) {
+	for _, policy := range []string{"dedupe", "hedge"} {
+		for _, p := range paths {
+			t.Run(policy+"/"+string(p), func(t *testing.T) {
+				closed := make(chan error, 2)
+				var mu sync.Mutex
+				requests := 0
+				second := make(chan struct{})
+				echo := echoUpgrade(t, "", closed)
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					io.ReadAll(r.Body) // the query, before the connection is switched
+					mu.Lock()
+					requests++
+					if requests == 2 {
+						close(second)
+					}
+					mu.Unlock()
+					hold := time.NewTimer(200 * time.Millisecond)
+					defer hold.Stop()
+					select {
+					case <-second:
+					case <-hold.C:
+					}
+					echo(w, r)
+				})
+				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+					if policy == "dedupe" {
+						s.Dedupe = env.Enabled
+					} else {
+						s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: time.Millisecond}}
+					}
+				}))
+				ctx, cancel := context.WithTimeout(context.Background(), engineGuard)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL(), strings.NewReader(queryBody))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", "echo-test")
+				resp, err := inv.Do(ctx, "products", req)
+				if err != nil {
+					t.Fatalf("upgrade: %v", err)
+				}
+				rwc, ok := resp.Body.(io.ReadWriteCloser)
+				if resp.StatusCode != http.StatusSwitchingProtocols || !ok {
+					t.Fatalf("status %d, body %T: want 101 with an io.ReadWriteCloser", resp.StatusCode, resp.Body)
+				}
+				defer rwc.Close()
+				if _, err := io.WriteString(rwc, "ping\n"); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+				if got, err := bufio.NewReader(rwc).ReadString('\n'); err != nil || got != "echo ping\n" {
+					t.Fatalf("read %q, %v; want the echo", got, err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if requests != 1 {
+					t.Errorf("the source schema got %d requests, want 1", requests)
 				}
 			})
 		}

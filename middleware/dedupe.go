@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -131,8 +132,10 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != operation.Query || len(c.req.Trailer) > 0 {
-		// Trailers are not in the key: a request with them goes alone.
+	if c.kind != operation.Query || len(c.req.Trailer) > 0 || gqlhttp.AsksUpgrade(c.req) {
+		// Trailers are not in the key: a request with them goes alone. A
+		// protocol switch hands its caller a connection, which no one
+		// shares.
 		return d.next.RoundTrip(c.req)
 	}
 	k := d.key(c.req, c.body)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -182,7 +183,9 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.kind != operation.Query {
+	if c.kind != operation.Query || gqlhttp.AsksUpgrade(c.req) {
+		// A protocol switch hands its caller a connection: a second one
+		// would be a second session with the source schema.
 		return h.next.RoundTrip(c.req)
 	}
 	if h.cfg.CountFirst {

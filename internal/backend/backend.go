@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/fusiongo/transport/env"
@@ -187,21 +186,4 @@ type Backend interface {
 	// Close releases what the backend shares between its Transports, once
 	// the request path has drained them all.
 	Close()
-}
-
-// AsksUpgrade reports whether req asks to switch protocols: an Upgrade
-// header, and the token "upgrade" in Connection (RFC 9110, section 7.8), as
-// a WebSocket client's handshake does.
-func AsksUpgrade(req *http.Request) bool {
-	if len(req.Header["Upgrade"]) == 0 {
-		return false
-	}
-	for _, v := range req.Header["Connection"] {
-		for token := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }

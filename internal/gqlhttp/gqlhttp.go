@@ -5,6 +5,7 @@ package gqlhttp
 import (
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // The media types of a GraphQL-over-HTTP POST, shared by every request:
@@ -35,4 +36,21 @@ func CloseBody(req *http.Request) {
 	if req != nil && req.Body != nil && req.Body != http.NoBody {
 		req.Body.Close()
 	}
+}
+
+// AsksUpgrade reports whether req asks to switch protocols: an Upgrade
+// header, and the token "upgrade" in Connection (RFC 9110, section 7.8), as
+// a WebSocket client's handshake does.
+func AsksUpgrade(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -178,7 +178,7 @@ func (t *poolTransport) TimesHeaders(s *backend.Schema) bool {
 }
 
 func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Response, error) {
-	if t.pool.h1 != nil && backend.AsksUpgrade(req) {
+	if t.pool.h1 != nil && gqlhttp.AsksUpgrade(req) {
 		return t.pool.upgrade(req, d)
 	}
 	c, pending, queued, err := t.connFor(req, d)
