@@ -59,6 +59,12 @@ const (
 	// DefaultDNSRefresh is the default of Settings.DNSRefresh: Envoy's
 	// dns_refresh_rate.
 	DefaultDNSRefresh = 5 * time.Second
+	// MinDNSRefresh is the shortest Settings.DNSRefresh Validate accepts:
+	// a shorter one would keep the resolver busy.
+	MinDNSRefresh = 10 * time.Millisecond
+	// MinBreakerWindow is the shortest BreakerSettings.Window Validate
+	// accepts: its ten buckets would be under a millisecond each.
+	MinBreakerWindow = 10 * time.Millisecond
 
 	// DefaultMaxForwardedHeaderBytes is the default of
 	// HeaderSettings.MaxForwardedBytes: a source schema behind nginx takes
@@ -207,7 +213,8 @@ type Settings struct {
 	// no spreading and no outlier ejection, as before this setting. A host
 	// written as an IP address, a unix_socket, a proxy and a
 	// SchemaOptions.Dial hook have one address: nothing is resolved. The
-	// legacy path ignores it. Default: DefaultDNSRefresh (5s, Envoy's).
+	// legacy path ignores it. At least MinDNSRefresh (10ms), or off.
+	// Default: DefaultDNSRefresh (5s, Envoy's).
 	DNSRefresh time.Duration
 
 	// OutlierDetection takes an address of a source schema that keeps
@@ -399,7 +406,7 @@ type BreakerSettings struct {
 	MinRequests int
 
 	// Window is the rolling window of the counts (ten buckets of a tenth
-	// each); positive. Default: 10s.
+	// each); at least MinBreakerWindow (10ms). Default: 10s.
 	Window time.Duration
 
 	// OpenFor is how long the breaker stays open before its trial calls;

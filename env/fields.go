@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"sort"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -270,7 +271,7 @@ func ratioField(key string, allowOff bool, p func(*Settings) *float64) field {
 				n, ok = parsed, err == nil
 			}
 			switch {
-			case ok && n > 0 && (allowOff || n <= 1):
+			case ok && n > 0 && (allowOff || n <= 1) && !math.IsInf(n, 0):
 				*p(s) = n
 			case allowOff:
 				e.add(k, v, nil, "invalid value %v: want a positive number, or off", v)

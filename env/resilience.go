@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/fusiongo/transport/middleware"
 )
@@ -55,8 +56,21 @@ func validateResilience(errs *errorList, prefix string, s Settings) {
 			errs.add(fmt.Sprintf("%s.circuit_breaker.statuses[%d]", prefix, i), st, nil, "invalid status %v: want a number from 100 to 599", st)
 		}
 	}
-	if r := s.Retry.BudgetRatio; r < 0 && r != RatioOff || math.IsNaN(r) {
+	if r := s.Retry.BudgetRatio; r < 0 && r != RatioOff || math.IsNaN(r) || math.IsInf(r, 0) {
 		errs.add(prefix+".retry.budget_ratio", r, nil, "invalid value %v: want a positive number, or off", r)
+	}
+	// Values so small that the code acting on them would spin: a lookup
+	// every nanosecond, a breaker window whose buckets wrap at once.
+	for _, d := range []struct {
+		key      string
+		v, least time.Duration
+	}{
+		{"dns_refresh", s.DNSRefresh, MinDNSRefresh},
+		{"circuit_breaker.window", b.Window, MinBreakerWindow},
+	} {
+		if d.v > 0 && d.v < d.least {
+			errs.add(prefix+"."+d.key, d.v.String(), nil, "invalid value %s: want at least %s, or off", d.v, d.least)
+		}
 	}
 	if n := s.Retry.BudgetMinPerSecond; n < NoLimit {
 		errs.add(prefix+".retry.budget_min_per_second", n, nil, "invalid value %d: want a whole number, 0 or more (0: none)", n)

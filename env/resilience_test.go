@@ -99,8 +99,49 @@ func TestLoadResilienceErrors(t *testing.T) {
 		{"hedge:\n    max_extra: 0", `defaults.hedge.max_extra: invalid value 0: want a whole number, at least 1`},
 		{"hedge:\n    max_extra: 17", `defaults.hedge.max_extra: invalid value 17: at most 16`},
 		{"circuit_breaker:\n    ratio: 0.5", `defaults.circuit_breaker.ratio: unknown key`},
+		{"circuit_breaker:\n    window: 1ms", `defaults.circuit_breaker.window: invalid value 1ms: want at least 10ms, or off`},
+		{"retry:\n    budget_ratio: .inf", `defaults.retry.budget_ratio: invalid value +Inf: want a positive number, or off`},
+		{"rate_limit:\n    requests_per_second: .inf", `defaults.rate_limit.requests_per_second: invalid value +Inf: want a positive number, or off`},
+		{"dns_refresh: 1ns", `defaults.dns_refresh: invalid value 1ns: want at least 10ms, or off`},
 	} {
 		t.Run(tc.want, func(t *testing.T) { wantDefaultsError(t, tc.yaml, tc.want) })
+	}
+}
+
+// TestValidateBounds: each value that Go code may set and that makes no
+// sense (a quantile of 1, an infinite ratio, a lookup every nanosecond, a
+// breaker window of a microsecond) fails Validate alone, naming the key
+// and the value; the value just inside each bound passes.
+func TestValidateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*env.Settings)
+		want string // "": valid
+	}{
+		{"quantile 1", func(s *env.Settings) { s.Hedge.Delay = env.HedgeDelay{Quantile: 1} }, "hedge.delay: invalid quantile 1"},
+		{"quantile 0.999", func(s *env.Settings) { s.Hedge.Delay = env.HedgeDelay{Quantile: 0.999} }, ""},
+		{"budget ratio +Inf", func(s *env.Settings) { s.Retry.BudgetRatio = math.Inf(1) }, "retry.budget_ratio: invalid value +Inf"},
+		{"budget ratio 1e9", func(s *env.Settings) { s.Retry.BudgetRatio = 1e9 }, ""},
+		{"rate +Inf", func(s *env.Settings) { s.RateLimit.RequestsPerSecond = math.Inf(1) }, "rate_limit.requests_per_second: invalid value +Inf"},
+		{"dns_refresh 1ns", func(s *env.Settings) { s.DNSRefresh = time.Nanosecond }, "dns_refresh: invalid value 1ns: want at least 10ms"},
+		{"dns_refresh 10ms", func(s *env.Settings) { s.DNSRefresh = env.MinDNSRefresh }, ""},
+		{"dns_refresh off", func(s *env.Settings) { s.DNSRefresh = env.Off }, ""},
+		{"window 1us", func(s *env.Settings) { s.CircuitBreaker.Window = time.Microsecond }, "circuit_breaker.window: invalid value 1µs: want at least 10ms"},
+		{"window 10ms", func(s *env.Settings) { s.CircuitBreaker.Window = env.MinBreakerWindow }, ""},
+		{"base_ejection 2000000h", func(s *env.Settings) { s.OutlierDetection.BaseEjection = 2000000 * time.Hour }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s env.Settings
+			tc.set(&s)
+			cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{"p": {URL: "http://p:1/graphql", Settings: s}}}
+			err := cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate: %v; want no error", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "source_schemas.p."+tc.want)):
+				t.Errorf("Validate: %v; want %q", err, "source_schemas.p."+tc.want)
+			}
+		})
 	}
 }
 

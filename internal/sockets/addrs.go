@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -107,6 +108,10 @@ type addressing struct {
 	// refreshTimer runs resolve; reset by resolve, stopped by drain.
 	// Immutable pointer.
 	refreshTimer *time.Timer
+	// answer receives the answer of a lookup that outlived its wait (a
+	// resolver that ignored its context); nil when none is out. Owned by
+	// resolve, which runs one at a time.
+	answer chan lookupAnswer
 
 	// The known addresses, in the order DNS gave them, and those gone
 	// from its answer that still have connections. Guarded by pool.mu.
@@ -168,13 +173,7 @@ func newAddress(ip netip.Addr, port string) *address {
 // or empty answer keeps the addresses known. It runs on the refresh
 // timer's goroutine, and again every dns_refresh.
 func (p *pool) resolve() {
-	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
-	if p.dialStop != nil {
-		stop := context.AfterFunc(p.dialStop, cancel)
-		defer stop()
-	}
-	ips, err := p.resolver.LookupNetIP(ctx, "ip", p.host)
-	cancel()
+	ips, err := p.lookup()
 	p.mu.Lock()
 	p.resolving = false
 	if p.drained {
@@ -198,6 +197,52 @@ func (p *pool) resolve() {
 	p.mu.Unlock()
 	p.resolvedOnce.Do(func() { close(p.resolved) })
 	closeAll(stale)
+}
+
+// lookup asks the resolver for the host's addresses, and waits at most
+// resolveTimeout (or until the pool drains) whatever the resolver does
+// with its context: one that ignores it leaves its lookup running, and
+// the next refresh waits for that same lookup instead of starting
+// another, so that a hung resolver holds one goroutine, not one per
+// refresh. It runs on the refresh timer's goroutine, one at a time.
+func (p *pool) lookup() ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	if p.dialStop != nil {
+		stop := context.AfterFunc(p.dialStop, cancel)
+		defer stop()
+	}
+	if p.answer != nil {
+		select {
+		case a := <-p.answer:
+			p.answer = nil
+			if a.err == nil {
+				return a.ips, nil // late, and newer than what the pool knows
+			}
+		default: // still out: this refresh waits for it too
+		}
+	}
+	if p.answer == nil {
+		answer := make(chan lookupAnswer, 1)
+		p.answer = answer
+		go func() {
+			ips, err := p.resolver.LookupNetIP(ctx, "ip", p.host)
+			answer <- lookupAnswer{ips, err}
+		}()
+	}
+	select {
+	case a := <-p.answer:
+		p.answer = nil
+		return a.ips, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("resolver %T gave no answer for host %q within %v: %w", p.resolver, p.host, resolveTimeout, ctx.Err())
+	}
+}
+
+// lookupAnswer is what one LookupNetIP returned.
+type lookupAnswer struct {
+	ips []netip.Addr
+	err error
 }
 
 // resolveNow looks the host up at once, unless a lookup is under way:
@@ -442,7 +487,16 @@ func (p *pool) outcome(a *address, v verdict) (ev backend.AddressEvent, ejected 
 		a.ejections = max(0, a.ejections-int(now.Sub(a.returned)/o.interval))
 	}
 	a.ejections++
-	d := o.base * time.Duration(a.ejections)
+	d := o.base
+	if n := time.Duration(a.ejections); n > 1 {
+		// Saturates: a huge base_ejection times n must not wrap to a
+		// negative duration, which would return the address at once.
+		if d > math.MaxInt64/n {
+			d = math.MaxInt64
+		} else {
+			d *= n
+		}
+	}
 	if o.max > 0 && d > o.max {
 		d = o.max
 	}

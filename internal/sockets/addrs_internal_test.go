@@ -125,6 +125,30 @@ func TestOutlierDurations(t *testing.T) {
 	}
 }
 
+// TestOutlierDurationsSaturate: a base_ejection so large that base x n
+// overflows gives the longest ejection, capped by max_ejection, never a
+// negative one (which would return the address at once).
+func TestOutlierDurationsSaturate(t *testing.T) {
+	o := envoyRules
+	o.base, o.max = 2000000*time.Hour, 2500000*time.Hour
+	p := outlierPool(3, o)
+	defer p.stopAddressing()
+	a := p.addrs[0]
+	for i, want := range []time.Duration{o.base, o.max, o.max} {
+		var got time.Duration
+		for range o.consecutive {
+			if ev, ok := p.outcome(a, failed); ok {
+				got = ev.For
+			}
+		}
+		if got != want || !a.ejected {
+			t.Errorf("ejection %d: for %v (ejected: %t), want %v", i+1, got, a.ejected, want)
+		}
+		p.endEjection(a)
+		a.returned = time.Now()
+	}
+}
+
 // TestSetAddrs: an answer of DNS keeps the state of the addresses it
 // still has, marks the others gone until their connections end, revives
 // one that comes back, and folds IPv4-mapped and repeated addresses.
