@@ -2,8 +2,8 @@ package env
 
 import (
 	"fmt"
-	"sort"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
