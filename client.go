@@ -13,6 +13,7 @@ import (
 
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // Client returns an *http.Client for gateways that take one (or an
@@ -100,7 +101,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := rt.t.state.Load()
 	if st == nil {
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: %w", method(req), req.URL.Redacted(), ErrClosed)
+		return nil, fmt.Errorf("%s %s: %w", method(req), redact.Request(req.URL), ErrClosed)
 	}
 	tb := rt.table.Load()
 	if tb == nil || tb.st != st {
@@ -114,10 +115,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case t == nil:
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: no source schema is configured at this scheme, host, port and path: %w", method(req), req.URL.Redacted(), ErrUnknownSchema)
+		return nil, fmt.Errorf("%s %s: no source schema is configured at this scheme, host, port and path: %w", method(req), redact.Request(req.URL), ErrUnknownSchema)
 	case t.also != "":
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), req.URL.Redacted(), t.name, t.also, ErrUnknownSchema)
+		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), redact.Request(req.URL), t.name, t.also, ErrUnknownSchema)
 	}
 	return rt.t.Do(ctx, t.name, req)
 }

@@ -838,3 +838,71 @@ func TestLegacyCGIIgnoresHTTPProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurityRequestURLParts: the URL of a request, as errors and log
+// lines show it, is scheme, host and path only: a GraphQL GET carries its
+// document and variables in the query, and a caller's URL may hold
+// userinfo. On every path, a GET to a refused port (the dial's error) and a
+// POST whose URL carries a query, retried after a 503 until the retries
+// give up (retry's error and log lines), leave no query, fragment or
+// userinfo in the caller's error or in any log line at Debug
+// (WithLogger, middleware.Logging, WithRequestLog); each names the host
+// and the path.
+func TestSecurityRequestURLParts(t *testing.T) {
+	parts := []string{"pw-secret", "doc-secret", "var-secret", "frag-secret", "user:", "@"}
+	const query = "?query=%7Bdoc-secret%7D&variables=%7B%22card%22%3A%22var-secret%22%7D#frag-secret"
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			var logs logBuffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			})
+			refused := "http://" + secRefusedAddr(t) + "/graphql"
+			cfg := config(p, "products", srv.URL(), "refused", refused)
+			s := cfg.SourceSchemas["products"]
+			s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
+			cfg.SourceSchemas["products"] = s
+			inv := newInvoker(t, cfg, transport.WithLogger(logger), transport.WithMiddleware(middleware.Logging(logger, "any")), transport.WithRequestLog(logger))
+			withUser := func(u string) string { return strings.Replace(u, "http://", "http://user:pw-secret@", 1) }
+
+			get, err := http.NewRequest(http.MethodGet, withUser(refused)+query, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, getErr := inv.Do(context.Background(), "refused", get)
+			post, err := http.NewRequest(http.MethodPost, withUser(srv.URL())+query, strings.NewReader(queryBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, postErr := inv.Do(context.Background(), "products", post)
+			if postErr == nil {
+				// Retry gives up with the last answer: it carries no URL.
+				resp.Body.Close()
+			}
+			if getErr == nil {
+				t.Fatal("a GET to a refused port succeeded")
+			}
+			if !strings.Contains(getErr.Error(), strings.TrimPrefix(refused, "http://")) {
+				t.Errorf("the error %q does not name the host and path", getErr)
+			}
+			if n := len(srv.Requests()); n != 2 {
+				t.Errorf("the source schema got %d tries, want 2 (the retry ran)", n)
+			}
+			outputs := map[string]string{"GET error": getErr.Error(), "logs": logs.String()}
+			if postErr != nil {
+				outputs["POST error"] = postErr.Error()
+			}
+			for name, out := range outputs {
+				for _, part := range parts {
+					if strings.Contains(out, part) {
+						t.Errorf("%s hold %q:\n%s", name, part, out)
+					}
+				}
+			}
+			if !strings.Contains(logs.String(), "/graphql") {
+				t.Errorf("no log line names the path:\n%s", logs.String())
+			}
+		})
+	}
+}

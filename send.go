@@ -14,6 +14,7 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // entryOf returns the entry of source schema name in the state in force.
@@ -222,14 +223,19 @@ func (r *route) guardHeaderTimeout() time.Duration {
 }
 
 // result names the source schema in an error. An http.Client's errors are
-// *url.Error already; another error is wrapped the same way, so that every
-// error reads alike: source schema "x": Post "url": cause.
+// *url.Error already (its URL, which keeps the query and the user name,
+// is set to what outputs show: redact.Request); another error is wrapped
+// the same way, so that every error reads alike: source schema "x": Post
+// "url": cause.
 func result(t bound.Target, resp *http.Response, err error) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
+		if t.URL != nil {
+			ue.URL = redact.Request(t.URL) // the error is this call's own
+		}
 		return nil, fmt.Errorf("source schema %q: %w", t.Schema, err)
 	}
 	return nil, t.Err(err)
@@ -357,10 +363,10 @@ func (r *route) moveTo(next *route, req *http.Request) (*http.Request, error) {
 		*out = *req
 		out.URL, out.Host = next.url, next.postTemplate.Host
 	} else if !backend.SameTarget(req.URL, next.url) {
-		return nil, fmt.Errorf("source schema %q: %w to %s before the request for %s was sent; it was not sent", r.name, ErrReloaded, next.url.Redacted(), req.URL.Redacted())
+		return nil, fmt.Errorf("source schema %q: %w to %s before the request for %s was sent; it was not sent", r.name, ErrReloaded, redact.Request(next.url), redact.Request(req.URL))
 	}
 	if !backend.SameTarget(r.url, next.url) && !r.rules.Equal(next.rules) {
-		return nil, fmt.Errorf("source schema %q: %w to %s with other header rules before the request was sent; it was not sent", r.name, ErrReloaded, next.url.Redacted())
+		return nil, fmt.Errorf("source schema %q: %w to %s with other header rules before the request was sent; it was not sent", r.name, ErrReloaded, redact.Request(next.url))
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // StatusHandler serves the state of t for people and for machines, on one
@@ -131,7 +132,7 @@ func plainURL(r *route) string {
 	if r == nil || r.url == nil {
 		return ""
 	}
-	return r.url.Scheme + "://" + r.url.Host + r.url.EscapedPath()
+	return redact.Request(r.url)
 }
 
 func routeStatusOf(r *route) routeStatus {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -48,13 +49,13 @@ func classify(req *http.Request) (classified, error) {
 		rc, err := req.GetBody()
 		if err != nil {
 			closeBody(req)
-			return classified{}, fmt.Errorf("%s %s: rewinding request body: %w", req.Method, redactURL(req.URL), err)
+			return classified{}, fmt.Errorf("%s %s: rewinding request body: %w", req.Method, redact.Request(req.URL), err)
 		}
 		body, whole, err := readUpTo(rc)
 		rc.Close()
 		if err != nil {
 			closeBody(req)
-			return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redactURL(req.URL), err)
+			return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redact.Request(req.URL), err)
 		}
 		if !whole {
 			return classified{req: req}, nil
@@ -64,7 +65,7 @@ func classify(req *http.Request) (classified, error) {
 	body, whole, err := readUpTo(req.Body)
 	if err != nil {
 		closeBody(req)
-		return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redactURL(req.URL), err)
+		return classified{}, fmt.Errorf("%s %s: reading request body: %w", req.Method, redact.Request(req.URL), err)
 	}
 	out := *req
 	if !whole {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -263,7 +264,7 @@ func readShared(req *http.Request, resp *http.Response, maxBody int64) (body []b
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		resp.Body.Close()
-		return nil, nil, fmt.Errorf("%s %s: reading response body: %w", req.Method, redactURL(req.URL), err)
+		return nil, nil, fmt.Errorf("%s %s: reading response body: %w", req.Method, redact.Request(req.URL), err)
 	}
 	if int64(len(body)) > maxBody {
 		resp.Body = stitched{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), Closer: resp.Body}

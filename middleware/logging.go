@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // Logging returns a middleware that writes one record per source schema
@@ -53,7 +55,7 @@ func (t *requestLogger) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	attrs := []slog.Attr{
 		slog.String("method", req.Method),
-		slog.String("url", redactURL(req.URL)),
+		slog.String("url", redact.Request(req.URL)),
 		slog.Duration("duration", elapsed),
 	}
 	msg := "source schema request"

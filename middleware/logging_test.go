@@ -27,7 +27,7 @@ func TestLogging(t *testing.T) {
 				resp.Header.Set("Set-Cookie", "session=secret")
 				return resp, nil
 			},
-			want: []string{"level=DEBUG", `msg="source schema request"`, "source_schema=products", "method=POST", "url=http://user:xxxxx@products.internal/graphql", "status=200", "duration="},
+			want: []string{"level=DEBUG", `msg="source schema request"`, "source_schema=products", "method=POST", "url=http://products.internal/graphql", "status=200", "duration="},
 		},
 		{
 			name: "failure",

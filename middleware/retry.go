@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -226,7 +227,7 @@ func (r *retrier) retryable(ctx context.Context, resp *http.Response, err error)
 func (r *retrier) logRetry(ctx context.Context, req *http.Request, attempt int, wait time.Duration, resp *http.Response, err error) {
 	attrs := []slog.Attr{
 		slog.String("method", req.Method),
-		slog.String("url", redactURL(req.URL)),
+		slog.String("url", redact.Request(req.URL)),
 		slog.Int("attempt", attempt),
 		slog.Duration("wait", wait),
 	}
@@ -240,7 +241,7 @@ func (r *retrier) logRetry(ctx context.Context, req *http.Request, attempt int, 
 
 // giveUp is the error of a query whose last attempt failed with cause.
 func giveUp(req *http.Request, attempts int, cause error) error {
-	return fmt.Errorf("%s %s giving up after %d attempt(s): %w", req.Method, redactURL(req.URL), attempts, cause)
+	return fmt.Errorf("%s %s giving up after %d attempt(s): %w", req.Method, redact.Request(req.URL), attempts, cause)
 }
 
 // sleep waits for d or until ctx ends, and then returns ctx's error.
@@ -253,16 +254,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// redactURL returns u for logs and errors: without its password, and
-// without its query and fragment, which carry the operation and its
-// variables in a GraphQL GET request.
-func redactURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	v := *u
-	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
-	return v.Redacted()
 }

@@ -113,7 +113,7 @@ func TestRetryTransportErrors(t *testing.T) {
 		wantMsg      string
 	}{
 		{"recovers", []error{errReset, errReset, nil}, 3, nil, ""},
-		{"gives up", []error{errReset, errReset, errReset, nil}, 3, errReset, "POST http://user:xxxxx@products.internal/graphql giving up after 3 attempt(s): connection reset by peer"},
+		{"gives up", []error{errReset, errReset, errReset, nil}, 3, errReset, "POST http://products.internal/graphql giving up after 3 attempt(s): connection reset by peer"},
 		{"cancellation not retried", []error{context.Canceled, nil}, 1, context.Canceled, "giving up after 1 attempt(s)"},
 		{"deadline not retried", []error{fmt.Errorf("dial: %w", context.DeadlineExceeded), nil}, 1, context.DeadlineExceeded, "giving up after 1 attempt(s)"},
 		{"untrusted certificate not retried", []error{&tls.CertificateVerificationError{Err: errors.New("x509: certificate signed by unknown authority")}, nil}, 1, nil, "giving up after 1 attempt(s)"},

@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"golang.org/x/oauth2"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // TokenFunc returns the whole Authorization header value for a source
@@ -51,7 +53,7 @@ func (t *tokenSetter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		closeBody(req)
-		return nil, fmt.Errorf("%s %s: Authorization token: %w", req.Method, redactURL(req.URL), err)
+		return nil, fmt.Errorf("%s %s: Authorization token: %w", req.Method, redact.Request(req.URL), err)
 	}
 	out := *req
 	out.Header = req.Header.Clone()

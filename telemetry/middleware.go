@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // Middleware returns the middleware that traces and measures the requests
@@ -100,7 +102,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		trace.WithAttributes(base...))
 	if span.IsRecording() {
 		if req.URL != nil {
-			span.SetAttributes(AttrURLFull.String(redactURL(req.URL)))
+			span.SetAttributes(AttrURLFull.String(redact.Request(req.URL)))
 		}
 		if original != "" {
 			span.SetAttributes(AttrRequestMethodOriginal.String(original))
@@ -303,18 +305,6 @@ func serverOf(u *url.URL) (string, int) {
 		return host, 0
 	}
 	return host, port
-}
-
-// redactURL is u for url.full without user information, query and
-// fragment (see Middleware for why the query goes too).
-func redactURL(u *url.URL) string {
-	r := *u
-	r.User = nil
-	r.RawQuery = ""
-	r.ForceQuery = false
-	r.Fragment = ""
-	r.RawFragment = ""
-	return r.String()
 }
 
 // protocolVersion is network.protocol.version for resp: "1.1", "2".

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fusiongo/transport/internal/redact"
 )
 
 // ErrReloaded is the cause of a request that a Reload overtook before it
@@ -95,11 +97,12 @@ type Target struct {
 }
 
 // Err wraps err as both paths report errors: the source schema around a
-// *url.Error with the method and the redacted URL.
+// *url.Error with the method and the URL as outputs show it
+// (redact.Request: no userinfo, query or fragment).
 func (t Target) Err(err error) error {
 	u := ""
 	if t.URL != nil {
-		u = t.URL.Redacted()
+		u = redact.Request(t.URL)
 	}
 	return fmt.Errorf("source schema %q: %w", t.Schema, &url.Error{Op: urlErrorOp(t.Method), URL: u, Err: err})
 }

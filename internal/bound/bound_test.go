@@ -533,7 +533,7 @@ func TestTargetErr(t *testing.T) {
 		name, method, url string
 		want              string
 	}{
-		{"post", http.MethodPost, "http://gw:secret@h:8080/graphql?a=1", `source schema "x": Post "http://gw:xxxxx@h:8080/graphql?a=1": boom`},
+		{"post", http.MethodPost, "http://gw:secret@h:8080/graphql?query=%7Bcard%7D&variables=4111#frag", `source schema "x": Post "http://h:8080/graphql": boom`},
 		{"get", http.MethodGet, "https://h/graphql", `source schema "x": Get "https://h/graphql": boom`},
 		{"no method", "", "https://h/graphql", `source schema "x": Get "https://h/graphql": boom`},
 		{"no url", http.MethodPost, "", `source schema "x": Post "": boom`},

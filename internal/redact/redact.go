@@ -116,3 +116,18 @@ func redactCause(raw string, cause error) error {
 	}
 	return errors.New(b.String())
 }
+
+// Request returns u as every output of the request path shows it (errors,
+// log lines, traces, the status page): scheme, host and path only. The
+// userinfo goes (a password, and a user name that may be a key), and so do
+// the query and the fragment: a GraphQL GET carries its document and
+// variables in the query, user data that no log line should hold.
+func Request(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	v := *u
+	v.User = nil
+	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
+	return v.String()
+}

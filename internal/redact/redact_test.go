@@ -26,6 +26,7 @@ func TestURL(t *testing.T) {
 		{"does not parse: '#' in the password", "http://svc:s3cr#3t@host/graphql", "http://xxxxx@host/graphql"},
 		{"does not parse: space in the password", "http://svc:s3 cr3t@host/graphql", "http://xxxxx@host/graphql"},
 		{"does not parse, no userinfo", "http://[::1", "http://[::1"},
+		{"does not parse: '@' in the password", "http://svc:p@ss@[::1", "http://xxxxx@[::1"},
 		{"no //: the scheme is read as svc", "svc:s3cr3t@products/graphql", "xxxxx@products/graphql"},
 		{"proxy word", "environment", "environment"},
 	} {
@@ -67,5 +68,28 @@ func TestParse(t *testing.T) {
 	}
 	if u, err := Parse("http://svc:s3cr3t@host/graphql"); err != nil || u.User.Username() != "svc" {
 		t.Errorf("Parse of a valid URL = %v, %v; want it parsed as url.Parse does", u, err)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"http://products:4001/graphql", "http://products:4001/graphql"},
+		{"http://svc:s3cr3t@products:4001/graphql", "http://products:4001/graphql"},
+		{"http://apikey@products/graphql", "http://products/graphql"},
+		{"http://products/graphql?query=%7Bme%7D&variables=%7B%22card%22%3A4111%7D", "http://products/graphql"},
+		{"http://products/graphql?", "http://products/graphql"},
+		{"http://products/graphql#frag", "http://products/graphql"},
+		{"http://[::1]:8080/a%2Fb", "http://[::1]:8080/a%2Fb"},
+	} {
+		u, err := url.Parse(tc.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Request(u); got != tc.want {
+			t.Errorf("Request(%q) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+	if got := Request(nil); got != "" {
+		t.Errorf("Request(nil) = %q, want empty", got)
 	}
 }
