@@ -32,7 +32,9 @@ const (
 	// budget being spent; the failure went back as it was.
 	BudgetExhausted ResilienceKind = "budget_exhausted"
 	// HedgeSent: a query without response headers after the hedge delay
-	// was sent once more.
+	// was sent once more; reported when that attempt ended (a hedge that
+	// lost, shortly after the caller got its answer). A hedge that the
+	// breaker or the rate limit refused unsent is not one.
 	HedgeSent ResilienceKind = "hedge_sent"
 	// HedgeWon: a hedge's response was the one returned to the caller.
 	HedgeWon ResilienceKind = "hedge_won"

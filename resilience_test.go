@@ -668,3 +668,47 @@ func TestResilienceTelemetryAndLog(t *testing.T) {
 		})
 	}
 }
+
+// TestResilienceHedgeRateLimited: a hedge that the rate limit refuses
+// (burst 1, spent by the first try, no wait) never reaches the source
+// schema and is no HedgeSent event, on every path and engine; the query
+// gets its first try's answer. The server holds that first try until a
+// second request comes or 200ms pass, so that a hedge has its chance.
+func TestResilienceHedgeRateLimited(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			var mu sync.Mutex
+			requests := 0
+			second := make(chan struct{})
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests++
+				if requests == 2 {
+					close(second)
+				}
+				mu.Unlock()
+				hold := time.NewTimer(200 * time.Millisecond)
+				defer hold.Stop()
+				select {
+				case <-second:
+				case <-hold.C:
+				}
+				io.WriteString(w, `{"data":{"ok":true}}`)
+			})
+			var evs resilienceEvents
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: time.Millisecond}}
+				s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.01, Burst: 1, Wait: env.Off}
+			}), transport.WithResilienceHook(evs.hook))
+			st, err := call(inv, queryBody)
+			if err != nil || st != http.StatusOK {
+				t.Fatalf("Post: %d, %v; want the first try's 200", st, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if requests != 1 || evs.count(transport.HedgeSent) != 0 {
+				t.Errorf("the server got %d requests, %d HedgeSent events; want 1 and none (the hedge was refused unsent)", requests, evs.count(transport.HedgeSent))
+			}
+		})
+	}
+}

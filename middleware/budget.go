@@ -133,3 +133,21 @@ func (b *RetryBudget) Spend() bool {
 	}
 	return false
 }
+
+// refund gives back one extra try that Spend took for an attempt that was
+// refused unsent (by the breaker or the rate limit further in): nothing
+// reached the source schema, so nothing is charged. It returns it to the
+// current second's count; one spent in the second before is not returned
+// (the budget is an estimate).
+func (b *RetryBudget) refund() {
+	if b == nil {
+		return
+	}
+	s := b.slot(b.now())
+	for {
+		v := s.extras.Load()
+		if v <= 0 || s.extras.CompareAndSwap(v, v-1) {
+			return
+		}
+	}
+}

@@ -45,9 +45,13 @@ type HedgeConfig struct {
 	// pipeline where no Retry does so. Default: false.
 	CountFirst bool
 
-	// OnSent and OnWon, if set, are called when a hedge is sent and when a
-	// hedge's response is the one returned, on the query's goroutine. They
-	// must not block. Default: nil.
+	// OnSent, if set, is called for each hedge that went out, once its
+	// attempt ended: on the query's goroutine, or for a hedge still in
+	// flight when another attempt won, on the goroutine that drains it. A
+	// hedge that a breaker or rate limit further in refused unsent is not
+	// reported, and its budget is given back. OnWon, if set, is called
+	// when a hedge's response is the one returned, on the query's
+	// goroutine. Neither may block. Default: nil.
 	OnSent, OnWon func()
 }
 
@@ -224,6 +228,9 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 		select {
 		case res := <-results:
 			pending--
+			if res.hedge {
+				h.settle(res.err)
+			}
 			if res.err == nil {
 				for i, cancel := range cancels {
 					if i != res.idx {
@@ -231,7 +238,7 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 					}
 				}
 				if pending > 0 {
-					go discard(results, pending)
+					go h.discard(results, pending)
 				}
 				if res.hedge && h.cfg.OnWon != nil {
 					h.cfg.OnWon()
@@ -251,9 +258,6 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 			again.Header = c.req.Header.Clone() // the attempts run at once
 			launch(again, true)
 			pending++
-			if h.cfg.OnSent != nil {
-				h.cfg.OnSent()
-			}
 			if len(cancels) <= h.cfg.MaxExtra {
 				timer.Reset(delay)
 			}
@@ -261,10 +265,27 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// discard drains and closes the responses of the attempts that lost.
-func discard(results <-chan hedgeResult, n int) {
+// settle reports a hedge once its attempt ended: sent (OnSent), unless
+// the breaker or the rate limit further in refused it unsent, which gives
+// its budget back and reports nothing.
+func (h *hedger) settle(err error) {
+	if refusedUnsent(err) {
+		h.cfg.Budget.refund()
+		return
+	}
+	if h.cfg.OnSent != nil {
+		h.cfg.OnSent()
+	}
+}
+
+// discard drains and closes the responses of the attempts that lost, and
+// settles their hedges.
+func (h *hedger) discard(results <-chan hedgeResult, n int) {
 	for range n {
 		res := <-results
+		if res.hedge {
+			h.settle(res.err)
+		}
 		res.cancel()
 		if res.resp != nil {
 			drain(res.resp)

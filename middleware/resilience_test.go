@@ -496,3 +496,70 @@ func TestHedgeLoserClosed(t *testing.T) {
 		t.Errorf("%d attempts, %d hedges with the budget spent; want 1 and 0", n, sent.Load())
 	}
 }
+
+// TestHedgeRefusedUnsent: a hedge that a breaker or rate limit further in
+// refuses unsent is not reported as sent and gives its budget back. The
+// budget holds one extra try (two first tries at ratio 0.5, no floor):
+// the first query's hedge is refused, so the second query's hedge still
+// finds the budget and goes out. The transport holds each first try until
+// its hedge came, then fails it, so that the hedger waits for both
+// attempts and settles each hedge before it returns.
+func TestHedgeRefusedUnsent(t *testing.T) {
+	for _, refusal := range []error{middleware.ErrRateLimited, middleware.ErrCircuitOpen} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1})
+			budget.First()
+			budget.First()
+			var sent atomic.Int64
+			var mu sync.Mutex
+			attempts := map[string]int{}
+			hedgeIn := map[string]chan struct{}{"q1": make(chan struct{}), "q2": make(chan struct{})}
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				id := req.Header.Get("X-Id")
+				mu.Lock()
+				attempts[id]++
+				n := attempts[id]
+				mu.Unlock()
+				if n == 1 { // the first try: held until its hedge came
+					select {
+					case <-hedgeIn[id]:
+					case <-time.After(guard):
+						t.Errorf("%s: no hedge came", id)
+					}
+					return nil, errors.New("connection reset by peer")
+				}
+				close(hedgeIn[id])
+				if id == "q1" {
+					return nil, fmt.Errorf("source schema %q: %w", "products", refusal)
+				}
+				resp, _ := fakeResponse(req, 200, "hedge")
+				return resp, nil
+			})
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1, Budget: budget, OnSent: func() { sent.Add(1) }})(next)
+			for _, id := range []string{"q1", "q2"} {
+				req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+				req.Header.Set("X-Id", id)
+				resp, err := rt.RoundTrip(req)
+				if id == "q1" {
+					if err == nil {
+						resp.Body.Close()
+						t.Fatal("q1: both attempts failed, yet an answer came")
+					}
+					if got := sent.Load(); got != 0 {
+						t.Errorf("after the refused hedge: %d hedges reported sent, want 0", got)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+				resp.Body.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if attempts["q2"] != 2 || sent.Load() != 1 {
+				t.Errorf("the second query made %d attempts, %d hedges reported sent; want 2 and 1 (the refused hedge's budget given back)", attempts["q2"], sent.Load())
+			}
+		})
+	}
+}

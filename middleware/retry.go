@@ -183,6 +183,9 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 			send = c.again()
 		}
 		resp, err := r.next.RoundTrip(send)
+		if attempt > 1 && refusedUnsent(err) {
+			r.cfg.Budget.refund() // the retry never left: it costs nothing
+		}
 		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts || !r.cfg.Budget.Spend() {
 			if err != nil {
 				return nil, giveUp(req, attempt, err)

@@ -285,3 +285,41 @@ func TestRetryConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryRefusedUnsentRefunds: a retry that the breaker or rate limit
+// further in refuses unsent gives its budget back. The budget has room
+// for one retry (ratio 0.5 over one primed first try and each query's
+// own): the first query's retry is refused, so the second query's retry
+// still finds the budget and reaches the source schema.
+func TestRetryRefusedUnsentRefunds(t *testing.T) {
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1})
+	budget.First()
+	calls := map[string]int{}
+	rt := middleware.Retry(middleware.RetryConfig{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: time.Millisecond, Budget: budget})(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		id := req.Header.Get("X-Id")
+		calls[id]++
+		if calls[id] == 2 && id == "q1" {
+			return nil, fmt.Errorf("%w: not sent", middleware.ErrCircuitOpen)
+		}
+		status := http.StatusServiceUnavailable
+		if calls[id] == 2 {
+			status = http.StatusOK
+		}
+		resp, _ := fakeResponse(req, status, "{}")
+		return resp, nil
+	}))
+	for _, id := range []string{"q1", "q2"} {
+		req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+		req.Header.Set("X-Id", id)
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if id == "q2" && (err != nil || resp.StatusCode != http.StatusOK) {
+			t.Errorf("q2: %v; want its retry's 200 (the refused retry's budget given back)", err)
+		}
+	}
+	if calls["q2"] != 2 {
+		t.Errorf("q2 made %d tries, want 2", calls["q2"])
+	}
+}
