@@ -306,3 +306,38 @@ func newInvokerProcessEnv(t *testing.T, cfg env.Config, opts ...transport.Option
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// secondChance is a source schema handler's hold: each request is counted
+// and held until a second one came or 200ms passed, so that a hedge or a
+// shared call has its chance to show on the wire. Only the correct code's
+// passing waits on the timer; no test reads a time.
+type secondChance struct {
+	mu     sync.Mutex
+	n      int           // guarded by mu
+	second chan struct{} // closed by the second request
+}
+
+func newSecondChance() *secondChance { return &secondChance{second: make(chan struct{})} }
+
+// hold counts a request and holds it.
+func (c *secondChance) hold() {
+	c.mu.Lock()
+	c.n++
+	if c.n == 2 {
+		close(c.second)
+	}
+	c.mu.Unlock()
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-c.second:
+	case <-t.C:
+	}
+}
+
+// count returns how many requests came.
+func (c *secondChance) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}

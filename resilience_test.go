@@ -677,22 +677,9 @@ func TestResilienceTelemetryAndLog(t *testing.T) {
 func TestResilienceHedgeRateLimited(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			var mu sync.Mutex
-			requests := 0
-			second := make(chan struct{})
+			chance := newSecondChance()
 			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				requests++
-				if requests == 2 {
-					close(second)
-				}
-				mu.Unlock()
-				hold := time.NewTimer(200 * time.Millisecond)
-				defer hold.Stop()
-				select {
-				case <-second:
-				case <-hold.C:
-				}
+				chance.hold()
 				io.WriteString(w, `{"data":{"ok":true}}`)
 			})
 			var evs resilienceEvents
@@ -704,10 +691,8 @@ func TestResilienceHedgeRateLimited(t *testing.T) {
 			if err != nil || st != http.StatusOK {
 				t.Fatalf("Post: %d, %v; want the first try's 200", st, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if requests != 1 || evs.count(transport.HedgeSent) != 0 {
-				t.Errorf("the server got %d requests, %d HedgeSent events; want 1 and none (the hedge was refused unsent)", requests, evs.count(transport.HedgeSent))
+			if requests := chance.count(); requests != 1 || evs.count(transport.HedgeSent) != 0 {
+				t.Errorf("the server got %d requests, %d HedgeSent events; want 1 and none (the hedge was refused unsent)", chance.count(), evs.count(transport.HedgeSent))
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -236,24 +235,11 @@ func TestUpgradeQueryGoesAlone(t *testing.T) {
 		for _, p := range paths {
 			t.Run(policy+"/"+string(p), func(t *testing.T) {
 				closed := make(chan error, 2)
-				var mu sync.Mutex
-				requests := 0
-				second := make(chan struct{})
+				chance := newSecondChance()
 				echo := echoUpgrade(t, "", closed)
 				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
 					io.ReadAll(r.Body) // the query, before the connection is switched
-					mu.Lock()
-					requests++
-					if requests == 2 {
-						close(second)
-					}
-					mu.Unlock()
-					hold := time.NewTimer(200 * time.Millisecond)
-					defer hold.Stop()
-					select {
-					case <-second:
-					case <-hold.C:
-					}
+					chance.hold()
 					echo(w, r)
 				})
 				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
@@ -287,10 +273,8 @@ func TestUpgradeQueryGoesAlone(t *testing.T) {
 				if got, err := bufio.NewReader(rwc).ReadString('\n'); err != nil || got != "echo ping\n" {
 					t.Fatalf("read %q, %v; want the echo", got, err)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if requests != 1 {
-					t.Errorf("the source schema got %d requests, want 1", requests)
+				if n := chance.count(); n != 1 {
+					t.Errorf("the source schema got %d requests, want 1", n)
 				}
 			})
 		}

@@ -61,13 +61,21 @@ func overTLS(engine, caFile string) func(*env.SourceSchema) {
 // the test ends.
 func openSchema(t *testing.T, cfg env.Config, logs *syncBuffer, level slog.Level) *poolTransport {
 	t.Helper()
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+	return openSchemaWith(t, cfg, func(s *backend.Schema) { s.Log = log })
+}
+
+// openSchemaWith is openSchema with no log, the schema edited by edit
+// before it opens (a Resolver, a hook).
+func openSchemaWith(t *testing.T, cfg env.Config, edit func(*backend.Schema)) *poolTransport {
+	t.Helper()
 	settings, _ := cfg.Effective("products")
 	u, err := url.Parse(cfg.SourceSchemas["products"].URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	s := &backend.Schema{Name: "products", URL: u, Settings: settings, Config: &cfg, LookupEnv: func(string) (string, bool) { return "", false }, Log: log}
+	s := &backend.Schema{Name: "products", URL: u, Settings: settings, Config: &cfg, LookupEnv: func(string) (string, bool) { return "", false }, Log: slog.New(slog.DiscardHandler)}
+	edit(s)
 	k, err := Backend{}.Key(s)
 	if err != nil {
 		t.Fatal(err)

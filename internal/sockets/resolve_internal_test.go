@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -39,18 +38,7 @@ func TestResolverIgnoresContext(t *testing.T) {
 	t.Cleanup(func() { close(r.release) })
 	u, _ := url.Parse("http://products.invalid:8080/graphql")
 	cfg := engineSchema(env.EngineNetHTTP, u.String(), func(s *env.SourceSchema) { s.DNSRefresh = 10 * time.Millisecond })
-	settings, _ := cfg.Effective("products")
-	s := &backend.Schema{Name: "products", URL: u, Settings: settings, Config: &cfg, Resolver: r,
-		LookupEnv: func(string) (string, bool) { return "", false }, Log: slog.New(slog.DiscardHandler)}
-	k, err := Backend{}.Key(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := Backend{}.Open(s, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Drain()
+	tr := openSchemaWith(t, cfg, func(s *backend.Schema) { s.Resolver = r })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*resolveTimeout) // fails a broken bound, never hangs
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(`{"query":"{a}"}`))
