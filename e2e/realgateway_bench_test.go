@@ -95,8 +95,8 @@ func TestRealGatewayBench(t *testing.T) {
 	for round := 1; round <= *realBenchRounds; round++ {
 		for _, side := range sides {
 			s := runRealSide(t, bin, routerConfig, urls, side)
-			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load, %d errors",
-				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.errors)
+			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load, %.2f ms in flight per call, %d errors",
+				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.callMS, s.errors)
 			samples[side] = append(samples[side], s)
 		}
 	}
@@ -120,19 +120,47 @@ func subgraphsNote(s string) string {
 type realSample struct {
 	rps, p50, p95, p99 float64
 	cpuMS, calls       float64
+	callMS             float64 // mean time a subgraph call was in flight under load
 	planCalls          float64 // of one request alone, before the load
 	errors             int64
 }
 
-// countingTransport counts the subgraph calls of a client.
+// countingTransport counts the subgraph calls of a client and the time
+// each is in flight: from RoundTrip to its body's Close (the engine reads
+// every body to its end, then closes it). The engine deduplicates a
+// subgraph request only while an identical one is in flight, so that time
+// decides how many calls identical gateway requests make.
 type countingTransport struct {
-	next  http.RoundTripper
-	calls *atomic.Int64
+	next   http.RoundTripper
+	calls  *atomic.Int64
+	flight *atomic.Int64 // nanoseconds in flight, summed over the calls whose body closed
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.calls.Add(1)
-	return c.next.RoundTrip(r)
+	start := time.Now()
+	resp, err := c.next.RoundTrip(r)
+	if err != nil {
+		c.flight.Add(int64(time.Since(start)))
+		return nil, err
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, start: start, flight: c.flight}
+	return resp, nil
+}
+
+// timedBody adds the time since start to flight on its first Close.
+type timedBody struct {
+	io.ReadCloser
+	start  time.Time
+	flight *atomic.Int64
+	closed atomic.Bool
+}
+
+func (b *timedBody) Close() error {
+	if b.closed.CompareAndSwap(false, true) {
+		b.flight.Add(int64(time.Since(b.start)))
+	}
+	return b.ReadCloser.Close()
 }
 
 // runRealSide starts a gateway with side's client, measures it under load
@@ -163,8 +191,8 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 		defer inv.Close()
 		client = inv.Client()
 	}
-	var calls, requests atomic.Int64
-	client = &http.Client{Transport: countingTransport{next: orDefault(client.Transport), calls: &calls}, Timeout: client.Timeout}
+	var calls, requests, flight atomic.Int64
+	client = &http.Client{Transport: countingTransport{next: orDefault(client.Transport), calls: &calls, flight: &flight}, Timeout: client.Timeout}
 	gw, err := gateway.NewGateway(routerConfig, client, abstractlogger.NoopLogger, false)
 	if err != nil {
 		t.Fatalf("gateway.NewGateway: %v", err)
@@ -186,19 +214,23 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	}
 	planCalls := float64(calls.Load()-before) / alone
 
-	var cpu0, calls0, req0, cpu1, calls1, req1 int64
+	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1 int64
 	res := runBenchLoad(t, bin, srv.URL,
-		func() { cpu0, calls0, req0 = rawhttp.CPUTime(), calls.Load(), requests.Load() },
-		func() { cpu1, calls1, req1 = rawhttp.CPUTime(), calls.Load(), requests.Load() })
+		func() { cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load() },
+		func() { cpu1, calls1, req1, flight1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load() })
 	n := req1 - req0
 	if n == 0 {
 		t.Fatalf("%s: the gateway answered no request in the window (load: %+v)", side, res)
 	}
-	return realSample{
+	sample := realSample{
 		rps: res.RequestsPerSecond, p50: res.P50, p95: res.P95, p99: res.P99, errors: res.Errors,
 		cpuMS: float64(cpu1-cpu0) / float64(n) / 1e6, calls: float64(calls1-calls0) / float64(n),
 		planCalls: planCalls,
 	}
+	if c := calls1 - calls0; c > 0 {
+		sample.callMS = float64(flight1-flight0) / float64(c) / 1e6
+	}
+	return sample
 }
 
 func orDefault(rt http.RoundTripper) http.RoundTripper {
@@ -353,6 +385,7 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		{"gateway CPU/request", func(s realSample) float64 { return s.cpuMS }, " ms"},
 		{"subgraph calls/request, one at a time", func(s realSample) float64 { return s.planCalls }, ""},
 		{"subgraph calls/request under load", func(s realSample) float64 { return s.calls }, ""},
+		{"subgraph call in flight under load, mean", func(s realSample) float64 { return s.callMS }, " ms"},
 		{"load errors", func(s realSample) float64 { return float64(s.errors) }, ""},
 	}
 	header := "| Metric |"
