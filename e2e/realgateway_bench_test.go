@@ -50,6 +50,7 @@ var (
 	realBenchVUs       = flag.Int("realbench.vus", 50, "virtual users of the closed-loop load")
 	realBenchLatency   = flag.Duration("realbench.latency", 0, "delay of every source schema answer (constant-latency: 4ms)")
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
+	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
 	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
 )
 
@@ -89,6 +90,12 @@ func TestRealGatewayBench(t *testing.T) {
 	for name, u := range urls {
 		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
 	}
+	if *realBenchDistinct {
+		var err error
+		if routerConfig, err = forwardRequestID(routerConfig); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	samples := map[string][]realSample{}
 	began := time.Now()
@@ -103,6 +110,9 @@ func TestRealGatewayBench(t *testing.T) {
 	var out strings.Builder
 	fmt.Fprintf(&out, "Real-gateway benchmark (graphql-go-tools federation gateway), %s: %d VUs, %d round(s) of %s after %s warm-up per side; source schemas: %s with latency %s; median [min–max] over the rounds.\n",
 		began.UTC().Format("2006-01-02 15:04 MST"), *realBenchVUs, *realBenchRounds, *realBenchDuration, *realBenchWarmup, subgraphsNote(*realBenchSubgraphs), *realBenchLatency)
+	if *realBenchDistinct {
+		fmt.Fprintf(&out, "Requests: distinct (every one its own X-Request-Id, forwarded to every source schema by the gateway).\n")
+	}
 	fmt.Fprintf(&out, "Machine: %d CPUs, %s %s/%s; source schemas, gateway and load share them. Run time: %s.\n\n",
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Second))
 	writeRealTable(&out, sides, samples)
@@ -114,6 +124,34 @@ func subgraphsNote(s string) string {
 		return "the embedded schemas (graphql-go), executing every request"
 	}
 	return "replay (the embedded schemas' answers recorded on first sight, byte for byte)"
+}
+
+// forwardRequestID returns the router configuration with every source
+// schema's fetch sending the gateway request's X-Request-Id, as a Cosmo
+// header rule forwards a client header: a fetch header whose value is the
+// engine's template of that request header. The engine renders it into
+// each subgraph request's input, from which it keys its deduplication, so
+// requests with distinct ids are never collapsed.
+func forwardRequestID(config []byte) ([]byte, error) {
+	var rc map[string]any
+	if err := json.Unmarshal(config, &rc); err != nil {
+		return nil, fmt.Errorf("router config: %w", err)
+	}
+	engine, _ := rc["engineConfig"].(map[string]any)
+	sources, _ := engine["datasourceConfigurations"].([]any)
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("router config: no engineConfig.datasourceConfigurations")
+	}
+	for i, ds := range sources {
+		fetch, _ := ds.(map[string]any)["customGraphql"].(map[string]any)["fetch"].(map[string]any)
+		if fetch == nil {
+			return nil, fmt.Errorf("router config: data source %d has no customGraphql.fetch", i)
+		}
+		fetch["header"] = map[string]any{
+			"X-Request-Id": map[string]any{"values": []any{map[string]any{"staticVariableContent": "{{ .request.headers.X-Request-Id }}"}}},
+		}
+	}
+	return json.Marshal(rc)
 }
 
 // realSample is one run of one side.
@@ -338,8 +376,12 @@ type loadResult struct {
 // (its "load: measuring" and "load: window ended" lines).
 func runBenchLoad(t *testing.T, bin, url string, onMeasure, onWindowEnd func()) loadResult {
 	t.Helper()
-	cmd := exec.Command(bin, "load", "-url", url+"/graphql", "-vus", fmt.Sprint(*realBenchVUs),
-		"-duration", realBenchDuration.String(), "-warmup", realBenchWarmup.String())
+	args := []string{"load", "-url", url + "/graphql", "-vus", fmt.Sprint(*realBenchVUs),
+		"-duration", realBenchDuration.String(), "-warmup", realBenchWarmup.String()}
+	if *realBenchDistinct {
+		args = append(args, "-distinct")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout

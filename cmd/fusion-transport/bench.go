@@ -27,6 +27,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	paths := fs.String("paths", "legacy,sockets", "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with")
 	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -paths does")
 	subgraphs := fs.String("subgraphs", string(benchrun.SubgraphsReplay), "the source `schemas` the gateways call: replay (the embedded schemas' recorded answers, costing next to nothing) or schemas (the embedded schemas, executing every request)")
+	distinct := fs.Bool("distinct", false, "every gateway request its own X-Request-Id, forwarded to the source schemas, so that none is identical to another in flight (real traffic); default: all the same, as the public benchmark")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport bench [flags]
@@ -98,6 +99,7 @@ Flags:
 		AfterSwitch:   *afterSwitch,
 		Sides:         sides,
 		Subgraphs:     subgraphList,
+		Distinct:      *distinct,
 		Progress:      stderr,
 		Command:       strings.TrimSpace("fusion-transport bench " + strings.Join(args, " ")),
 	}

@@ -22,6 +22,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up before the measured window, not counted (0: none)")
 	bodyFile := fs.String("body", "", "`file` with the request: a JSON request object, sent as it is, or a GraphQL document (default: the deep-recursion query)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "bound on one request; one that runs out counts as an error")
+	distinct := fs.Bool("distinct", false, "give every request its own "+load.RequestIDHeader+" header, so that no two in flight are identical (a gateway that forwards it cannot deduplicate them)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport load -url URL [flags]
 
@@ -53,6 +54,7 @@ Flags:
 		Duration:    *duration,
 		Warmup:      *warmup,
 		Timeout:     *timeout,
+		Distinct:    *distinct,
 		OnMeasure:   func() { fmt.Fprintf(stderr, "%s for %s\n", load.MeasureLine, *duration) },
 		OnWindowEnd: func() { fmt.Fprintln(stderr, load.WindowEndLine) },
 	}

@@ -280,6 +280,15 @@ func TestGatewayCommand(t *testing.T) {
 			t.Errorf("%s: environment (-want +got):\n%s", side.Name, diff)
 		}
 	}
+	// Distinct: every gateway forwards the load's request id, whatever
+	// the environment forwarded before.
+	o.Distinct = true
+	o.Environ = append(o.Environ, "FUSION_FORWARD_HEADERS=Authorization")
+	_, environ := gatewayCommand(o, "accounts=u", o.sides()[0])
+	wantEnv := []string{"HOME=/h", "FUSION_DEFAULTS__ENGINE=h1", "FUSION_SOCKETS_TRANSPORT=0", "FUSION_FORWARD_HEADERS=X-Request-Id"}
+	if diff := cmp.Diff(wantEnv, environ); diff != "" {
+		t.Errorf("distinct: environment (-want +got):\n%s", diff)
+	}
 	if got := (Options{}).sides(); !cmp.Equal(DefaultSides, got) {
 		t.Errorf("default sides %v", got)
 	}
@@ -456,17 +465,19 @@ func TestRunSmoke(t *testing.T) {
 		want      []string // the samples' paths, in order
 		profiles  []string // per mode, MODE-NAME
 		header    string
+		distinct  bool
 	}{
-		{"two", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
-		{"three", three, "", []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp"},
-		{"schemas", nil, SubgraphsSchemas, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)"},
+		{"two", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false},
+		{"three", three, "", []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp", false},
+		{"schemas", nil, SubgraphsSchemas, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false},
+		{"distinct", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Requests: distinct", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			profiles := t.TempDir()
 			var progress bytes.Buffer
 			rep, err := Run(context.Background(), Options{
 				Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
-				ProfileDir: profiles, Progress: &progress, Sides: tc.sides, Subgraphs: tc.subgraphs,
+				ProfileDir: profiles, Progress: &progress, Sides: tc.sides, Subgraphs: tc.subgraphs, Distinct: tc.distinct,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)

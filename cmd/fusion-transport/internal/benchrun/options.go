@@ -121,6 +121,15 @@ type Options struct {
 	// schemas' recorded answers (SubgraphsReplay) or the schemas
 	// themselves (SubgraphsSchemas). Default: SubgraphsReplay.
 	Subgraphs Subgraphs
+
+	// Distinct makes every gateway request differ from the others in
+	// flight: the load sends each its own load.RequestIDHeader and every
+	// gateway forwards it to the source schemas (FUSION_FORWARD_HEADERS),
+	// as real traffic from different users differs, so that nothing in
+	// the way may collapse two into one. The replayed source schemas
+	// answer by body and ignore it. Default: false, every request the
+	// same, as the public benchmark sends them.
+	Distinct bool
 }
 
 // Side is one configuration of the benchmark: a gateway process on a path

@@ -146,6 +146,9 @@ type loadResult = load.Result
 func runLoad(ctx context.Context, o Options, url string, onMeasure, onWindowEnd func()) (loadResult, error) {
 	var res loadResult
 	args := []string{"load", "-url", url, "-vus", fmt.Sprint(o.vus()), "-duration", o.duration().String(), "-warmup", o.warmup().String()}
+	if o.Distinct {
+		args = append(args, "-distinct")
+	}
 	cmd := exec.CommandContext(ctx, o.Binary, args...)
 	cmd.Env = o.Environ
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -25,6 +25,10 @@ type Report struct {
 	// recorded answers) or schemas (the embedded schemas, executing).
 	Subgraphs Subgraphs `json:"subgraphs"`
 
+	// Distinct is Options.Distinct: every request its own X-Request-Id,
+	// forwarded to the source schemas.
+	Distinct bool `json:"distinct,omitempty"`
+
 	Rounds          int     `json:"rounds"`
 	VUs             int     `json:"vus"`
 	DurationSeconds float64 `json:"duration_s"`

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 )
 
 // Run runs the benchmark that o describes and returns its report. It stops
@@ -41,6 +43,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		},
 		Sides:           sideNames(o.sides()),
 		Subgraphs:       o.subgraphs(),
+		Distinct:        o.Distinct,
 		Rounds:          o.rounds(),
 		VUs:             o.vus(),
 		DurationSeconds: o.duration().Seconds(),
@@ -184,6 +187,9 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), er
 // gateway: FUSION_SOCKETS_TRANSPORT picks the path, -engine the engine.
 func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []string) {
 	environ = append(withoutVar(o.Environ, "FUSION_SOCKETS_TRANSPORT"), "FUSION_SOCKETS_TRANSPORT="+side.Switch)
+	if o.Distinct {
+		environ = append(withoutVar(environ, "FUSION_FORWARD_HEADERS"), "FUSION_FORWARD_HEADERS="+load.RequestIDHeader)
+	}
 	args = []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", schemaURLs}
 	if o.GatewayConfig != "" {
 		args = append(args, "-config", o.GatewayConfig)

@@ -37,6 +37,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Subgraphs != "" {
 		b.WriteString(r.Subgraphs.Describe() + "\n")
 	}
+	if r.Distinct {
+		b.WriteString("Requests: distinct (every one its own X-Request-Id, forwarded to the source schemas).\n")
+	}
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(&b, "Run time: %s\n", time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second))
 	}

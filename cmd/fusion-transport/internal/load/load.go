@@ -59,6 +59,10 @@ const (
 	WindowEndLine = "load: window ended"
 )
 
+// RequestIDHeader is the header that Config.Distinct sets on every
+// request, to a value such as "vu007-000000004711".
+const RequestIDHeader = "X-Request-Id"
+
 // Defaults of Config.
 const (
 	DefaultVUs      = 50
@@ -88,6 +92,14 @@ type Config struct {
 
 	// ContentType of the body. Empty: application/json.
 	ContentType string
+
+	// Distinct gives every request of the run its own RequestIDHeader
+	// value (the user's number and its count of requests, in fixed-width
+	// digits written in place: no allocation per request), so that no two
+	// requests in flight are identical to a gateway that deduplicates by a
+	// forwarded header, as real traffic from different users is. Default:
+	// false, every request the same bytes.
+	Distinct bool
 
 	// Timeout bounds one request, from writing it to the end of the
 	// answer; a request that runs out counts as an error and its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -127,6 +128,66 @@ func TestRun(t *testing.T) {
 	}
 	if got := s.headers.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type %q, want application/json", got)
+	}
+}
+
+// TestRunDistinct: with Distinct every request the server saw carried its
+// own X-Request-Id (none repeated, across users and over time), each
+// user's in sequence; without it, none.
+func TestRunDistinct(t *testing.T) {
+	for _, distinct := range []bool{false, true} {
+		t.Run(fmt.Sprint("distinct=", distinct), func(t *testing.T) {
+			var mu sync.Mutex
+			ids := map[string]int{}
+			var missing, n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				n.Add(1)
+				if id := r.Header.Get(RequestIDHeader); id != "" {
+					mu.Lock()
+					ids[id]++
+					mu.Unlock()
+				} else {
+					missing.Add(1)
+				}
+				_, _ = io.WriteString(w, `{"data":{}}`)
+			}))
+			t.Cleanup(srv.Close)
+			res, err := Run(context.Background(), Config{URL: srv.URL, VUs: 3, Duration: 100 * time.Millisecond, Distinct: distinct})
+			if err != nil || res.Requests == 0 {
+				t.Fatalf("Run: %+v, %v", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !distinct {
+				if len(ids) != 0 {
+					t.Errorf("without Distinct %d requests carried %s", len(ids), RequestIDHeader)
+				}
+				return
+			}
+			if missing.Load() != 0 || int64(len(ids)) != n.Load() {
+				t.Fatalf("%d requests, %d distinct ids, %d without one; want every request its own", n.Load(), len(ids), missing.Load())
+			}
+			perUser := map[string]int{}
+			for id, count := range ids {
+				user, seq, ok := strings.Cut(id, "-")
+				if count != 1 || !ok || len(seq) != seqDigits {
+					t.Fatalf("id %q seen %d times, want once, as vuNNN-%d digits", id, count, seqDigits)
+				}
+				perUser[user]++
+			}
+			if len(perUser) != 3 {
+				t.Errorf("ids from %d users, want 3: %v", len(perUser), perUser)
+			}
+			for user, count := range perUser {
+				for i := 1; i <= count; i++ {
+					if ids[fmt.Sprintf("%s-%0*d", user, seqDigits, i)] != 1 {
+						t.Errorf("%s: request %d of %d missing; its ids are not its count in sequence", user, i, count)
+						break
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -34,13 +35,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.VUs < 0 || cfg.Duration < 0 || cfg.Warmup < 0 {
 		return Result{}, fmt.Errorf("invalid load: vus %d, duration %s, warm-up %s must not be negative", cfg.VUs, cfg.Duration, cfg.Warmup)
 	}
-	req := requestBytes(t, cfg.body(), cfg.contentType())
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	users := make([]*vu, cfg.vus())
+	shared := requestBytes(t, cfg.body(), cfg.contentType(), "")
 	for i := range users {
-		users[i] = &vu{addr: t.addr, req: req, timeout: cfg.timeout(), hist: hdrhistogram.New(histMin, histMax, histDigits)}
+		u := &vu{addr: t.addr, req: shared, timeout: cfg.timeout(), hist: hdrhistogram.New(histMin, histMax, histDigits)}
+		if cfg.Distinct {
+			u.req = requestBytes(t, cfg.body(), cfg.contentType(), fmt.Sprintf("vu%03d-%0*d", i, seqDigits, 0))
+			u.seq = u.req[bytes.Index(u.req, []byte(RequestIDHeader+": "))+len(RequestIDHeader)+2+len("vu000-"):][:seqDigits]
+		}
+		users[i] = u
 	}
 
 	start := time.Now()
@@ -109,22 +115,43 @@ func summarize(users []*vu, window time.Duration) Result {
 	return res
 }
 
-// requestBytes is the whole HTTP/1.1 request every user writes.
-func requestBytes(t target, body []byte, contentType string) []byte {
+// requestBytes is the whole HTTP/1.1 request a user writes; with an id,
+// it carries RequestIDHeader with that value.
+func requestBytes(t target, body []byte, contentType, id string) []byte {
 	head := "POST " + t.path + " HTTP/1.1\r\n" +
 		"Host: " + t.host + "\r\n" +
 		"User-Agent: fusion-transport-load\r\n" +
 		"Content-Type: " + contentType + "\r\n" +
-		"Accept: application/graphql-response+json, application/json\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+		"Accept: application/graphql-response+json, application/json\r\n"
+	if id != "" {
+		head += RequestIDHeader + ": " + id + "\r\n"
+	}
+	head += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 	return append([]byte(head), body...)
+}
+
+// seqDigits is the width of a distinct request's count: it wraps after
+// 10^12 requests of one user, far beyond any run.
+const seqDigits = 12
+
+// next writes the user's next count into its request's RequestIDHeader
+// value, in place.
+func (u *vu) next() {
+	u.n++
+	v := u.n
+	for i := len(u.seq) - 1; i >= 0; i-- {
+		u.seq[i] = byte('0' + v%10)
+		v /= 10
+	}
 }
 
 // vu is one virtual user: one connection at a time, one request at a time.
 // Only its own goroutine touches it until Run's wg.Wait.
 type vu struct {
 	addr    string
-	req     []byte
+	req     []byte // shared by every user, read-only, unless Distinct
+	seq     []byte // with Distinct: the digits of the count inside req; nil otherwise
+	n       int64  // with Distinct: requests sent
 	timeout time.Duration
 
 	conn     net.Conn
@@ -173,6 +200,9 @@ func (u *vu) do(ctx context.Context) error {
 	if err := u.conn.SetDeadline(time.Now().Add(u.timeout)); err != nil {
 		u.drop()
 		return err
+	}
+	if u.seq != nil {
+		u.next()
 	}
 	if _, err := u.conn.Write(u.req); err != nil {
 		u.drop()
