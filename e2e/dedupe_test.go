@@ -30,14 +30,13 @@ func withHeaderTemplate(t *testing.T, routerConfig []byte, name string) []byte {
 	if err := json.Unmarshal(routerConfig, &rc); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, ds := range rc["engineConfig"].(map[string]any)["datasourceConfigurations"].([]any) {
+	sources := rc["engineConfig"].(map[string]any)["datasourceConfigurations"].([]any)
+	if len(sources) == 0 {
+		t.Fatal("the router config has no data sources")
+	}
+	for _, ds := range sources {
 		fetch := ds.(map[string]any)["customGraphql"].(map[string]any)["fetch"].(map[string]any)
 		fetch["header"] = map[string]any{name: map[string]any{"values": []any{map[string]any{"staticVariableContent": "{{ .request.headers." + name + " }}"}}}}
-		n++
-	}
-	if n != 3 {
-		t.Fatalf("set the header on %d fetches, want 3", n)
 	}
 	out, err := json.Marshal(rc)
 	if err != nil {

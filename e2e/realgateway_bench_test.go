@@ -91,10 +91,11 @@ func TestRealGatewayBench(t *testing.T) {
 		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
 	}
 	if *realBenchDistinct {
-		var err error
-		if routerConfig, err = forwardRequestID(routerConfig); err != nil {
-			t.Fatal(err)
-		}
+		// As a Cosmo header rule forwards a client header: the engine
+		// renders it into each fetch's input, from which it keys its
+		// deduplication, so requests with distinct ids are never collapsed
+		// (TestConcurrentUsers shows both on the wire).
+		routerConfig = withHeaderTemplate(t, routerConfig, "X-Request-Id")
 	}
 
 	samples := map[string][]realSample{}
@@ -124,34 +125,6 @@ func subgraphsNote(s string) string {
 		return "the embedded schemas (graphql-go), executing every request"
 	}
 	return "replay (the embedded schemas' answers recorded on first sight, byte for byte)"
-}
-
-// forwardRequestID returns the router configuration with every source
-// schema's fetch sending the gateway request's X-Request-Id, as a Cosmo
-// header rule forwards a client header: a fetch header whose value is the
-// engine's template of that request header. The engine renders it into
-// each subgraph request's input, from which it keys its deduplication, so
-// requests with distinct ids are never collapsed.
-func forwardRequestID(config []byte) ([]byte, error) {
-	var rc map[string]any
-	if err := json.Unmarshal(config, &rc); err != nil {
-		return nil, fmt.Errorf("router config: %w", err)
-	}
-	engine, _ := rc["engineConfig"].(map[string]any)
-	sources, _ := engine["datasourceConfigurations"].([]any)
-	if len(sources) == 0 {
-		return nil, fmt.Errorf("router config: no engineConfig.datasourceConfigurations")
-	}
-	for i, ds := range sources {
-		fetch, _ := ds.(map[string]any)["customGraphql"].(map[string]any)["fetch"].(map[string]any)
-		if fetch == nil {
-			return nil, fmt.Errorf("router config: data source %d has no customGraphql.fetch", i)
-		}
-		fetch["header"] = map[string]any{
-			"X-Request-Id": map[string]any{"values": []any{map[string]any{"staticVariableContent": "{{ .request.headers.X-Request-Id }}"}}},
-		}
-	}
-	return json.Marshal(rc)
 }
 
 // realSample is one run of one side.
