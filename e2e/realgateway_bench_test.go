@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -51,6 +52,7 @@ var (
 	realBenchLatency   = flag.Duration("realbench.latency", 0, "delay of every source schema answer (constant-latency: 4ms)")
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
 	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
+	realBenchProfile   = flag.String("realbench.profile", "", "write a CPU profile of the gateway (this process) for each side's measured window of the last round to `dir`/SIDE.cpu.pprof (':' written '-')")
 	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
 )
 
@@ -102,7 +104,11 @@ func TestRealGatewayBench(t *testing.T) {
 	began := time.Now()
 	for round := 1; round <= *realBenchRounds; round++ {
 		for _, side := range sides {
-			s := runRealSide(t, bin, routerConfig, urls, side)
+			profile := ""
+			if *realBenchProfile != "" && round == *realBenchRounds {
+				profile = filepath.Join(*realBenchProfile, strings.ReplaceAll(side, ":", "-")+".cpu.pprof")
+			}
+			s := runRealSide(t, bin, routerConfig, urls, side, profile)
 			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load, %.2f ms in flight per call, %d errors",
 				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.callMS, s.errors)
 			samples[side] = append(samples[side], s)
@@ -176,7 +182,7 @@ func (b *timedBody) Close() error {
 
 // runRealSide starts a gateway with side's client, measures it under load
 // and stops it.
-func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]string, side string) realSample {
+func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]string, side, profile string) realSample {
 	t.Helper()
 	var client *http.Client
 	switch side {
@@ -226,9 +232,21 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	planCalls := float64(calls.Load()-before) / alone
 
 	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1 int64
+	var prof *os.File
 	res := runBenchLoad(t, bin, srv.URL,
-		func() { cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load() },
-		func() { cpu1, calls1, req1, flight1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load() })
+		func() {
+			cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			if profile != "" {
+				prof = startCPUProfile(t, profile)
+			}
+		},
+		func() {
+			cpu1, calls1, req1, flight1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			if prof != nil {
+				pprof.StopCPUProfile()
+				prof.Close()
+			}
+		})
 	n := req1 - req0
 	if n == 0 {
 		t.Fatalf("%s: the gateway answered no request in the window (load: %+v)", side, res)
@@ -242,6 +260,23 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 		sample.callMS = float64(flight1-flight0) / float64(c) / 1e6
 	}
 	return sample
+}
+
+// startCPUProfile starts a CPU profile of this process into the file at
+// path; the caller stops it and closes the file.
+func startCPUProfile(t *testing.T, path string) *os.File {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		t.Fatalf("CPU profile: %v", err)
+	}
+	return f
 }
 
 func orDefault(rt http.RoundTripper) http.RoundTripper {
