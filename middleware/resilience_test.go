@@ -284,6 +284,88 @@ func TestRetryBudget(t *testing.T) {
 	}
 }
 
+// budgetClock is a RetryBudget's clock that a test sets by hand: the time
+// elapsed since the budget was made.
+type budgetClock struct{ d atomic.Int64 }
+
+func (c *budgetClock) now() time.Duration   { return time.Duration(c.d.Load()) }
+func (c *budgetClock) set(at time.Duration) { c.d.Store(int64(at)) }
+
+// TestRetryBudgetWindow: what the budget's sliding window holds, on a
+// clock the test sets. A first try or an extra one counts while it is
+// less than BudgetWindow (10 s) old, in one-second buckets: from 9.5 s
+// ago still, from 10 s ago no more. A bucket reused for a later second
+// starts empty: a busy second's first tries (and extras) do not linger
+// into the second ten later, where they would let a failing schema retry
+// more than the ratio of its recent traffic.
+func TestRetryBudgetWindow(t *testing.T) {
+	type step struct {
+		at      time.Duration // since the budget was made
+		first   int           // first tries counted
+		spend   int           // extra tries asked for
+		granted int           // of those, how many the budget gives
+	}
+	const s = time.Second
+	cases := []struct {
+		name         string
+		ratio        float64
+		minPerSecond int
+		steps        []step
+	}{
+		{"first tries 9.5 s ago count", 1, -1, []step{{at: 0, first: 1}, {at: 9500 * time.Millisecond, spend: 2, granted: 1}}},
+		{"first tries 10 s ago do not", 1, -1, []step{{at: 0, first: 1}, {at: 10 * s, spend: 1}}},
+		{"first tries 10.5 s ago do not", 1, -1, []step{{at: 500 * time.Millisecond, first: 1}, {at: 11 * s, spend: 1}}},
+		{"first tries 11.5 s ago do not", 1, -1, []step{{at: 0, first: 1}, {at: 11500 * time.Millisecond, spend: 1}}},
+		{"first tries of every second of the window count", 0.5, -1, []step{
+			{at: 0, first: 10}, {at: 1 * s, first: 10}, {at: 2 * s, first: 10}, {at: 3 * s, first: 10}, {at: 4 * s, first: 10},
+			{at: 5 * s, first: 10}, {at: 6 * s, first: 10}, {at: 7 * s, first: 10}, {at: 8 * s, first: 10}, {at: 9 * s, first: 10},
+			{at: 9900 * time.Millisecond, spend: 60, granted: 50},
+			// The first second's tries leave: 90 first tries allow 45, and
+			// the 50 extras of 9 s ago are all still in.
+			{at: 10 * s, spend: 1},
+		}},
+		{"extras 9.5 s ago count, 10 s ago not", 1, 1, []step{
+			{at: 0, spend: 11, granted: 10}, // the floor: 1 a second over the window
+			{at: 9500 * time.Millisecond, spend: 1},
+			{at: 10 * s, spend: 11, granted: 10},
+		}},
+		{"a busy second's first tries leave with it", 0.5, -1, []step{
+			{at: 0, first: 100},
+			{at: 10 * s, first: 2, spend: 5, granted: 1}, // the same bucket, reused
+		}},
+		{"a busy second's extras leave with it", 0.5, -1, []step{
+			{at: 0, first: 100, spend: 50, granted: 50},
+			{at: 10 * s, first: 2, spend: 5, granted: 1},
+		}},
+		{"a bucket reused after a long pause starts empty", 1, -1, []step{
+			{at: 3 * s, first: 5},
+			{at: 53 * s, first: 1, spend: 3, granted: 1},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock budgetClock
+			b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: tc.ratio, MinPerSecond: tc.minPerSecond})
+			middleware.SetBudgetClock(b, clock.now)
+			for _, st := range tc.steps {
+				clock.set(st.at)
+				for range st.first {
+					b.First()
+				}
+				granted := 0
+				for range st.spend {
+					if b.Spend() {
+						granted++
+					}
+				}
+				if granted != st.granted {
+					t.Errorf("at %s: %d of %d extra tries granted, want %d", st.at, granted, st.spend, st.granted)
+				}
+			}
+		})
+	}
+}
+
 // TestRetrySpendsBudget: on the wire, a failing schema with max_attempts
 // 5 and a budget of ratio 1 without a floor (each first try pays for one
 // retry) sees 2 requests for each query, not 5.
