@@ -645,3 +645,249 @@ func TestHedgeRefusedUnsent(t *testing.T) {
 		})
 	}
 }
+
+// hedgeWire is a source schema for hedge tests: it counts the requests of
+// each X-Id, wakes arrivals on each arrival (a token per arrival, which
+// may be left unread: only count tells which), and holds every request
+// until the test releases its X-Id (or the request's context ends, or the
+// guard passes), then answers 200 "<id> arrival <n>".
+type hedgeWire struct {
+	t        *testing.T
+	arrivals chan string
+	mu       sync.Mutex
+	seen     map[string]int
+	release  map[string]chan struct{}
+}
+
+func newHedgeWire(t *testing.T) *hedgeWire {
+	return &hedgeWire{t: t, arrivals: make(chan string, 256), seen: map[string]int{}, release: map[string]chan struct{}{}}
+}
+
+// releaseOf returns the channel that releases id's requests. w.mu is held.
+func (w *hedgeWire) releaseOf(id string) chan struct{} {
+	if w.release[id] == nil {
+		w.release[id] = make(chan struct{})
+	}
+	return w.release[id]
+}
+
+// free releases the requests of id, those held and those to come.
+func (w *hedgeWire) free(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.releaseOf(id))
+}
+
+// count is how many requests of id arrived.
+func (w *hedgeWire) count(id string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[id]
+}
+
+func (w *hedgeWire) RoundTrip(req *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, req.Body)
+	req.Body.Close()
+	id := req.Header.Get("X-Id")
+	w.mu.Lock()
+	w.seen[id]++
+	n := w.seen[id]
+	release := w.releaseOf(id)
+	w.mu.Unlock()
+	w.arrivals <- id
+	select {
+	case <-release:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	case <-time.After(guard):
+		w.t.Errorf("request %s (arrival %d) held past the guard", id, n)
+		return nil, errors.New("held past the guard")
+	}
+	resp, _ := fakeResponse(req, http.StatusOK, fmt.Sprintf("%s arrival %d", id, n))
+	return resp, nil
+}
+
+// waitFor waits until n requests of id have arrived.
+func (w *hedgeWire) waitFor(id string, n int) {
+	w.t.Helper()
+	for w.count(id) < n {
+		await(w.t, w.arrivals, fmt.Sprintf("arrival %d of %s", n, id))
+	}
+}
+
+// hedgeCall sends body with X-Id id through rt on its own goroutine; the
+// channel gets the response's body, or the error's text.
+func hedgeCall(t *testing.T, rt http.RoundTripper, ctx context.Context, id, body string) <-chan string {
+	done := make(chan string, 1)
+	req := newRequest(t, ctx, "http://products.test/graphql", body, true)
+	req.Header.Set("X-Id", id)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	return done
+}
+
+// elapse returns once at least extra×delay has passed, proven on the
+// wire rather than by a sleep: a query sent through a hedge of that delay
+// and extra hedges, held at w, has had its last hedge arrive.
+func elapse(t *testing.T, w *hedgeWire, delay time.Duration, extra int, id string) {
+	t.Helper()
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: extra})(w)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := hedgeCall(t, rt, ctx, id, queryBody)
+	w.waitFor(id, 1+extra)
+	cancel()
+	await(t, done, "the clock query's end")
+}
+
+// TestHedgeOnlyQueries: a request that is not a query is sent once,
+// however long it is held past the hedge delay: a mutation's second copy
+// would run it twice. Each request is held until a query sent after it
+// through the same hedge had three hedges (3 × 2 ms), so its own hedge,
+// due at 2 ms, would have arrived.
+func TestHedgeOnlyQueries(t *testing.T) {
+	const delay = 2 * time.Millisecond
+	for _, tc := range []struct{ name, body string }{
+		{"mutation", mutationBody},
+		{"subscription", subscriptionBody},
+		{"persisted query, kind unknown", persistedBody},
+		{"batch with a mutation", `[` + queryBody + `,` + mutationBody + `]`},
+		{"case variant running a mutation", caseVariantBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newHedgeWire(t)
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: 3})(w)
+			done := hedgeCall(t, rt, context.Background(), "op", tc.body)
+			w.waitFor("op", 1)
+			elapse(t, w, delay, 3, "clock")
+			if n := w.count("op"); n != 1 {
+				t.Errorf("held past 3 hedge delays, the source schema got it %d times, want once", n)
+			}
+			w.free("op")
+			if got := await(t, done, "the caller's answer"); got != "op arrival 1" {
+				t.Errorf("the caller got %q, want %q", got, "op arrival 1")
+			}
+		})
+	}
+}
+
+// TestHedgeQuantileMinSamples: a quantile delay hedges nothing until
+// Latencies holds MinLatencySamples: with 19 samples of 1µs, a query held
+// past 3 × 2 ms is sent once; its own time to headers is the 20th sample,
+// after which a held query is hedged (its p50 is then 1µs).
+func TestHedgeQuantileMinSamples(t *testing.T) {
+	lat := middleware.NewLatencies()
+	for range middleware.MinLatencySamples - 1 {
+		lat.Record(time.Microsecond)
+	}
+	w := newHedgeWire(t)
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.5, Latencies: lat, MaxExtra: 1})(w)
+	done := hedgeCall(t, rt, context.Background(), "q19", queryBody)
+	w.waitFor("q19", 1)
+	elapse(t, w, 2*time.Millisecond, 3, "clock")
+	if n := w.count("q19"); n != 1 {
+		t.Errorf("with %d samples, a held query was sent %d times, want once", middleware.MinLatencySamples-1, n)
+	}
+	w.free("q19")
+	await(t, done, "the first query's answer")
+
+	done = hedgeCall(t, rt, context.Background(), "q20", queryBody)
+	w.waitFor("q20", 2) // the hedge
+	w.free("q20")
+	if got := await(t, done, "the second query's answer"); !strings.HasPrefix(got, "q20 arrival") {
+		t.Errorf("the second query got %q", got)
+	}
+}
+
+// TestLatenciesQuantile: Quantile is zero below MinLatencySamples and for
+// a q that is not above zero; from then on it is the sample at q of the
+// sorted samples (1 ms to n ms here), above 1 the largest.
+func TestLatenciesQuantile(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		samples int
+		q       float64
+		want    time.Duration
+	}{
+		{0, 0.5, 0},
+		{1, 0.5, 0},
+		{middleware.MinLatencySamples - 1, 0.5, 0},
+		{middleware.MinLatencySamples - 1, 1, 0},
+		{middleware.MinLatencySamples, 0.5, 11 * ms},
+		{middleware.MinLatencySamples, 0.9, 19 * ms},
+		{middleware.MinLatencySamples, 1, 20 * ms},
+		{middleware.MinLatencySamples, 7, 20 * ms},
+		{middleware.MinLatencySamples, 0, 0},
+		{middleware.MinLatencySamples, -1, 0},
+		{middleware.MinLatencySamples, math.NaN(), 0},
+		{100, 0.5, 51 * ms},
+	} {
+		l := middleware.NewLatencies()
+		for i := range tc.samples {
+			l.Record(time.Duration(i+1) * ms)
+		}
+		if got := l.Quantile(tc.q); got != tc.want {
+			t.Errorf("%d samples, quantile %v: %s, want %s", tc.samples, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestHedgeBudgetFirstTries: a hedge is paid from first tries. With
+// max_attempts 1 Retry is off and counts nothing, so Hedge counts them
+// (CountFirst); with more, Retry does and Hedge must not. Either way, at
+// ratio 0.5 without a floor, of four queries in a row held until their
+// hedge came or the budget refused it, the 2nd and 4th are hedged (2 of
+// 4 first tries allow 1 extra, 4 allow 2).
+func TestHedgeBudgetFirstTries(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxAttempts int
+		countFirst  bool
+	}{
+		{"max_attempts 1, Hedge counts", 1, true},
+		{"max_attempts 3, Retry counts", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refused := make(chan struct{}, 8)
+			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused <- struct{}{} }})
+			w := newHedgeWire(t)
+			rt := middleware.Chain(w,
+				middleware.Retry(middleware.RetryConfig{MaxAttempts: tc.maxAttempts, WaitMin: time.Millisecond, Budget: budget}),
+				middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1, Budget: budget, CountFirst: tc.countFirst}))
+			var hedged []bool
+			for i := range 4 {
+				id := fmt.Sprint("q", i+1)
+				done := hedgeCall(t, rt, context.Background(), id, queryBody)
+				w.waitFor(id, 1)
+				// arrivals only wakes the loop: the count tells.
+			outcome:
+				for {
+					if w.count(id) >= 2 {
+						hedged = append(hedged, true)
+						break
+					}
+					select {
+					case <-refused:
+						hedged = append(hedged, false)
+						break outcome
+					case <-w.arrivals:
+					case <-time.After(guard):
+						t.Fatalf("%s: neither a hedge nor the budget's refusal came", id)
+					}
+				}
+				w.free(id)
+				await(t, done, id+"'s answer")
+			}
+			if want := []bool{false, true, false, true}; fmt.Sprint(hedged) != fmt.Sprint(want) {
+				t.Errorf("queries hedged %v, want %v", hedged, want)
+			}
+		})
+	}
+}
