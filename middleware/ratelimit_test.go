@@ -177,3 +177,65 @@ func TestRateLimitOrder(t *testing.T) {
 		want++
 	}
 }
+
+// TestRateLimitGivesTurnBack: a caller that takes a turn it will not use
+// gives it back, so the caller behind it is not pushed a turn later. At
+// 10/s with a burst of 1 and a 150 ms wait, the first caller takes the
+// burst and the next turn is ~100 ms away; a second caller leaves that
+// turn (its deadline comes first, or its context ends while it waits);
+// the third caller then gets that turn, within its 150 ms wait. Had the
+// turn been burnt, the third one's would be ~200 ms away, past the wait,
+// and it would be refused unsent.
+func TestRateLimitGivesTurnBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		leave   func(t *testing.T, send func(context.Context) error, waiting <-chan struct{}) error
+		wantErr error
+	}{
+		{"deadline before its turn", func(t *testing.T, send func(context.Context) error, _ <-chan struct{}) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			return send(ctx)
+		}, middleware.ErrRateLimited},
+		{"context ends while it waits", func(t *testing.T, send func(context.Context) error, waiting <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- send(ctx) }()
+			await(t, waiting, "the second caller to wait for its turn")
+			cancel()
+			return await(t, done, "the second caller to leave")
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent atomic.Int32
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 10, Burst: 1, Wait: 150 * time.Millisecond})
+			waiting := make(chan struct{}, 4)
+			middleware.SetWaitingHook(l, func() { waiting <- struct{}{} })
+			rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			}))
+			send := func(ctx context.Context) error {
+				resp, err := rt.RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+				if err == nil {
+					resp.Body.Close()
+				}
+				return err
+			}
+			if err := send(context.Background()); err != nil {
+				t.Fatalf("first caller: %v", err)
+			}
+			if err := tc.leave(t, send, waiting); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("second caller: %v, want %v", err, tc.wantErr)
+			}
+			if err := send(context.Background()); err != nil {
+				t.Fatalf("third caller: %v; want the turn the second gave back", err)
+			}
+			if n := sent.Load(); n != 2 {
+				t.Errorf("the source schema got %d requests, want 2 (the first and third callers')", n)
+			}
+		})
+	}
+}
