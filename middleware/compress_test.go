@@ -239,6 +239,8 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 			case <-hedgeIn:
 			case <-req.Context().Done():
 				return nil, req.Context().Err()
+			case <-time.After(guard):
+				t.Error("the first attempt was never hedged")
 			}
 		} else {
 			once.Do(func() { close(hedgeIn) })
@@ -253,7 +255,7 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	first, second := <-bodies, <-bodies
+	first, second := await(t, bodies, "the first attempt's body"), await(t, bodies, "the hedge's body")
 	if !bytes.Equal(first, second) || compressed != 1 {
 		t.Errorf("hedge sent the same bytes: %t; %d compressions, want 1", bytes.Equal(first, second), compressed)
 	}

@@ -161,10 +161,10 @@ func TestRateLimitOrder(t *testing.T) {
 	errs := make(chan error, callers)
 	for i := 1; i <= callers; i++ {
 		go func() { errs <- send(i) }()
-		<-waiting
+		await(t, waiting, fmt.Sprintf("caller %d to wait for its turn", i))
 	}
 	for range callers {
-		if err := <-errs; err != nil {
+		if err := await(t, errs, "a waiting caller's end"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -435,8 +435,14 @@ func TestHedgeQuantile(t *testing.T) {
 	}
 	defer close(releaseOf("late")) // held until the hedge cancels it
 	var sent, won atomic.Int64
-	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
-	send := func(body, id string, slow bool) string {
+	lat := middleware.NewLatencies()
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	// The fast queries go through a hedge of their own that shares the
+	// samples: once 20 are in, one of them may be hedged too, and its
+	// hedge reported later, from the goroutine that drains the loser;
+	// counted with the late query's, it would make the count flaky.
+	fastRT := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat})(http.DefaultTransport)
+	send := func(rt http.RoundTripper, body, id string, slow bool) string {
 		req := newRequest(t, context.Background(), srv.URL, body, true)
 		req.Header.Set("X-Id", id)
 		if slow {
@@ -451,11 +457,11 @@ func TestHedgeQuantile(t *testing.T) {
 		return string(b)
 	}
 	releaseOn("early")
-	if got := send(queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
+	if got := send(rt, queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
 		t.Fatalf("a held query before 20 samples: %q, %d hedges, %d arrivals; want its one arrival and no hedge", got, sent.Load(), seen("early"))
 	}
 	for i := range 20 {
-		send(queryBody, fmt.Sprint("fast", i), false)
+		send(fastRT, queryBody, fmt.Sprint("fast", i), false)
 	}
 	before := sent.Load()
 	// The delay is the 0.9 quantile of fast samples, well under a
@@ -463,14 +469,14 @@ func TestHedgeQuantile(t *testing.T) {
 	// before the first attempt and be the one held. Either way the caller
 	// gets the attempt that was not held (arrival 2), which without a
 	// hedge would never come before the release at the test's end.
-	if got := send(queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 {
+	if got := send(rt, queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 {
 		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it (%d won); want the arrival that was not held, 2, after one hedge", got, sent.Load()-before, won.Load())
 	}
-	if <-arrived != "late" {
+	if await(t, arrived, "the late query's held arrival") != "late" {
 		t.Error("the held arrival was not the late query's")
 	}
 	releaseOn("mutation")
-	if got := send(mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
+	if got := send(rt, mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
 		t.Errorf("a held mutation: %q with %d arrivals, want one", got, seen("mutation"))
 	}
 }
@@ -521,7 +527,11 @@ func TestHedgeLoserClosed(t *testing.T) {
 	var calls atomic.Int64
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
-			<-release
+			select {
+			case <-release:
+			case <-time.After(guard):
+				t.Error("the first attempt was never released")
+			}
 			cancelled <- req.Context().Err() != nil
 			return &http.Response{StatusCode: 200, Body: loser}, nil
 		}
@@ -538,7 +548,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 		t.Fatalf("body %q, want the hedge's", body)
 	}
 	close(release)
-	if !<-cancelled {
+	if !await(t, cancelled, "the losing attempt's end") {
 		t.Error("the losing attempt's context was not cancelled")
 	}
 	select {
@@ -556,7 +566,11 @@ func TestHedgeLoserClosed(t *testing.T) {
 	hold := make(chan struct{})
 	next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
-			<-hold
+			select {
+			case <-hold:
+			case <-time.After(guard):
+				t.Error("the held attempt was never released")
+			}
 		}
 		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 	})
@@ -569,9 +583,9 @@ func TestHedgeLoserClosed(t *testing.T) {
 		}
 		done <- err
 	}()
-	<-exhausted
+	await(t, exhausted, "the budget's refusal of the hedge")
 	close(hold)
-	if err := <-done; err != nil {
+	if err := await(t, done, "the query's end"); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls.Load(); n != 1 || sent.Load() != 0 {
