@@ -206,10 +206,12 @@ func TestBreakerHalfOpen(t *testing.T) {
 // phase count in none of the later ones. A request admitted closed and
 // held while the breaker opens, half-opens and closes again: its 503 does
 // not reopen it (min_requests 1). A trial admitted half-open and held
-// while another trial's failure reopens it: its 200 does not close it.
+// while another trial's failure reopens it: its 200 does not close it,
+// nor does a 503 of such a trial reopen it once more (no transition).
 func TestBreakerIgnoresOlderPhase(t *testing.T) {
 	const openFor = 20 * time.Millisecond
-	b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: openFor, HalfOpenRequests: 2})
+	var tr transitions
+	b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: openFor, HalfOpenRequests: 2, OnStateChange: tr.hook})
 	h := newHeld()
 	rt := b.Middleware()(h)
 	old := startHeld(t, rt, h, context.Background(), "old")
@@ -232,6 +234,19 @@ func TestBreakerIgnoresOlderPhase(t *testing.T) {
 	answer(t, h, "held", http.StatusOK, held)
 	if st := b.State(); st != middleware.BreakerOpen {
 		t.Errorf("state %s after a reopened breaker's older trial succeeded, want open", st)
+	}
+
+	time.Sleep(openFor)
+	heldFail := startHeld(t, rt, h, context.Background(), "heldFail")
+	answer(t, h, "t4", http.StatusServiceUnavailable, startHeld(t, rt, h, context.Background(), "t4"))
+	answer(t, h, "heldFail", http.StatusServiceUnavailable, heldFail)
+	want := []string{
+		"closed>open", "open>half_open", "half_open>closed", // the first round
+		"closed>open", "open>half_open", "half_open>open", // t3's failure
+		"open>half_open", "half_open>open", // t4's, and no more: heldFail's is of an older phase
+	}
+	if got := tr.list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("transitions %v, want %v", got, want)
 	}
 }
 
