@@ -239,3 +239,48 @@ func TestRateLimitGivesTurnBack(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitBurstAndObserved: without a Burst, the bucket holds
+// RequestsPerSecond rounded up, at least 1: that many requests go at
+// once and the next one is refused unsent. Each refusal calls OnLimited
+// and the hook of the Observed middleware it went through, not the
+// other's.
+func TestRateLimitBurstAndObserved(t *testing.T) {
+	for _, tc := range []struct {
+		rps   float64
+		burst int
+	}{
+		{0.001, 1}, {1, 1}, {2.5, 3}, {4, 4},
+	} {
+		t.Run(fmt.Sprint(tc.rps, "/s"), func(t *testing.T) {
+			var limited, mine, other atomic.Int32
+			var sent atomic.Int32
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: tc.rps, OnLimited: func() { limited.Add(1) }})
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			})
+			rt := l.Observed(func() { mine.Add(1) })(next)
+			l.Observed(func() { other.Add(1) })(next) // another path sharing the limiter
+			var refused int
+			for range tc.burst + 1 {
+				resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+				if err != nil {
+					if !errors.Is(err, middleware.ErrRateLimited) {
+						t.Fatalf("error %v, want ErrRateLimited", err)
+					}
+					refused++
+					continue
+				}
+				resp.Body.Close()
+			}
+			if int(sent.Load()) != tc.burst || refused != 1 {
+				t.Errorf("%d sent and %d refused of %d; want the burst of %d, then a refusal", sent.Load(), refused, tc.burst+1, tc.burst)
+			}
+			if limited.Load() != 1 || mine.Load() != 1 || other.Load() != 0 {
+				t.Errorf("OnLimited called %d times, this path's hook %d, the other's %d; want 1, 1, 0", limited.Load(), mine.Load(), other.Load())
+			}
+		})
+	}
+}

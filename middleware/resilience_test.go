@@ -366,6 +366,60 @@ func TestRetryBudgetWindow(t *testing.T) {
 	}
 }
 
+// TestRetryBudgetDefaults: a ratio that is zero, negative or NaN is 0.2,
+// and a MinPerSecond of zero is 10 a second (100 over the window), on a
+// clock that stands still.
+func TestRetryBudgetDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     middleware.RetryBudgetConfig
+		first   int
+		granted int
+	}{
+		{"ratio 0 is 0.2", middleware.RetryBudgetConfig{MinPerSecond: -1}, 50, 10},
+		{"negative ratio is 0.2", middleware.RetryBudgetConfig{Ratio: -1, MinPerSecond: -1}, 50, 10},
+		{"NaN ratio is 0.2", middleware.RetryBudgetConfig{Ratio: math.NaN(), MinPerSecond: -1}, 50, 10},
+		{"floor 0 is 10 a second", middleware.RetryBudgetConfig{Ratio: 0.001}, 0, 100},
+		{"negative floor is none", middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock budgetClock
+			b := middleware.NewRetryBudget(tc.cfg)
+			middleware.SetBudgetClock(b, clock.now)
+			for range tc.first {
+				b.First()
+			}
+			granted := 0
+			for range 1000 {
+				if b.Spend() {
+					granted++
+				}
+			}
+			if granted != tc.granted {
+				t.Errorf("%d first tries: %d extra tries granted, want %d", tc.first, granted, tc.granted)
+			}
+		})
+	}
+}
+
+// TestRetryBudgetWarnsOnceASecond: OnExhausted is called for every
+// refusal, with warn true for the first of each second only.
+func TestRetryBudgetWarnsOnceASecond(t *testing.T) {
+	var clock budgetClock
+	var warns []bool
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{MinPerSecond: -1, OnExhausted: func(warn bool) { warns = append(warns, warn) }})
+	middleware.SetBudgetClock(b, clock.now)
+	for _, at := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1900 * time.Millisecond, 5 * time.Second} {
+		clock.set(at)
+		if b.Spend() {
+			t.Fatalf("at %s: an empty budget without a floor granted a try", at)
+		}
+	}
+	if want := []bool{true, false, false, true, false, true}; fmt.Sprint(warns) != fmt.Sprint(want) {
+		t.Errorf("warn on each refusal %v, want %v", warns, want)
+	}
+}
+
 // TestRetrySpendsBudget: on the wire, a failing schema with max_attempts
 // 5 and a budget of ratio 1 without a floor (each first try pays for one
 // retry) sees 2 requests for each query, not 5.
@@ -537,7 +591,8 @@ func TestHedgeLoserClosed(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("hedge"))}, nil
 	})
-	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond})(next)
+	var won, sentHedges atomic.Int64
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, OnWon: func() { won.Add(1) }, OnSent: func() { sentHedges.Add(1) }})(next)
 	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
 	if err != nil {
 		t.Fatal(err)
@@ -546,6 +601,10 @@ func TestHedgeLoserClosed(t *testing.T) {
 	resp.Body.Close()
 	if string(body) != "hedge" {
 		t.Fatalf("body %q, want the hedge's", body)
+	}
+	// The hedge's attempt ended before RoundTrip returned: both are told.
+	if won.Load() != 1 || sentHedges.Load() != 1 {
+		t.Errorf("OnWon called %d times, OnSent %d, want 1 and 1", won.Load(), sentHedges.Load())
 	}
 	close(release)
 	if !await(t, cancelled, "the losing attempt's end") {
@@ -902,6 +961,29 @@ func TestHedgeBudgetFirstTries(t *testing.T) {
 			if want := []bool{false, true, false, true}; fmt.Sprint(hedged) != fmt.Sprint(want) {
 				t.Errorf("queries hedged %v, want %v", hedged, want)
 			}
+		})
+	}
+}
+
+// TestHedgeMaxExtra: a query held at the source schema is sent 1 +
+// MaxExtra times, one more each delay, and no more however long it is
+// held; MaxExtra is capped at MaxHedgeExtra, and zero or negative is 1.
+func TestHedgeMaxExtra(t *testing.T) {
+	const delay = time.Millisecond
+	for _, tc := range []struct{ maxExtra, want int }{
+		{-1, 2}, {0, 2}, {1, 2}, {2, 3}, {100, 1 + middleware.MaxHedgeExtra},
+	} {
+		t.Run(fmt.Sprint("max_extra ", tc.maxExtra), func(t *testing.T) {
+			w := newHedgeWire(t)
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: tc.maxExtra})(w)
+			done := hedgeCall(t, rt, context.Background(), "q", queryBody)
+			w.waitFor("q", tc.want)
+			elapse(t, w, delay, 3, "clock")
+			if n := w.count("q"); n != tc.want {
+				t.Errorf("held past 3 more delays, the query was sent %d times, want %d", n, tc.want)
+			}
+			w.free("q")
+			await(t, done, "the query's answer")
 		})
 	}
 }
