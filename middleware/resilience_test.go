@@ -987,3 +987,29 @@ func TestHedgeMaxExtra(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgeErrorLeavesOthers: an attempt that fails with an error leaves
+// the others running; the caller gets the answer of one that is still
+// out. The first attempt fails once its hedge arrived, and the hedge
+// answers only once the hedger has taken in that failure (it cancels the
+// failed attempt's context then).
+func TestHedgeErrorLeavesOthers(t *testing.T) {
+	hedgeIn, firstTaken := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			context.AfterFunc(req.Context(), func() { close(firstTaken) })
+			await(t, hedgeIn, "the hedge")
+			return nil, errors.New("connection reset by peer")
+		}
+		close(hedgeIn)
+		await(t, firstTaken, "the first attempt's failure to be taken in")
+		resp, _ := fakeResponse(req, http.StatusOK, "hedge")
+		return resp, nil
+	})
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1})(next)
+	done := hedgeCall(t, rt, context.Background(), "q", queryBody)
+	if got := await(t, done, "the query's answer"); got != "hedge" {
+		t.Errorf("the caller got %q, want the hedge's answer", got)
+	}
+}
