@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -357,4 +358,36 @@ func BenchmarkBreakerParallel(b *testing.B) {
 			rt.RoundTrip(req)
 		}
 	})
+}
+
+// TestBreakerTimeoutCause: a transport that returns only its context's
+// error (context.Canceled) still has its request judged by the cause the
+// context ended with: the header or request timeout is a failure, the
+// caller's own cancellation is neither.
+func TestBreakerTimeoutCause(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cause error
+		open  bool
+	}{
+		{"header timeout", &bound.HeaderTimeoutError{Bound: time.Millisecond}, true},
+		{"request timeout", &bound.RequestTimeoutError{Bound: time.Millisecond}, true},
+		{"caller cancelled", context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: time.Hour})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			rt := b.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				cancel(tc.cause) // the bound ends the call while it is in flight
+				return nil, req.Context().Err()
+			}))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://products.test/graphql", http.NoBody)
+			if _, err := rt.RoundTrip(req); !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want context.Canceled", err)
+			}
+			if got := b.State(); (got == middleware.BreakerOpen) != tc.open {
+				t.Errorf("after a call ended by %v: state %s, want open: %t", tc.cause, got, tc.open)
+			}
+		})
+	}
 }
