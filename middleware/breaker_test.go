@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -39,7 +40,9 @@ func statusResponse(status int) *http.Response {
 
 // heldTransport holds each request until the test answers it: the
 // request with header X-Id id gets the status sent on reply(id), or its
-// context's error if it ends first. sent counts the requests it got.
+// context's error if it ends first, or an error once the guard passed (a
+// request that a broken rule let through fails its test, never hangs
+// it). sent counts the requests it got.
 type heldTransport struct {
 	mu      sync.Mutex
 	replies map[string]chan int
@@ -70,6 +73,8 @@ func (h *heldTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return statusResponse(s), nil
 	case <-req.Context().Done():
 		return nil, req.Context().Err()
+	case <-time.After(guard):
+		return nil, fmt.Errorf("request %q held past the guard: never answered", req.Header.Get("X-Id"))
 	}
 }
 
@@ -101,7 +106,7 @@ func startHeld(t *testing.T, rt http.RoundTripper, h *heldTransport, ctx context
 func answer(t *testing.T, h *heldTransport, id string, status int, done <-chan error) {
 	t.Helper()
 	h.reply(id) <- status
-	if err := <-done; err != nil {
+	if err := await(t, done, "request "+id+" to end"); err != nil {
 		t.Fatalf("request %s: %v", id, err)
 	}
 }
@@ -114,6 +119,26 @@ func roundTrip(rt http.RoundTripper) error {
 		resp.Body.Close()
 	}
 	return err
+}
+
+// mustRefuse sends one request through rt, whose transport is h, and
+// fails the test unless the breaker refuses it with ErrCircuitOpen. A
+// request that a broken rule lets through fails the test as soon as it
+// reaches h, rather than once h's guard passes.
+func mustRefuse(t *testing.T, rt http.RoundTripper, h *heldTransport, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- roundTrip(rt) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, middleware.ErrCircuitOpen) {
+			t.Fatalf("%s: %v, want ErrCircuitOpen", what, err)
+		}
+	case <-h.arrived:
+		t.Fatalf("%s reached the source schema, want it refused unsent", what)
+	case <-time.After(guard):
+		t.Fatalf("%s: no answer", what)
+	}
 }
 
 // TestBreakerHalfOpen: after open_for, exactly half_open_requests (3)
@@ -134,9 +159,7 @@ func TestBreakerHalfOpen(t *testing.T) {
 		}
 	}
 	open("fail1")
-	if err := roundTrip(rt); !errors.Is(err, middleware.ErrCircuitOpen) {
-		t.Fatalf("open breaker: %v, want ErrCircuitOpen", err)
-	}
+	mustRefuse(t, rt, h, "a call to the open breaker")
 	time.Sleep(openFor)
 	if st := b.State(); st != middleware.BreakerHalfOpen {
 		t.Fatalf("state %s after open_for, want half_open", st)
@@ -146,21 +169,17 @@ func TestBreakerHalfOpen(t *testing.T) {
 	t1, t2 := startHeld(t, rt, h, context.Background(), "t1"), startHeld(t, rt, h, context.Background(), "t2")
 	left := startHeld(t, rt, h, ctx, "left")
 	for range 5 {
-		if err := roundTrip(rt); !errors.Is(err, middleware.ErrCircuitOpen) {
-			t.Fatalf("a 4th trial: %v, want ErrCircuitOpen", err)
-		}
+		mustRefuse(t, rt, h, "a 4th trial")
 	}
 	if n := h.sent.Load() - sent; n != 3 {
 		t.Fatalf("%d trial calls sent, want 3", n)
 	}
 	cancel() // the caller left: its slot is free again
-	if err := <-left; !errors.Is(err, context.Canceled) {
+	if err := await(t, left, "the cancelled trial to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled trial: %v", err)
 	}
 	t3 := startHeld(t, rt, h, context.Background(), "t3")
-	if err := roundTrip(rt); !errors.Is(err, middleware.ErrCircuitOpen) {
-		t.Fatalf("a 4th trial after the exclusion: %v, want ErrCircuitOpen", err)
-	}
+	mustRefuse(t, rt, h, "a 4th trial after the exclusion")
 	answer(t, h, "t1", http.StatusOK, t1)
 	answer(t, h, "t2", http.StatusNotFound, t2) // a 4xx is a success
 	if st := b.State(); st != middleware.BreakerHalfOpen {
@@ -177,9 +196,7 @@ func TestBreakerHalfOpen(t *testing.T) {
 	if st := b.State(); st != middleware.BreakerOpen {
 		t.Fatalf("state %s after a failed trial, want open", st)
 	}
-	if err := roundTrip(rt); !errors.Is(err, middleware.ErrCircuitOpen) {
-		t.Fatalf("reopened breaker: %v, want ErrCircuitOpen (a fresh open_for)", err)
-	}
+	mustRefuse(t, rt, h, "a call to the reopened breaker (a fresh open_for)")
 	want := []string{"closed>open", "open>half_open", "half_open>closed", "closed>open", "open>half_open", "half_open>open"}
 	if got := tr.list(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("transitions %v, want %v", got, want)
@@ -190,10 +207,12 @@ func TestBreakerHalfOpen(t *testing.T) {
 // phase count in none of the later ones. A request admitted closed and
 // held while the breaker opens, half-opens and closes again: its 503 does
 // not reopen it (min_requests 1). A trial admitted half-open and held
-// while another trial's failure reopens it: its 200 does not close it.
+// while another trial's failure reopens it: its 200 does not close it,
+// nor does a 503 of such a trial reopen it once more (no transition).
 func TestBreakerIgnoresOlderPhase(t *testing.T) {
 	const openFor = 20 * time.Millisecond
-	b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: openFor, HalfOpenRequests: 2})
+	var tr transitions
+	b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: openFor, HalfOpenRequests: 2, OnStateChange: tr.hook})
 	h := newHeld()
 	rt := b.Middleware()(h)
 	old := startHeld(t, rt, h, context.Background(), "old")
@@ -216,6 +235,19 @@ func TestBreakerIgnoresOlderPhase(t *testing.T) {
 	answer(t, h, "held", http.StatusOK, held)
 	if st := b.State(); st != middleware.BreakerOpen {
 		t.Errorf("state %s after a reopened breaker's older trial succeeded, want open", st)
+	}
+
+	time.Sleep(openFor)
+	heldFail := startHeld(t, rt, h, context.Background(), "heldFail")
+	answer(t, h, "t4", http.StatusServiceUnavailable, startHeld(t, rt, h, context.Background(), "t4"))
+	answer(t, h, "heldFail", http.StatusServiceUnavailable, heldFail)
+	want := []string{
+		"closed>open", "open>half_open", "half_open>closed", // the first round
+		"closed>open", "open>half_open", "half_open>open", // t3's failure
+		"open>half_open", "half_open>open", // t4's, and no more: heldFail's is of an older phase
+	}
+	if got := tr.list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("transitions %v, want %v", got, want)
 	}
 }
 
@@ -326,4 +358,36 @@ func BenchmarkBreakerParallel(b *testing.B) {
 			rt.RoundTrip(req)
 		}
 	})
+}
+
+// TestBreakerTimeoutCause: a transport that returns only its context's
+// error (context.Canceled) still has its request judged by the cause the
+// context ended with: the header or request timeout is a failure, the
+// caller's own cancellation is neither.
+func TestBreakerTimeoutCause(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cause error
+		open  bool
+	}{
+		{"header timeout", &bound.HeaderTimeoutError{Bound: time.Millisecond}, true},
+		{"request timeout", &bound.RequestTimeoutError{Bound: time.Millisecond}, true},
+		{"caller cancelled", context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := middleware.NewBreaker(middleware.BreakerConfig{MinRequests: 1, FailureRatio: 1, OpenFor: time.Hour})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			rt := b.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				cancel(tc.cause) // the bound ends the call while it is in flight
+				return nil, req.Context().Err()
+			}))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://products.test/graphql", http.NoBody)
+			if _, err := rt.RoundTrip(req); !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want context.Canceled", err)
+			}
+			if got := b.State(); (got == middleware.BreakerOpen) != tc.open {
+				t.Errorf("after a call ended by %v: state %s, want open: %t", tc.cause, got, tc.open)
+			}
+		})
+	}
 }

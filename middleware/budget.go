@@ -18,6 +18,14 @@ type RetryBudget struct {
 	start       time.Time           // immutable: the clock's origin (monotonic)
 	buckets     [budgetBuckets]slot // each slot's fields atomic
 	warned      atomic.Int64        // the second of the last warn, +1 (0: never)
+
+	// clock, if not nil, replaces time.Since(start) as the time elapsed
+	// since the budget was made. Immutable: nil in every budget that
+	// NewRetryBudget returns; set only by tests (SetBudgetClock in
+	// export_test.go) before the budget's first use, so it is read without
+	// synchronisation. The nil check keeps the production path one
+	// monotonic clock read, with no indirect call and no allocation.
+	clock func() time.Duration
 }
 
 // BudgetWindow is the sliding window of a RetryBudget.
@@ -77,7 +85,15 @@ func NewRetryBudget(cfg RetryBudgetConfig) *RetryBudget {
 }
 
 // now returns the current second since b.start, +1.
-func (b *RetryBudget) now() int64 { return int64(time.Since(b.start)/time.Second) + 1 }
+func (b *RetryBudget) now() int64 {
+	var d time.Duration
+	if b.clock != nil {
+		d = b.clock()
+	} else {
+		d = time.Since(b.start)
+	}
+	return int64(d/time.Second) + 1
+}
 
 // slot returns the bucket of second sec, emptied if it held an older one.
 // Counts that race with the emptying may be lost: the budget is an

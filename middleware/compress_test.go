@@ -3,6 +3,8 @@ package middleware_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -29,6 +32,13 @@ var incompressible = func() string {
 	rand.NewChaCha8([32]byte{1}).Read(b)
 	return string(b)
 }()
+
+// compressibleOf is a query body of exactly n bytes that both codecs
+// make much smaller.
+func compressibleOf(n int) string {
+	const head, tail = `{"query":"{ a }","variables":{"pad":"`, `"}}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
 
 // decode decodes body as its Content-Encoding says.
 func decode(t testing.TB, encoding string, body []byte) string {
@@ -81,6 +91,10 @@ func TestCompress(t *testing.T) {
 			{"already encoded", http.MethodPost, bigQuery, "br", true, false},
 			{"GET", http.MethodGet, bigQuery, "", true, false},
 			{"grows when compressed", http.MethodPost, incompressible, "", true, false},
+			{"one byte under min_bytes", http.MethodPost, compressibleOf(middleware.DefaultCompressMinBytes - 1), "", true, false},
+			{"one byte under min_bytes, read once", http.MethodPost, compressibleOf(middleware.DefaultCompressMinBytes - 1), "", false, false},
+			{"at min_bytes", http.MethodPost, compressibleOf(middleware.DefaultCompressMinBytes), "", true, true},
+			{"at min_bytes, read once", http.MethodPost, compressibleOf(middleware.DefaultCompressMinBytes), "", false, true},
 		} {
 			t.Run(codec+"/"+tc.name, func(t *testing.T) {
 				type seen struct {
@@ -239,6 +253,8 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 			case <-hedgeIn:
 			case <-req.Context().Done():
 				return nil, req.Context().Err()
+			case <-time.After(guard):
+				t.Error("the first attempt was never hedged")
 			}
 		} else {
 			once.Do(func() { close(hedgeIn) })
@@ -253,7 +269,7 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	first, second := <-bodies, <-bodies
+	first, second := await(t, bodies, "the first attempt's body"), await(t, bodies, "the hedge's body")
 	if !bytes.Equal(first, second) || compressed != 1 {
 		t.Errorf("hedge sent the same bytes: %t; %d compressions, want 1", bytes.Equal(first, second), compressed)
 	}
@@ -313,6 +329,53 @@ func TestCompressRetryHedged(t *testing.T) {
 				if d := decode(t, codec, b); d != bigQuery {
 					t.Errorf("try %d decodes to %q, want the query", i+1, d)
 				}
+			}
+		})
+	}
+}
+
+// TestCompressOnCompressed: OnCompressed reports each call whose body went
+// compressed, with the raw and sent lengths, once the call returned, an
+// error of the source schema's included; not a call that a breaker, rate
+// limit or max_pending_requests further in refused unsent, which saved
+// nothing.
+func TestCompressOnCompressed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error // of the transport; nil: 200
+		want bool
+	}{
+		{"answered", nil, true},
+		{"transport error", errors.New("connection reset by peer"), true},
+		{"circuit open", middleware.ErrCircuitOpen, false},
+		{"rate limited", middleware.ErrRateLimited, false},
+		{"overloaded", bound.ErrOverloaded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent int
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				b, _ := io.ReadAll(req.Body)
+				sent = len(b)
+				if tc.err != nil {
+					return nil, fmt.Errorf("source schema %q: %w", "products", tc.err)
+				}
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			})
+			var calls [][2]int
+			rt := middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(raw, sent int) { calls = append(calls, [2]int{raw, sent}) }})(next)
+			resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
+			if err == nil {
+				resp.Body.Close()
+			}
+			if !tc.want {
+				if len(calls) != 0 {
+					t.Errorf("OnCompressed called %v for a call refused unsent", calls)
+				}
+				return
+			}
+			if want := [][2]int{{len(bigQuery), sent}}; fmt.Sprint(calls) != fmt.Sprint(want) {
+				t.Errorf("OnCompressed calls %v, want %v", calls, want)
 			}
 		})
 	}

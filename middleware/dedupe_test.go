@@ -460,7 +460,11 @@ func TestDedupeSharedError(t *testing.T) {
 	sent := 0
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		sent++
-		<-release
+		select {
+		case <-release:
+		case <-time.After(guard):
+			t.Error("the shared request was never released")
+		}
 		return nil, errDown
 	})
 	hook, joins := joinCounter()
@@ -491,7 +495,11 @@ func TestDedupeSharesRetries(t *testing.T) {
 	release := make(chan struct{})
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ string) {
 		if n == 1 {
-			<-release
+			select {
+			case <-release:
+			case <-time.After(guard):
+				t.Error("the first attempt was never released")
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}

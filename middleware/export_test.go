@@ -1,5 +1,7 @@
 package middleware
 
+import "time"
+
 // DedupeWithHook is Dedupe with joined called each time a caller has joined
 // a shared request, with the number of callers now waiting on it, and with
 // maxBody as the largest body to share (Dedupe: 32 MiB). Tests use joined
@@ -12,3 +14,10 @@ func DedupeWithHook(joined func(waiters int), maxBody int64) Middleware {
 // and starts waiting for it, so that a test can start the next caller
 // only then.
 func SetWaitingHook(l *RateLimiter, waiting func()) { l.waiting = waiting }
+
+// SetBudgetClock makes b read the time elapsed since it was made from
+// clock instead of the monotonic clock, so that a test can put tries at
+// chosen seconds of its window. Call it before b's first use; clock must
+// never go back, as the monotonic clock does not, and be safe for
+// concurrent use.
+func SetBudgetClock(b *RetryBudget, clock func() time.Duration) { b.clock = clock }

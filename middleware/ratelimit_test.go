@@ -161,10 +161,10 @@ func TestRateLimitOrder(t *testing.T) {
 	errs := make(chan error, callers)
 	for i := 1; i <= callers; i++ {
 		go func() { errs <- send(i) }()
-		<-waiting
+		await(t, waiting, fmt.Sprintf("caller %d to wait for its turn", i))
 	}
 	for range callers {
-		if err := <-errs; err != nil {
+		if err := await(t, errs, "a waiting caller's end"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,5 +175,112 @@ func TestRateLimitOrder(t *testing.T) {
 			t.Fatalf("caller %d served when caller %d was due", i, want)
 		}
 		want++
+	}
+}
+
+// TestRateLimitGivesTurnBack: a caller that takes a turn it will not use
+// gives it back, so the caller behind it is not pushed a turn later. At
+// 10/s with a burst of 1 and a 150 ms wait, the first caller takes the
+// burst and the next turn is ~100 ms away; a second caller leaves that
+// turn (its deadline comes first, or its context ends while it waits);
+// the third caller then gets that turn, within its 150 ms wait. Had the
+// turn been burnt, the third one's would be ~200 ms away, past the wait,
+// and it would be refused unsent.
+func TestRateLimitGivesTurnBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		leave   func(t *testing.T, send func(context.Context) error, waiting <-chan struct{}) error
+		wantErr error
+	}{
+		{"deadline before its turn", func(t *testing.T, send func(context.Context) error, _ <-chan struct{}) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			return send(ctx)
+		}, middleware.ErrRateLimited},
+		{"context ends while it waits", func(t *testing.T, send func(context.Context) error, waiting <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- send(ctx) }()
+			await(t, waiting, "the second caller to wait for its turn")
+			cancel()
+			return await(t, done, "the second caller to leave")
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent atomic.Int32
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 10, Burst: 1, Wait: 150 * time.Millisecond})
+			waiting := make(chan struct{}, 4)
+			middleware.SetWaitingHook(l, func() { waiting <- struct{}{} })
+			rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			}))
+			send := func(ctx context.Context) error {
+				resp, err := rt.RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+				if err == nil {
+					resp.Body.Close()
+				}
+				return err
+			}
+			if err := send(context.Background()); err != nil {
+				t.Fatalf("first caller: %v", err)
+			}
+			if err := tc.leave(t, send, waiting); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("second caller: %v, want %v", err, tc.wantErr)
+			}
+			if err := send(context.Background()); err != nil {
+				t.Fatalf("third caller: %v; want the turn the second gave back", err)
+			}
+			if n := sent.Load(); n != 2 {
+				t.Errorf("the source schema got %d requests, want 2 (the first and third callers')", n)
+			}
+		})
+	}
+}
+
+// TestRateLimitBurstAndObserved: without a Burst, the bucket holds
+// RequestsPerSecond rounded up, at least 1: that many requests go at
+// once and the next one is refused unsent. Each refusal calls OnLimited
+// and the hook of the Observed middleware it went through, not the
+// other's.
+func TestRateLimitBurstAndObserved(t *testing.T) {
+	for _, tc := range []struct {
+		rps   float64
+		burst int
+	}{
+		{0.001, 1}, {1, 1}, {2.5, 3}, {4, 4},
+	} {
+		t.Run(fmt.Sprint(tc.rps, "/s"), func(t *testing.T) {
+			var limited, mine, other atomic.Int32
+			var sent atomic.Int32
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: tc.rps, OnLimited: func() { limited.Add(1) }})
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			})
+			rt := l.Observed(func() { mine.Add(1) })(next)
+			l.Observed(func() { other.Add(1) })(next) // another path sharing the limiter
+			var refused int
+			for range tc.burst + 1 {
+				resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+				if err != nil {
+					if !errors.Is(err, middleware.ErrRateLimited) {
+						t.Fatalf("error %v, want ErrRateLimited", err)
+					}
+					refused++
+					continue
+				}
+				resp.Body.Close()
+			}
+			if int(sent.Load()) != tc.burst || refused != 1 {
+				t.Errorf("%d sent and %d refused of %d; want the burst of %d, then a refusal", sent.Load(), refused, tc.burst+1, tc.burst)
+			}
+			if limited.Load() != 1 || mine.Load() != 1 || other.Load() != 0 {
+				t.Errorf("OnLimited called %d times, this path's hook %d, the other's %d; want 1, 1, 0", limited.Load(), mine.Load(), other.Load())
+			}
+		})
 	}
 }

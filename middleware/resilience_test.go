@@ -284,6 +284,142 @@ func TestRetryBudget(t *testing.T) {
 	}
 }
 
+// budgetClock is a RetryBudget's clock that a test sets by hand: the time
+// elapsed since the budget was made.
+type budgetClock struct{ d atomic.Int64 }
+
+func (c *budgetClock) now() time.Duration   { return time.Duration(c.d.Load()) }
+func (c *budgetClock) set(at time.Duration) { c.d.Store(int64(at)) }
+
+// TestRetryBudgetWindow: what the budget's sliding window holds, on a
+// clock the test sets. A first try or an extra one counts while it is
+// less than BudgetWindow (10 s) old, in one-second buckets: from 9.5 s
+// ago still, from 10 s ago no more. A bucket reused for a later second
+// starts empty: a busy second's first tries (and extras) do not linger
+// into the second ten later, where they would let a failing schema retry
+// more than the ratio of its recent traffic.
+func TestRetryBudgetWindow(t *testing.T) {
+	type step struct {
+		at      time.Duration // since the budget was made
+		first   int           // first tries counted
+		spend   int           // extra tries asked for
+		granted int           // of those, how many the budget gives
+	}
+	const s = time.Second
+	cases := []struct {
+		name         string
+		ratio        float64
+		minPerSecond int
+		steps        []step
+	}{
+		{"first tries 9.5 s ago count", 1, -1, []step{{at: 0, first: 1}, {at: 9500 * time.Millisecond, spend: 2, granted: 1}}},
+		{"first tries 10 s ago do not", 1, -1, []step{{at: 0, first: 1}, {at: 10 * s, spend: 1}}},
+		{"first tries 10.5 s ago do not", 1, -1, []step{{at: 500 * time.Millisecond, first: 1}, {at: 11 * s, spend: 1}}},
+		{"first tries 11.5 s ago do not", 1, -1, []step{{at: 0, first: 1}, {at: 11500 * time.Millisecond, spend: 1}}},
+		{"first tries of every second of the window count", 0.5, -1, []step{
+			{at: 0, first: 10}, {at: 1 * s, first: 10}, {at: 2 * s, first: 10}, {at: 3 * s, first: 10}, {at: 4 * s, first: 10},
+			{at: 5 * s, first: 10}, {at: 6 * s, first: 10}, {at: 7 * s, first: 10}, {at: 8 * s, first: 10}, {at: 9 * s, first: 10},
+			{at: 9900 * time.Millisecond, spend: 60, granted: 50},
+			// The first second's tries leave: 90 first tries allow 45, and
+			// the 50 extras of 9 s ago are all still in.
+			{at: 10 * s, spend: 1},
+		}},
+		{"extras 9.5 s ago count, 10 s ago not", 1, 1, []step{
+			{at: 0, spend: 11, granted: 10}, // the floor: 1 a second over the window
+			{at: 9500 * time.Millisecond, spend: 1},
+			{at: 10 * s, spend: 11, granted: 10},
+		}},
+		{"a busy second's first tries leave with it", 0.5, -1, []step{
+			{at: 0, first: 100},
+			{at: 10 * s, first: 2, spend: 5, granted: 1}, // the same bucket, reused
+		}},
+		{"a busy second's extras leave with it", 0.5, -1, []step{
+			{at: 0, first: 100, spend: 50, granted: 50},
+			{at: 10 * s, first: 2, spend: 5, granted: 1},
+		}},
+		{"a bucket reused after a long pause starts empty", 1, -1, []step{
+			{at: 3 * s, first: 5},
+			{at: 53 * s, first: 1, spend: 3, granted: 1},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock budgetClock
+			b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: tc.ratio, MinPerSecond: tc.minPerSecond})
+			middleware.SetBudgetClock(b, clock.now)
+			for _, st := range tc.steps {
+				clock.set(st.at)
+				for range st.first {
+					b.First()
+				}
+				granted := 0
+				for range st.spend {
+					if b.Spend() {
+						granted++
+					}
+				}
+				if granted != st.granted {
+					t.Errorf("at %s: %d of %d extra tries granted, want %d", st.at, granted, st.spend, st.granted)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryBudgetDefaults: a ratio that is zero, negative or NaN is 0.2,
+// and a MinPerSecond of zero is 10 a second (100 over the window), on a
+// clock that stands still.
+func TestRetryBudgetDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     middleware.RetryBudgetConfig
+		first   int
+		granted int
+	}{
+		{"ratio 0 is 0.2", middleware.RetryBudgetConfig{MinPerSecond: -1}, 50, 10},
+		{"negative ratio is 0.2", middleware.RetryBudgetConfig{Ratio: -1, MinPerSecond: -1}, 50, 10},
+		{"NaN ratio is 0.2", middleware.RetryBudgetConfig{Ratio: math.NaN(), MinPerSecond: -1}, 50, 10},
+		{"floor 0 is 10 a second", middleware.RetryBudgetConfig{Ratio: 0.001}, 0, 100},
+		{"negative floor is none", middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock budgetClock
+			b := middleware.NewRetryBudget(tc.cfg)
+			middleware.SetBudgetClock(b, clock.now)
+			for range tc.first {
+				b.First()
+			}
+			granted := 0
+			for range 1000 {
+				if b.Spend() {
+					granted++
+				}
+			}
+			if granted != tc.granted {
+				t.Errorf("%d first tries: %d extra tries granted, want %d", tc.first, granted, tc.granted)
+			}
+		})
+	}
+}
+
+// TestRetryBudgetWarnsOnceASecond: OnExhausted is called for every
+// refusal, with warn true for the first of each second only.
+func TestRetryBudgetWarnsOnceASecond(t *testing.T) {
+	var clock budgetClock
+	var warns []bool
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{MinPerSecond: -1, OnExhausted: func(warn bool) { warns = append(warns, warn) }})
+	middleware.SetBudgetClock(b, clock.now)
+	for _, at := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1900 * time.Millisecond, 5 * time.Second} {
+		clock.set(at)
+		if b.Spend() {
+			t.Fatalf("at %s: an empty budget without a floor granted a try", at)
+		}
+	}
+	if want := []bool{true, false, false, true, false, true}; fmt.Sprint(warns) != fmt.Sprint(want) {
+		t.Errorf("warn on each refusal %v, want %v", warns, want)
+	}
+}
+
 // TestRetrySpendsBudget: on the wire, a failing schema with max_attempts
 // 5 and a budget of ratio 1 without a floor (each first try pays for one
 // retry) sees 2 requests for each query, not 5.
@@ -353,8 +489,14 @@ func TestHedgeQuantile(t *testing.T) {
 	}
 	defer close(releaseOf("late")) // held until the hedge cancels it
 	var sent, won atomic.Int64
-	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
-	send := func(body, id string, slow bool) string {
+	lat := middleware.NewLatencies()
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	// The fast queries go through a hedge of their own that shares the
+	// samples: once 20 are in, one of them may be hedged too, and its
+	// hedge reported later, from the goroutine that drains the loser;
+	// counted with the late query's, it would make the count flaky.
+	fastRT := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat})(http.DefaultTransport)
+	send := func(rt http.RoundTripper, body, id string, slow bool) string {
 		req := newRequest(t, context.Background(), srv.URL, body, true)
 		req.Header.Set("X-Id", id)
 		if slow {
@@ -369,27 +511,26 @@ func TestHedgeQuantile(t *testing.T) {
 		return string(b)
 	}
 	releaseOn("early")
-	if got := send(queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
+	if got := send(rt, queryBody, "early", true); got != "early arrival 1" || sent.Load() != 0 || seen("early") != 1 {
 		t.Fatalf("a held query before 20 samples: %q, %d hedges, %d arrivals; want its one arrival and no hedge", got, sent.Load(), seen("early"))
 	}
 	for i := range 20 {
-		send(queryBody, fmt.Sprint("fast", i), false)
+		send(fastRT, queryBody, fmt.Sprint("fast", i), false)
 	}
+	before := sent.Load()
 	// The delay is the 0.9 quantile of fast samples, well under a
 	// millisecond: on a loaded machine the hedge may reach the server
 	// before the first attempt and be the one held. Either way the caller
 	// gets the attempt that was not held (arrival 2), which without a
-	// hedge would never come before the release at the test's end. The
-	// server's count, not OnSent's, says how many went: a fast query's
-	// hedge may report its OnSent after that query has returned.
-	if got := send(queryBody, "late", true); got != "late arrival 2" || seen("late") != 2 {
-		t.Errorf("a held query after 21 samples: %q, %d arrivals (%d hedges sent, %d won in all); want the arrival that was not held, 2, after one hedge", got, seen("late"), sent.Load(), won.Load())
+	// hedge would never come before the release at the test's end.
+	if got := send(rt, queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 {
+		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it (%d won); want the arrival that was not held, 2, after one hedge", got, sent.Load()-before, won.Load())
 	}
-	if <-arrived != "late" {
+	if await(t, arrived, "the late query's held arrival") != "late" {
 		t.Error("the held arrival was not the late query's")
 	}
 	releaseOn("mutation")
-	if got := send(mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
+	if got := send(rt, mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
 		t.Errorf("a held mutation: %q with %d arrivals, want one", got, seen("mutation"))
 	}
 }
@@ -440,13 +581,18 @@ func TestHedgeLoserClosed(t *testing.T) {
 	var calls atomic.Int64
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
-			<-release
+			select {
+			case <-release:
+			case <-time.After(guard):
+				t.Error("the first attempt was never released")
+			}
 			cancelled <- req.Context().Err() != nil
 			return &http.Response{StatusCode: 200, Body: loser}, nil
 		}
 		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("hedge"))}, nil
 	})
-	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond})(next)
+	var won, sentHedges atomic.Int64
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, OnWon: func() { won.Add(1) }, OnSent: func() { sentHedges.Add(1) }})(next)
 	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
 	if err != nil {
 		t.Fatal(err)
@@ -456,8 +602,12 @@ func TestHedgeLoserClosed(t *testing.T) {
 	if string(body) != "hedge" {
 		t.Fatalf("body %q, want the hedge's", body)
 	}
+	// The hedge's attempt ended before RoundTrip returned: both are told.
+	if won.Load() != 1 || sentHedges.Load() != 1 {
+		t.Errorf("OnWon called %d times, OnSent %d, want 1 and 1", won.Load(), sentHedges.Load())
+	}
 	close(release)
-	if !<-cancelled {
+	if !await(t, cancelled, "the losing attempt's end") {
 		t.Error("the losing attempt's context was not cancelled")
 	}
 	select {
@@ -475,7 +625,11 @@ func TestHedgeLoserClosed(t *testing.T) {
 	hold := make(chan struct{})
 	next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
-			<-hold
+			select {
+			case <-hold:
+			case <-time.After(guard):
+				t.Error("the held attempt was never released")
+			}
 		}
 		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 	})
@@ -488,9 +642,9 @@ func TestHedgeLoserClosed(t *testing.T) {
 		}
 		done <- err
 	}()
-	<-exhausted
+	await(t, exhausted, "the budget's refusal of the hedge")
 	close(hold)
-	if err := <-done; err != nil {
+	if err := await(t, done, "the query's end"); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls.Load(); n != 1 || sent.Load() != 0 {
@@ -562,5 +716,300 @@ func TestHedgeRefusedUnsent(t *testing.T) {
 				t.Errorf("the second query made %d attempts, %d hedges reported sent; want 2 and 1 (the refused hedge's budget given back)", attempts["q2"], sent.Load())
 			}
 		})
+	}
+}
+
+// hedgeWire is a source schema for hedge tests: it counts the requests of
+// each X-Id, wakes arrivals on each arrival (a token per arrival, which
+// may be left unread: only count tells which), and holds every request
+// until the test releases its X-Id (or the request's context ends, or the
+// guard passes), then answers 200 "<id> arrival <n>".
+type hedgeWire struct {
+	t        *testing.T
+	arrivals chan string
+	mu       sync.Mutex
+	seen     map[string]int
+	release  map[string]chan struct{}
+}
+
+func newHedgeWire(t *testing.T) *hedgeWire {
+	return &hedgeWire{t: t, arrivals: make(chan string, 256), seen: map[string]int{}, release: map[string]chan struct{}{}}
+}
+
+// releaseOf returns the channel that releases id's requests. w.mu is held.
+func (w *hedgeWire) releaseOf(id string) chan struct{} {
+	if w.release[id] == nil {
+		w.release[id] = make(chan struct{})
+	}
+	return w.release[id]
+}
+
+// free releases the requests of id, those held and those to come.
+func (w *hedgeWire) free(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.releaseOf(id))
+}
+
+// count is how many requests of id arrived.
+func (w *hedgeWire) count(id string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[id]
+}
+
+func (w *hedgeWire) RoundTrip(req *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, req.Body)
+	req.Body.Close()
+	id := req.Header.Get("X-Id")
+	w.mu.Lock()
+	w.seen[id]++
+	n := w.seen[id]
+	release := w.releaseOf(id)
+	w.mu.Unlock()
+	w.arrivals <- id
+	select {
+	case <-release:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	case <-time.After(guard):
+		w.t.Errorf("request %s (arrival %d) held past the guard", id, n)
+		return nil, errors.New("held past the guard")
+	}
+	resp, _ := fakeResponse(req, http.StatusOK, fmt.Sprintf("%s arrival %d", id, n))
+	return resp, nil
+}
+
+// waitFor waits until n requests of id have arrived.
+func (w *hedgeWire) waitFor(id string, n int) {
+	w.t.Helper()
+	for w.count(id) < n {
+		await(w.t, w.arrivals, fmt.Sprintf("arrival %d of %s", n, id))
+	}
+}
+
+// hedgeCall sends body with X-Id id through rt on its own goroutine; the
+// channel gets the response's body, or the error's text.
+func hedgeCall(t *testing.T, rt http.RoundTripper, ctx context.Context, id, body string) <-chan string {
+	done := make(chan string, 1)
+	req := newRequest(t, ctx, "http://products.test/graphql", body, true)
+	req.Header.Set("X-Id", id)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	return done
+}
+
+// elapse returns once at least extra×delay has passed, proven on the
+// wire rather than by a sleep: a query sent through a hedge of that delay
+// and extra hedges, held at w, has had its last hedge arrive.
+func elapse(t *testing.T, w *hedgeWire, delay time.Duration, extra int, id string) {
+	t.Helper()
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: extra})(w)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := hedgeCall(t, rt, ctx, id, queryBody)
+	w.waitFor(id, 1+extra)
+	cancel()
+	await(t, done, "the clock query's end")
+}
+
+// TestHedgeOnlyQueries: a request that is not a query is sent once,
+// however long it is held past the hedge delay: a mutation's second copy
+// would run it twice. Each request is held until a query sent after it
+// through the same hedge had three hedges (3 × 2 ms), so its own hedge,
+// due at 2 ms, would have arrived.
+func TestHedgeOnlyQueries(t *testing.T) {
+	const delay = 2 * time.Millisecond
+	for _, tc := range []struct{ name, body string }{
+		{"mutation", mutationBody},
+		{"subscription", subscriptionBody},
+		{"persisted query, kind unknown", persistedBody},
+		{"batch with a mutation", `[` + queryBody + `,` + mutationBody + `]`},
+		{"case variant running a mutation", caseVariantBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newHedgeWire(t)
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: 3})(w)
+			done := hedgeCall(t, rt, context.Background(), "op", tc.body)
+			w.waitFor("op", 1)
+			elapse(t, w, delay, 3, "clock")
+			if n := w.count("op"); n != 1 {
+				t.Errorf("held past 3 hedge delays, the source schema got it %d times, want once", n)
+			}
+			w.free("op")
+			if got := await(t, done, "the caller's answer"); got != "op arrival 1" {
+				t.Errorf("the caller got %q, want %q", got, "op arrival 1")
+			}
+		})
+	}
+}
+
+// TestHedgeQuantileMinSamples: a quantile delay hedges nothing until
+// Latencies holds MinLatencySamples: with 19 samples of 1µs, a query held
+// past 3 × 2 ms is sent once; its own time to headers is the 20th sample,
+// after which a held query is hedged (its p50 is then 1µs).
+func TestHedgeQuantileMinSamples(t *testing.T) {
+	lat := middleware.NewLatencies()
+	for range middleware.MinLatencySamples - 1 {
+		lat.Record(time.Microsecond)
+	}
+	w := newHedgeWire(t)
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.5, Latencies: lat, MaxExtra: 1})(w)
+	done := hedgeCall(t, rt, context.Background(), "q19", queryBody)
+	w.waitFor("q19", 1)
+	elapse(t, w, 2*time.Millisecond, 3, "clock")
+	if n := w.count("q19"); n != 1 {
+		t.Errorf("with %d samples, a held query was sent %d times, want once", middleware.MinLatencySamples-1, n)
+	}
+	w.free("q19")
+	await(t, done, "the first query's answer")
+
+	done = hedgeCall(t, rt, context.Background(), "q20", queryBody)
+	w.waitFor("q20", 2) // the hedge
+	w.free("q20")
+	if got := await(t, done, "the second query's answer"); !strings.HasPrefix(got, "q20 arrival") {
+		t.Errorf("the second query got %q", got)
+	}
+}
+
+// TestLatenciesQuantile: Quantile is zero below MinLatencySamples and for
+// a q that is not above zero; from then on it is the sample at q of the
+// sorted samples (1 ms to n ms here), above 1 the largest.
+func TestLatenciesQuantile(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		samples int
+		q       float64
+		want    time.Duration
+	}{
+		{0, 0.5, 0},
+		{1, 0.5, 0},
+		{middleware.MinLatencySamples - 1, 0.5, 0},
+		{middleware.MinLatencySamples - 1, 1, 0},
+		{middleware.MinLatencySamples, 0.5, 11 * ms},
+		{middleware.MinLatencySamples, 0.9, 19 * ms},
+		{middleware.MinLatencySamples, 1, 20 * ms},
+		{middleware.MinLatencySamples, 7, 20 * ms},
+		{middleware.MinLatencySamples, 0, 0},
+		{middleware.MinLatencySamples, -1, 0},
+		{middleware.MinLatencySamples, math.NaN(), 0},
+		{100, 0.5, 51 * ms},
+	} {
+		l := middleware.NewLatencies()
+		for i := range tc.samples {
+			l.Record(time.Duration(i+1) * ms)
+		}
+		if got := l.Quantile(tc.q); got != tc.want {
+			t.Errorf("%d samples, quantile %v: %s, want %s", tc.samples, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestHedgeBudgetFirstTries: a hedge is paid from first tries. With
+// max_attempts 1 Retry is off and counts nothing, so Hedge counts them
+// (CountFirst); with more, Retry does and Hedge must not. Either way, at
+// ratio 0.5 without a floor, of four queries in a row held until their
+// hedge came or the budget refused it, the 2nd and 4th are hedged (2 of
+// 4 first tries allow 1 extra, 4 allow 2).
+func TestHedgeBudgetFirstTries(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxAttempts int
+		countFirst  bool
+	}{
+		{"max_attempts 1, Hedge counts", 1, true},
+		{"max_attempts 3, Retry counts", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refused := make(chan struct{}, 8)
+			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused <- struct{}{} }})
+			w := newHedgeWire(t)
+			rt := middleware.Chain(w,
+				middleware.Retry(middleware.RetryConfig{MaxAttempts: tc.maxAttempts, WaitMin: time.Millisecond, Budget: budget}),
+				middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1, Budget: budget, CountFirst: tc.countFirst}))
+			var hedged []bool
+			for i := range 4 {
+				id := fmt.Sprint("q", i+1)
+				done := hedgeCall(t, rt, context.Background(), id, queryBody)
+				w.waitFor(id, 1)
+				// arrivals only wakes the loop: the count tells.
+			outcome:
+				for {
+					if w.count(id) >= 2 {
+						hedged = append(hedged, true)
+						break
+					}
+					select {
+					case <-refused:
+						hedged = append(hedged, false)
+						break outcome
+					case <-w.arrivals:
+					case <-time.After(guard):
+						t.Fatalf("%s: neither a hedge nor the budget's refusal came", id)
+					}
+				}
+				w.free(id)
+				await(t, done, id+"'s answer")
+			}
+			if want := []bool{false, true, false, true}; fmt.Sprint(hedged) != fmt.Sprint(want) {
+				t.Errorf("queries hedged %v, want %v", hedged, want)
+			}
+		})
+	}
+}
+
+// TestHedgeMaxExtra: a query held at the source schema is sent 1 +
+// MaxExtra times, one more each delay, and no more however long it is
+// held; MaxExtra is capped at MaxHedgeExtra, and zero or negative is 1.
+func TestHedgeMaxExtra(t *testing.T) {
+	const delay = time.Millisecond
+	for _, tc := range []struct{ maxExtra, want int }{
+		{-1, 2}, {0, 2}, {1, 2}, {2, 3}, {100, 1 + middleware.MaxHedgeExtra},
+	} {
+		t.Run(fmt.Sprint("max_extra ", tc.maxExtra), func(t *testing.T) {
+			w := newHedgeWire(t)
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: tc.maxExtra})(w)
+			done := hedgeCall(t, rt, context.Background(), "q", queryBody)
+			w.waitFor("q", tc.want)
+			elapse(t, w, delay, 3, "clock")
+			if n := w.count("q"); n != tc.want {
+				t.Errorf("held past 3 more delays, the query was sent %d times, want %d", n, tc.want)
+			}
+			w.free("q")
+			await(t, done, "the query's answer")
+		})
+	}
+}
+
+// TestHedgeErrorLeavesOthers: an attempt that fails with an error leaves
+// the others running; the caller gets the answer of one that is still
+// out. The first attempt fails once its hedge arrived, and the hedge
+// answers only once the hedger has taken in that failure (it cancels the
+// failed attempt's context then).
+func TestHedgeErrorLeavesOthers(t *testing.T) {
+	hedgeIn, firstTaken := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			context.AfterFunc(req.Context(), func() { close(firstTaken) })
+			await(t, hedgeIn, "the hedge")
+			return nil, errors.New("connection reset by peer")
+		}
+		close(hedgeIn)
+		await(t, firstTaken, "the first attempt's failure to be taken in")
+		resp, _ := fakeResponse(req, http.StatusOK, "hedge")
+		return resp, nil
+	})
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1})(next)
+	done := hedgeCall(t, rt, context.Background(), "q", queryBody)
+	if got := await(t, done, "the query's answer"); got != "hedge" {
+		t.Errorf("the caller got %q, want the hedge's answer", got)
 	}
 }

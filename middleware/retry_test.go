@@ -1,11 +1,13 @@
 package middleware_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -321,5 +323,50 @@ func TestRetryRefusedUnsentRefunds(t *testing.T) {
 	}
 	if calls["q2"] != 2 {
 		t.Errorf("q2 made %d tries, want 2", calls["q2"])
+	}
+}
+
+// TestRetryLog: each retry is one Debug record naming the attempt, the
+// wait and the status or error, with the URL stripped of its password,
+// query and fragment (a GET carries its variables in the query).
+func TestRetryLog(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	calls := 0
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		calls++
+		if calls == 1 {
+			return nil, errors.New("connection reset by peer")
+		}
+		status := http.StatusOK
+		if calls == 2 {
+			status = http.StatusServiceUnavailable
+		}
+		resp, _ := fakeResponse(req, status, "{}")
+		return resp, nil
+	})
+	cfg := fastRetry(3)
+	cfg.Logger = log
+	resp, err := middleware.Retry(cfg)(next).RoundTrip(newRequest(t, t.Context(), "http://user:secret@products.internal/graphql?variables=secret#secret", queryBody, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log records, want 2 (one per retry):\n%s", len(lines), buf.String())
+	}
+	for i, want := range [][]string{
+		{"level=DEBUG", `msg="retrying source schema request"`, "method=POST", "url=http://products.internal/graphql", "attempt=1", "wait=", `error="connection reset by peer"`},
+		{"level=DEBUG", "attempt=2", "status=503"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("record %d %q lacks %q", i+1, lines[i], w)
+			}
+		}
+		if strings.Contains(lines[i], "secret") {
+			t.Errorf("record %d %q leaks the URL's password, query or fragment", i+1, lines[i])
+		}
 	}
 }

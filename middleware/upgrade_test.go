@@ -71,7 +71,7 @@ func TestUpgradeGoesAlone(t *testing.T) {
 			}
 			got := map[any]bool{}
 			for range callers {
-				got[<-bodies] = true
+				got[await(t, bodies, "a caller's upgrade")] = true
 			}
 			mu.Lock()
 			defer mu.Unlock()
