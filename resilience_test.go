@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -693,6 +694,44 @@ func TestResilienceHedgeRateLimited(t *testing.T) {
 			}
 			if requests := chance.count(); requests != 1 || evs.count(transport.HedgeSent) != 0 {
 				t.Errorf("the server got %d requests, %d HedgeSent events; want 1 and none (the hedge was refused unsent)", chance.count(), evs.count(transport.HedgeSent))
+			}
+		})
+	}
+}
+
+// TestResilienceHedgeBudgetFromFirstTries: with retry max_attempts 1 (no
+// retry middleware to count them) the hedge counts the first tries into
+// the budget itself, so that a budget with no floor pays for hedges from
+// recent traffic: after three queries (budget_ratio 1), a held query is
+// hedged, on every path. If the first tries were not counted, the budget
+// would be empty and the held query sent once.
+func TestResilienceHedgeBudgetFromFirstTries(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			chance := newSecondChance()
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if b, _ := io.ReadAll(r.Body); bytes.Contains(b, []byte("held")) {
+					chance.hold()
+				}
+				io.WriteString(w, `{"data":{"ok":true}}`)
+			})
+			var evs resilienceEvents
+			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
+				s.Retry.MaxAttempts = 1
+				s.Retry.BudgetRatio = 1
+				s.Retry.BudgetMinPerSecond = env.NoLimit
+				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 20 * time.Millisecond}}
+			}), transport.WithResilienceHook(evs.hook))
+			for i := range 3 {
+				if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
+					t.Fatalf("query %d: %d, %v", i, st, err)
+				}
+			}
+			if st, err := call(inv, `{"query":"query Held { held }"}`); err != nil || st != http.StatusOK {
+				t.Fatalf("the held query: %d, %v", st, err)
+			}
+			if n := chance.count(); n != 2 || evs.count(transport.HedgeSent) < 1 {
+				t.Errorf("the held query reached the server %d times, %d HedgeSent; want 2 (the first try and its hedge, paid from the first tries)", n, evs.count(transport.HedgeSent))
 			}
 		})
 	}
