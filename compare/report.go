@@ -18,9 +18,9 @@ type Result struct {
 	Name   string
 	Schema string
 
-	// A and B are the answers of the Report's sides A and B, as Capture
-	// records them: the body up to Options.MaxBodyBytes (Truncated if
-	// there was more), the URL as Options.URLs gives it.
+	// A and B are the answers of the Report's sides A and B, as Run
+	// captured them (see Capture): a body longer than
+	// Options.MaxBodyBytes is cut there and marked Truncated.
 	A, B answer.Answer
 
 	// Differences is empty when the answers are identical. In each, A is

@@ -7,9 +7,9 @@ import "github.com/fusiongo/transport/answer"
 // answers count as equal; in each, A is the primary's value and B the
 // candidate's, and an explanation names them "legacy" and "sockets". A
 // Comparer never puts the value of a sensitive header (Authorization,
-// Cookie, Set-Cookie, Proxy-Authorization) in a Difference: it writes
-// answer.Redacted instead. It is called from the comparison goroutines,
-// concurrently, and must not keep the answers. The answers are whole: a
+// Cookie, Set-Cookie, Proxy-Authorization) in an answer.Difference: it
+// writes answer.Redacted instead. It is called from the comparison
+// goroutines, concurrently, and must not keep the answers. The answers are whole: a
 // Shadow drops a comparison whose answer was cut at Options.MaxBodyBytes
 // (DropTooLarge), so answer.Answer.Truncated is never set.
 //
