@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/headers"
@@ -610,7 +611,7 @@ func TestSecurityRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, res := range report.Results {
-		for _, o := range []compare.Outcome{res.A, res.B} {
+		for _, o := range []answer.Answer{res.A, res.B} {
 			st.sent.Add(1)
 			if o.Err != "" {
 				st.failed.Add(1)
@@ -653,7 +654,7 @@ func TestSecurityRedaction(t *testing.T) {
 			t.Errorf("the log has no %s line; log:\n%s", want, outputs["log"])
 		}
 	}
-	if !strings.Contains(text.String(), "DIFF products/post") || !strings.Contains(text.String(), compare.Redacted) {
+	if !strings.Contains(text.String(), "DIFF products/post") || !strings.Contains(text.String(), answer.Redacted) {
 		t.Errorf("the report shows no redacted difference:\n%s", text.String())
 	}
 	for name, out := range outputs {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 )
@@ -57,7 +58,7 @@ func TestRunCanned(t *testing.T) {
 	tests := []struct {
 		name            string
 		legacy, sockets *cannedInvoker
-		want            []compare.Difference
+		want            []answer.Difference
 	}{
 		{
 			name: "hop-by-hop headers and those Connection names are left out",
@@ -78,8 +79,8 @@ func TestRunCanned(t *testing.T) {
 			name:    "a redirect seen only in the final URL",
 			legacy:  canned(200, http.Header{}, `{}`, "http://accounts.local/v2"),
 			sockets: canned(302, http.Header{"Location": {"/v2"}}, ``, ""),
-			want: []compare.Difference{{
-				Kind: compare.KindRedirect, A: "http://accounts.local/v2", B: "http://accounts.local/graphql",
+			want: []answer.Difference{{
+				Kind: answer.KindRedirect, A: "http://accounts.local/v2", B: "http://accounts.local/graphql",
 				Explanation: "legacy followed a 302 to /v2 and got a 200; sockets returned the 302",
 			}},
 		},
@@ -87,8 +88,8 @@ func TestRunCanned(t *testing.T) {
 			name:    "a redirect seen only in the final URL, other side not redirected",
 			legacy:  canned(200, http.Header{}, `{}`, ""),
 			sockets: canned(200, http.Header{}, `{}`, "http://accounts.local/v2?x=1"),
-			want: []compare.Difference{{
-				Kind: compare.KindRedirect, A: "http://accounts.local/graphql", B: "http://accounts.local/v2?x=1",
+			want: []answer.Difference{{
+				Kind: answer.KindRedirect, A: "http://accounts.local/graphql", B: "http://accounts.local/v2?x=1",
 				Explanation: "sockets was redirected to /v2?x=1 and got a 200; legacy was not redirected and answered 200",
 			}},
 		},

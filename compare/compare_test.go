@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 )
 
@@ -95,8 +96,8 @@ func redirecting(code int, legacyTo, socketsTo, body string) http.HandlerFunc {
 const usersQuery = `{"query":"{ users { id name } }"}`
 
 // expand fills the test server's URL into the wanted differences.
-func expand(diffs []compare.Difference, srv string) []compare.Difference {
-	out := make([]compare.Difference, len(diffs))
+func expand(diffs []answer.Difference, srv string) []answer.Difference {
+	out := make([]answer.Difference, len(diffs))
 	for i, d := range diffs {
 		r := strings.NewReplacer("$SRV", srv)
 		d.A, d.B, d.Explanation = r.Replace(d.A), r.Replace(d.B), r.Replace(d.Explanation)
@@ -107,7 +108,7 @@ func expand(diffs []compare.Difference, srv string) []compare.Difference {
 
 // diffOpts compares Differences without cmp's own diff text, which go-cmp
 // deliberately varies between runs; tests check it separately.
-var diffOpts = []cmp.Option{cmpopts.IgnoreFields(compare.Difference{}, "Diff"), cmpopts.EquateEmpty()}
+var diffOpts = []cmp.Option{cmpopts.IgnoreFields(answer.Difference{}, "Diff"), cmpopts.EquateEmpty()}
 
 func TestRun(t *testing.T) {
 	tests := []struct {
@@ -116,7 +117,7 @@ func TestRun(t *testing.T) {
 		legacy, sockets  sideSpec
 		corpus           []compare.Request // nil: one Post of usersQuery to "accounts"
 		opts             compare.Options   // URLs is filled in
-		want             []compare.Difference
+		want             []answer.Difference
 		wantNotes        []string // substrings, one per note
 		wantDiffContains []string // in the first difference's cmp.Diff text
 	}{
@@ -133,8 +134,8 @@ func TestRun(t *testing.T) {
 			handler: bySide(
 				`{"data":{"users":[{"id":"1","name":"Bo"},{"id":"2","name":"Cy"},{"id":"3","name":"Ann"}]}}`,
 				`{"data":{"users":[{"id":"1","name":"Bo"},{"id":"2","name":"Cy"},{"id":"3","name":"Anna"}]}}`),
-			want: []compare.Difference{{
-				Kind: compare.KindBody, Path: "data.users[2].name", A: `"Ann"`, B: `"Anna"`,
+			want: []answer.Difference{{
+				Kind: answer.KindBody, Path: "data.users[2].name", A: `"Ann"`, B: `"Anna"`,
 				Explanation: `legacy has "Ann" at data.users[2].name; sockets has "Anna"`,
 			}},
 			wantDiffContains: []string{`"Ann"`, `"Anna"`},
@@ -142,51 +143,51 @@ func TestRun(t *testing.T) {
 		{
 			name:    "numbers compare exactly, beyond float64",
 			handler: bySide(`{"data":{"big":12345678901234567891}}`, `{"data":{"big":12345678901234567892}}`),
-			want: []compare.Difference{{
-				Kind: compare.KindBody, Path: "data.big", A: "12345678901234567891", B: "12345678901234567892",
+			want: []answer.Difference{{
+				Kind: answer.KindBody, Path: "data.big", A: "12345678901234567891", B: "12345678901234567892",
 				Explanation: "legacy has 12345678901234567891 at data.big; sockets has 12345678901234567892",
 			}},
 		},
 		{
 			name:    "members and elements missing on one side",
 			handler: bySide(`{"data":{"ids":[1,2,3]},"extensions":{"cost":1}}`, `{"data":{"ids":[1,2],"x-y":true}}`),
-			want: []compare.Difference{
-				{Kind: compare.KindBody, Path: `data.ids[2]`, A: "3", Explanation: "legacy has 3 at data.ids[2]; sockets has nothing there"},
-				{Kind: compare.KindBody, Path: `data["x-y"]`, B: "true", Explanation: `legacy has nothing at data["x-y"]; sockets has true`},
-				{Kind: compare.KindBody, Path: "extensions", A: `{"cost":1}`, Explanation: `legacy has {"cost":1} at extensions; sockets has nothing there`},
+			want: []answer.Difference{
+				{Kind: answer.KindBody, Path: `data.ids[2]`, A: "3", Explanation: "legacy has 3 at data.ids[2]; sockets has nothing there"},
+				{Kind: answer.KindBody, Path: `data["x-y"]`, B: "true", Explanation: `legacy has nothing at data["x-y"]; sockets has true`},
+				{Kind: answer.KindBody, Path: "extensions", A: `{"cost":1}`, Explanation: `legacy has {"cost":1} at extensions; sockets has nothing there`},
 			},
 		},
 		{
 			name:    "paths beyond MaxPaths are counted",
 			handler: bySide(`{"a":1,"b":1,"c":1,"d":1}`, `{"a":2,"b":2,"c":2,"d":2}`),
 			opts:    compare.Options{MaxPaths: 2},
-			want: []compare.Difference{
-				{Kind: compare.KindBody, Path: "a", A: "1", B: "2", Explanation: "legacy has 1 at a; sockets has 2"},
-				{Kind: compare.KindBody, Path: "b", A: "1", B: "2", Explanation: "legacy has 1 at b; sockets has 2"},
-				{Kind: compare.KindBody, Explanation: "and 2 more JSON paths differ between legacy and sockets"},
+			want: []answer.Difference{
+				{Kind: answer.KindBody, Path: "a", A: "1", B: "2", Explanation: "legacy has 1 at a; sockets has 2"},
+				{Kind: answer.KindBody, Path: "b", A: "1", B: "2", Explanation: "legacy has 1 at b; sockets has 2"},
+				{Kind: answer.KindBody, Explanation: "and 2 more JSON paths differ between legacy and sockets"},
 			},
 		},
 		{
 			name:    "different top-level types",
 			handler: bySide(`{"data":null}`, `[{"data":null}]`),
-			want: []compare.Difference{{
-				Kind: compare.KindBody, Path: "$", A: `{"data":null}`, B: `[{"data":null}]`,
+			want: []answer.Difference{{
+				Kind: answer.KindBody, Path: "$", A: `{"data":null}`, B: `[{"data":null}]`,
 				Explanation: `legacy has {"data":null} as the whole body; sockets has [{"data":null}]`,
 			}},
 		},
 		{
 			name:    "bytes that are not JSON",
 			handler: bySide("hello world", "hello there"),
-			want: []compare.Difference{{
-				Kind: compare.KindBody, A: `"hello world"`, B: `"hello there"`,
+			want: []answer.Difference{{
+				Kind: answer.KindBody, A: `"hello world"`, B: `"hello there"`,
 				Explanation: "the bodies differ from byte 6 on (legacy: 11 bytes, sockets: 11 bytes)",
 			}},
 		},
 		{
 			name:    "JSON against not JSON",
 			handler: bySide(`{"data":{}}`, `<html>`),
-			want: []compare.Difference{{
-				Kind: compare.KindBody, A: `"{\"data\":{}}"`, B: `"<html>"`,
+			want: []answer.Difference{{
+				Kind: answer.KindBody, A: `"{\"data\":{}}"`, B: `"<html>"`,
 				Explanation: "the bodies differ from byte 0 on (legacy: 11 bytes, sockets: 6 bytes) and only the legacy body is JSON",
 			}},
 		},
@@ -213,10 +214,10 @@ func TestRun(t *testing.T) {
 				}
 				io.WriteString(w, `{"data":{}}`)
 			},
-			want: []compare.Difference{
+			want: []answer.Difference{
 				// Set-Cookie is sensitive: compared, but its values are never published.
-				{Kind: compare.KindHeader, Path: "Set-Cookie", A: compare.Redacted, Explanation: `legacy has Set-Cookie "[REDACTED]"; sockets has none`},
-				{Kind: compare.KindHeader, Path: "X-Cache", A: "hit", B: "miss", Explanation: `legacy has X-Cache "hit"; sockets has "miss"`},
+				{Kind: answer.KindHeader, Path: "Set-Cookie", A: answer.Redacted, Explanation: `legacy has Set-Cookie "[REDACTED]"; sockets has none`},
+				{Kind: answer.KindHeader, Path: "X-Cache", A: "hit", B: "miss", Explanation: `legacy has X-Cache "hit"; sockets has "miss"`},
 			},
 		},
 		{
@@ -235,16 +236,16 @@ func TestRun(t *testing.T) {
 				}
 				io.WriteString(w, `{"data":null}`)
 			},
-			want: []compare.Difference{{
-				Kind: compare.KindStatus, A: "200", B: "502", Explanation: "legacy answered 200; sockets answered 502",
+			want: []answer.Difference{{
+				Kind: answer.KindStatus, A: "200", B: "502", Explanation: "legacy answered 200; sockets answered 502",
 			}},
 		},
 		{
 			name:    "legacy follows a redirect, sockets returns it",
 			handler: redirecting(http.StatusFound, "/v2", "/v2", `{"data":{}}`),
 			sockets: sideSpec{noFollow: true},
-			want: []compare.Difference{{
-				Kind: compare.KindRedirect, A: "$SRV/v2", B: "$SRV/graphql",
+			want: []answer.Difference{{
+				Kind: answer.KindRedirect, A: "$SRV/v2", B: "$SRV/graphql",
 				Explanation: "legacy followed a 302 to /v2 and got a 200; sockets returned the 302",
 			}},
 		},
@@ -252,8 +253,8 @@ func TestRun(t *testing.T) {
 			name:    "sockets follows a redirect, legacy returns it",
 			handler: redirecting(http.StatusTemporaryRedirect, "/v2", "/v2", `{"data":{}}`),
 			legacy:  sideSpec{noFollow: true},
-			want: []compare.Difference{{
-				Kind: compare.KindRedirect, A: "$SRV/graphql", B: "$SRV/v2",
+			want: []answer.Difference{{
+				Kind: answer.KindRedirect, A: "$SRV/graphql", B: "$SRV/v2",
 				Explanation: "sockets followed a 307 to /v2 and got a 200; legacy returned the 307",
 			}},
 		},
@@ -264,8 +265,8 @@ func TestRun(t *testing.T) {
 		{
 			name:    "both follow redirects to different places",
 			handler: redirecting(http.StatusFound, "/v2", "/v3", `{"data":{}}`),
-			want: []compare.Difference{{
-				Kind: compare.KindRedirect, A: "$SRV/v2", B: "$SRV/v3",
+			want: []answer.Difference{{
+				Kind: answer.KindRedirect, A: "$SRV/v2", B: "$SRV/v3",
 				Explanation: "legacy followed a 302 to /v2 and got a 200; sockets followed a 302 to /v3 and got a 200",
 			}},
 		},
@@ -273,8 +274,8 @@ func TestRun(t *testing.T) {
 			name:    "gzip decompressed on one side, returned compressed on the other",
 			handler: gzipping(`{"data":{"users":[]}}`, `{"data":{"users":[]}}`),
 			sockets: sideSpec{noDecompress: true, header: map[string]string{"Accept-Encoding": "gzip"}},
-			want: []compare.Difference{{
-				Kind: compare.KindHeader, Path: "Content-Encoding", B: "gzip",
+			want: []answer.Difference{{
+				Kind: answer.KindHeader, Path: "Content-Encoding", B: "gzip",
 				Explanation: "legacy decompressed a gzip body transparently; sockets returned it compressed (Content-Encoding: gzip)",
 			}},
 		},
@@ -283,8 +284,8 @@ func TestRun(t *testing.T) {
 			handler: gzipping(`{"data":{"n":1}}`, `{"data":{"n":2}}`),
 			legacy:  sideSpec{noDecompress: true, header: map[string]string{"Accept-Encoding": "gzip"}},
 			sockets: sideSpec{noDecompress: true, header: map[string]string{"Accept-Encoding": "gzip"}},
-			want: []compare.Difference{{
-				Kind: compare.KindBody, Path: "data.n", A: "1", B: "2", Explanation: "legacy has 1 at data.n; sockets has 2",
+			want: []answer.Difference{{
+				Kind: answer.KindBody, Path: "data.n", A: "1", B: "2", Explanation: "legacy has 1 at data.n; sockets has 2",
 			}},
 		},
 		{
@@ -296,8 +297,8 @@ func TestRun(t *testing.T) {
 			name:    "one side fails",
 			handler: bySide(`{"data":{}}`, `{"data":{}}`),
 			sockets: sideSpec{fail: errors.New("dial tcp: connection refused")},
-			want: []compare.Difference{{
-				Kind: compare.KindError, B: `source schema "accounts": dial tcp: connection refused`,
+			want: []answer.Difference{{
+				Kind: answer.KindError, B: `source schema "accounts": dial tcp: connection refused`,
 				Explanation: `sockets failed: source schema "accounts": dial tcp: connection refused; legacy answered 200`,
 			}},
 		},
@@ -321,8 +322,8 @@ func TestRun(t *testing.T) {
 				io.WriteString(w, `{"data":{}}`)
 			},
 			opts: compare.Options{Timeout: 200 * time.Millisecond},
-			want: []compare.Difference{{
-				Kind: compare.KindError, B: `source schema "accounts": Post "$SRV/graphql": context deadline exceeded`,
+			want: []answer.Difference{{
+				Kind: answer.KindError, B: `source schema "accounts": Post "$SRV/graphql": context deadline exceeded`,
 				Explanation: `sockets failed: source schema "accounts": Post "$SRV/graphql": context deadline exceeded; legacy answered 200`,
 			}},
 		},
@@ -339,8 +340,8 @@ func TestRun(t *testing.T) {
 			},
 			legacy: sideSpec{forward: []string{"Authorization"}},
 			corpus: []compare.Request{{Name: "q", Schema: "accounts", Body: []byte(usersQuery), Headers: map[string]string{"authorization": "Bearer 1"}}},
-			want: []compare.Difference{{
-				Kind: compare.KindBody, Path: "data.auth", A: `"Bearer 1"`, B: `""`,
+			want: []answer.Difference{{
+				Kind: answer.KindBody, Path: "data.auth", A: `"Bearer 1"`, B: `""`,
 				Explanation: `legacy has "Bearer 1" at data.auth; sockets has ""`,
 			}},
 		},
@@ -378,7 +379,7 @@ func TestRun(t *testing.T) {
 			if len(report.Results) != len(corpus) {
 				t.Fatalf("got %d results, want %d", len(report.Results), len(corpus))
 			}
-			var got []compare.Difference
+			var got []answer.Difference
 			var notes []string
 			for _, res := range report.Results {
 				got = append(got, res.Differences...)
@@ -457,16 +458,16 @@ func TestRunOutcomes(t *testing.T) {
 	if post.Name != "post" || post.Schema != "accounts" {
 		t.Errorf("result 0 is %q/%q, want post/accounts", post.Name, post.Schema)
 	}
-	wantA := compare.Outcome{
+	wantA := answer.Answer{
 		Status: 200, Body: []byte(`{"data":{}}`),
 		URL: srv.URL + "/graphql", FinalURL: srv.URL + "/v2",
-		Redirects: []compare.Redirect{{Status: 302, Location: "/v2"}},
+		Redirects: []answer.Redirect{{Status: 302, Location: "/v2"}},
 	}
-	wantB := compare.Outcome{
+	wantB := answer.Answer{
 		Status: 302, URL: srv.URL + "/graphql", FinalURL: srv.URL + "/graphql",
 	}
-	ignoreHeaderAndBody := cmpopts.IgnoreFields(compare.Outcome{}, "Header", "Body", "Elapsed")
-	if diff := cmp.Diff(wantA, post.A, cmpopts.IgnoreFields(compare.Outcome{}, "Header", "Elapsed"), cmpopts.EquateEmpty()); diff != "" {
+	ignoreHeaderAndBody := cmpopts.IgnoreFields(answer.Answer{}, "Header", "Body", "Elapsed")
+	if diff := cmp.Diff(wantA, post.A, cmpopts.IgnoreFields(answer.Answer{}, "Header", "Elapsed"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("legacy outcome mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(wantB, post.B, ignoreHeaderAndBody, cmpopts.EquateEmpty()); diff != "" {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/google/go-cmp/cmp"
 )
@@ -50,11 +51,11 @@ func newComparer(a, b string, rules *Rules, maxBody int64, maxPaths int) *compar
 
 // result compares x (side a's answer) with y (side b's) for a request named
 // name to schema.
-func (c *comparer) result(name, schema string, x, y Outcome) Result {
+func (c *comparer) result(name, schema string, x, y answer.Answer) Result {
 	res := Result{Name: name, Schema: schema, A: x, B: y}
 	for _, side := range []struct {
 		name string
-		o    *Outcome
+		o    *answer.Answer
 	}{{c.a, &res.A}, {c.b, &res.B}} {
 		if side.o.Truncated {
 			res.Notes = append(res.Notes, fmt.Sprintf("the %s body was cut at %d bytes (Options.MaxBodyBytes)", side.name, c.maxBody))
@@ -64,12 +65,10 @@ func (c *comparer) result(name, schema string, x, y Outcome) Result {
 		res.Notes = append(res.Notes, fmt.Sprintf("both sides failed, which counts as identical; %s: %s; %s: %s", c.a, x.Err, c.b, y.Err))
 		return res
 	}
-	diffs, notes := c.core.Compare(schema, x.core(), y.core())
+	diffs, notes := c.core.Compare(schema, &x, &y)
 	res.Notes = append(res.Notes, notes...)
-	for _, d := range diffs {
-		res.Differences = append(res.Differences, Difference{Kind: Kind(d.Kind), Path: d.Path, A: d.A, B: d.B, Explanation: d.Explanation, Diff: d.Diff})
-	}
-	if len(diffs) == 1 && (diffs[0].Kind == answerdiff.KindError || diffs[0].Kind == answerdiff.KindRedirect) {
+	res.Differences = diffs
+	if len(diffs) == 1 && (diffs[0].Kind == answer.KindError || diffs[0].Kind == answer.KindRedirect) {
 		return res // the core compared nothing else, nor does timing
 	}
 	if d, ok := c.timingDifference(&x, &y); ok {
@@ -78,19 +77,11 @@ func (c *comparer) result(name, schema string, x, y Outcome) Result {
 	return res
 }
 
-// core is o as the comparison core sees it.
-func (o *Outcome) core() *answerdiff.Answer {
-	return &answerdiff.Answer{
-		Err: o.Err, Status: o.Status, Header: o.Header, Body: o.Body, Uncompressed: o.Uncompressed, URL: o.URL, FinalURL: o.FinalURL, Elapsed: o.Elapsed,
-		Redirects: answerdiff.Map(o.Redirects, func(r Redirect) answerdiff.Redirect { return answerdiff.Redirect(r) }),
-	}
-}
-
 // bodyDifferences compares two decoded bodies with schema's Comparator if
 // it has one, else as JSON values without Rules.IgnorePaths if both are
 // JSON, the first difference carrying cmp.Diff's text of the whole bodies,
 // else as bytes.
-func (c *comparer) bodyDifferences(schema string, xb, yb []byte) []answerdiff.Difference {
+func (c *comparer) bodyDifferences(schema string, xb, yb []byte) []answer.Difference {
 	if fn := c.comparators[schema]; fn != nil {
 		equal, expl := fn(xb, yb)
 		if equal {
@@ -99,8 +90,8 @@ func (c *comparer) bodyDifferences(schema string, xb, yb []byte) []answerdiff.Di
 		if expl == "" {
 			expl = fmt.Sprintf("the comparator of source schema %q found the bodies different", schema)
 		}
-		return []answerdiff.Difference{{
-			Kind: answerdiff.KindBody, A: clip(strconv.Quote(string(xb)), 120), B: clip(strconv.Quote(string(yb)), 120),
+		return []answer.Difference{{
+			Kind: answer.KindBody, A: clip(strconv.Quote(string(xb)), 120), B: clip(strconv.Quote(string(yb)), 120),
 			Explanation: fmt.Sprintf("%s (%s: %d bytes, %s: %d bytes)", expl, c.a, len(xb), c.b, len(yb)),
 		}}
 	}

@@ -5,7 +5,7 @@
 //
 // A corpus is JSONL (see Request and ReadCorpus). Run sends it and returns a
 // Report; Report.Write prints one line per request and, under each request
-// whose answers differ, one line per Difference with a one-sentence
+// whose answers differ, one line per answer.Difference with a one-sentence
 // explanation that names both sides:
 //
 //	ok   accounts/users
@@ -18,17 +18,20 @@
 // Run. Rules add to it: headers and JSON paths left out (such as
 // extensions.tracing), a Comparator per source schema, timing, and header
 // names whose values are redacted. Authorization, Cookie, Set-Cookie and
-// Proxy-Authorization values are always redacted: they never appear in a
-// Difference, a Report or its text, JSON and JUnit forms.
+// Proxy-Authorization values are always redacted: they never appear in an
+// answer.Difference, a Report or its text, JSON and JUnit forms.
 //
 // # One pair at a time
 //
 // Shadow mode (package shadow) compares live answers one request at a
 // time. Its default comparison needs no rules; ShadowComparer compares by
 // Rules instead. Outside shadow mode, Capture turns each side's response
-// into an Outcome, and Compare classifies the differences. compare imports
-// package shadow, never the reverse: an importer of package transport does
-// not link this harness.
+// into an answer.Answer, and Compare classifies the differences. compare
+// imports package shadow, never the reverse: an importer of package
+// transport does not link this harness. Both speak package answer's
+// vocabulary (answer.Answer, answer.Difference, answer.Kind,
+// answer.Sender, answer.Redacted), so their differences are the same
+// values with the same JSON form.
 //
 // # Recording a corpus
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 )
@@ -106,7 +107,7 @@ func ExampleParseFailOn() {
 		return
 	}
 	report := &compare.Report{A: "legacy", B: "sockets", Results: []compare.Result{
-		{Name: "a", Differences: []compare.Difference{{Kind: compare.KindBody, Path: "data.x"}}},
+		{Name: "a", Differences: []answer.Difference{{Kind: answer.KindBody, Path: "data.x"}}},
 		{Name: "b"},
 	}}
 	for _, b := range failOn.Check(report) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // FailOnGrammar describes the thresholds ParseFailOn accepts, for a
@@ -28,7 +30,7 @@ type FailOn struct {
 type Limit struct {
 	// Kind is the kind of difference counted; empty counts requests with
 	// a difference of any kind ("total").
-	Kind Kind
+	Kind answer.Kind
 
 	// Max is the most requests allowed to have the difference, or with
 	// Percent the most percent of the report's requests.
@@ -91,9 +93,9 @@ func parseLimit(item string) (Limit, error) {
 	}
 	kind, value = strings.TrimSpace(kind), strings.TrimSpace(value)
 	var l Limit
-	switch Kind(kind) {
-	case KindStatus, KindHeader, KindBody, KindError, KindRedirect, KindTiming:
-		l.Kind = Kind(kind)
+	switch answer.Kind(kind) {
+	case answer.KindStatus, answer.KindHeader, answer.KindBody, answer.KindError, answer.KindRedirect, answer.KindTiming:
+		l.Kind = answer.Kind(kind)
 	case "total":
 	default:
 		return Limit{}, fmt.Errorf("threshold %q: unknown kind %q: want status, header, body, error, redirect, timing or total", item, kind)

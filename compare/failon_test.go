@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 )
 
@@ -20,12 +21,12 @@ func TestParseFailOn(t *testing.T) {
 		{"any", []compare.Limit{{}}, "total>0"},
 		{" ANY ", []compare.Limit{{}}, "total>0"},
 		{"none", nil, "none"},
-		{"status>0", []compare.Limit{{Kind: compare.KindStatus}}, "status>0"},
-		{"status>0,body>2%", []compare.Limit{{Kind: compare.KindStatus}, {Kind: compare.KindBody, Max: 2, Percent: true}}, "status>0,body>2%"},
-		{" header > 3 , error>0.5% ", []compare.Limit{{Kind: compare.KindHeader, Max: 3}, {Kind: compare.KindError, Max: 0.5, Percent: true}}, "header>3,error>0.5%"},
-		{"redirect>0,timing>10%,total>100", []compare.Limit{{Kind: compare.KindRedirect}, {Kind: compare.KindTiming, Max: 10, Percent: true}, {Max: 100}}, "redirect>0,timing>10%,total>100"},
-		{"body>100%", []compare.Limit{{Kind: compare.KindBody, Max: 100, Percent: true}}, "body>100%"},
-		{"Body>1", []compare.Limit{{Kind: compare.KindBody, Max: 1}}, "body>1"},
+		{"status>0", []compare.Limit{{Kind: answer.KindStatus}}, "status>0"},
+		{"status>0,body>2%", []compare.Limit{{Kind: answer.KindStatus}, {Kind: answer.KindBody, Max: 2, Percent: true}}, "status>0,body>2%"},
+		{" header > 3 , error>0.5% ", []compare.Limit{{Kind: answer.KindHeader, Max: 3}, {Kind: answer.KindError, Max: 0.5, Percent: true}}, "header>3,error>0.5%"},
+		{"redirect>0,timing>10%,total>100", []compare.Limit{{Kind: answer.KindRedirect}, {Kind: answer.KindTiming, Max: 10, Percent: true}, {Max: 100}}, "redirect>0,timing>10%,total>100"},
+		{"body>100%", []compare.Limit{{Kind: answer.KindBody, Max: 100, Percent: true}}, "body>100%"},
+		{"Body>1", []compare.Limit{{Kind: answer.KindBody, Max: 1}}, "body>1"},
 	}
 	for _, tt := range valid {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -93,13 +94,13 @@ func FuzzParseFailOn(f *testing.F) {
 
 // reportOf builds a report of n requests r0, r1, ... whose differences are
 // given by kinds: one Difference per listed kind, for the first requests.
-func reportOf(n int, kinds ...[]compare.Kind) *compare.Report {
+func reportOf(n int, kinds ...[]answer.Kind) *compare.Report {
 	r := &compare.Report{A: "legacy", B: "sockets"}
 	for i := range n {
 		res := compare.Result{Name: fmt.Sprintf("r%d", i), Schema: "accounts"}
 		if i < len(kinds) {
 			for _, k := range kinds[i] {
-				res.Differences = append(res.Differences, compare.Difference{Kind: k, Explanation: string(k) + " differs"})
+				res.Differences = append(res.Differences, answer.Difference{Kind: k, Explanation: string(k) + " differs"})
 			}
 		}
 		r.Results = append(r.Results, res)
@@ -111,10 +112,10 @@ func TestFailOnCheck(t *testing.T) {
 	// 50 requests: 1 with a status and a body difference, 2 more with a
 	// body difference, 1 with two header differences.
 	report := reportOf(50,
-		[]compare.Kind{compare.KindStatus, compare.KindBody},
-		[]compare.Kind{compare.KindBody},
-		[]compare.Kind{compare.KindBody},
-		[]compare.Kind{compare.KindHeader, compare.KindHeader},
+		[]answer.Kind{answer.KindStatus, answer.KindBody},
+		[]answer.Kind{answer.KindBody},
+		[]answer.Kind{answer.KindBody},
+		[]answer.Kind{answer.KindHeader, answer.KindHeader},
 	)
 	tests := []struct {
 		spec string

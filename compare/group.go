@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // Group is one difference that several requests share: the same kind, path
@@ -13,9 +15,9 @@ import (
 type Group struct {
 	// Kind, Path and Explanation are those of the differences the group
 	// holds, which are equal in all three.
-	Kind        Kind   `json:"kind"`
-	Path        string `json:"path,omitempty"`
-	Explanation string `json:"explanation"`
+	Kind        answer.Kind `json:"kind"`
+	Path        string      `json:"path,omitempty"`
+	Explanation string      `json:"explanation"`
 
 	// Requests names the requests that have the difference, in corpus
 	// order, each once.
@@ -24,7 +26,7 @@ type Group struct {
 
 // groupKey is what makes two differences the same.
 type groupKey struct {
-	kind              Kind
+	kind              answer.Kind
 	path, explanation string
 }
 
@@ -94,15 +96,15 @@ func listNames(names []string, n int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
-// KindCounts counts, per Kind, the requests that have at least one
-// difference of that kind. Every Kind has an entry.
-func (r *Report) KindCounts() map[Kind]int {
-	counts := make(map[Kind]int, len(kinds))
+// KindCounts counts, per answer.Kind, the requests that have at least one
+// difference of that kind. Every kind has an entry.
+func (r *Report) KindCounts() map[answer.Kind]int {
+	counts := make(map[answer.Kind]int, len(kinds))
 	for _, k := range kinds {
 		counts[k] = 0
 	}
 	for i := range r.Results {
-		seen := make(map[Kind]bool, 2)
+		seen := make(map[answer.Kind]bool, 2)
 		for _, d := range r.Results[i].Differences {
 			if !seen[d.Kind] {
 				seen[d.Kind] = true

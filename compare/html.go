@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // htmlOpen is how many differing requests WriteHTML shows unfolded; the
@@ -30,7 +32,7 @@ func (r *Report) WriteHTML(w io.Writer, title string) error {
 // coloured. Identical requests are listed folded, per source schema.
 // Like the JSON form it leaves out the bodies and headers themselves:
 // the differences quote what matters of them (a sensitive header's
-// value Redacted). All text is escaped by html/template.
+// value answer.Redacted). All text is escaped by html/template.
 func WriteHTMLReports(w io.Writer, title string, reports ...*Report) error {
 	if title == "" && len(reports) > 0 {
 		title = "compare " + reports[0].A + " vs " + reports[0].B
@@ -57,7 +59,7 @@ type (
 		Different []htmlResult
 	}
 	htmlKind struct {
-		Kind     Kind
+		Kind     answer.Kind
 		Requests int
 	}
 	htmlSchema struct {
@@ -75,7 +77,7 @@ type (
 		Notes       []string
 	}
 	htmlDifference struct {
-		Difference
+		answer.Difference
 		HA, HB htmlMarked
 		Lines  []htmlLine
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 func TestMarked(t *testing.T) {
@@ -38,7 +40,7 @@ func TestMarked(t *testing.T) {
 // page, and the page loads nothing.
 func TestWriteHTMLEscapes(t *testing.T) {
 	r := &Report{A: "legacy", B: "sockets", Results: []Result{{Name: "<script>x</script>", Schema: "products",
-		Differences: []Difference{{Kind: KindBody, Path: "data.a", A: `"<img src=http://evil/>"`, B: `"b"`, Explanation: "x"}}}}}
+		Differences: []answer.Difference{{Kind: answer.KindBody, Path: "data.a", A: `"<img src=http://evil/>"`, B: `"b"`, Explanation: "x"}}}}}
 	var buf bytes.Buffer
 	if err := r.WriteHTML(&buf, ""); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ type segment struct {
 func (s segment) matches(key string) bool { return s.any || s.name == key }
 
 // parsePath parses an ignore path (see Rules.IgnorePaths). A leading "$" or
-// "$." names the root, as in the paths a Difference carries.
+// "$." names the root, as in the paths an answer.Difference carries.
 func parsePath(p string) ([]segment, error) {
 	s := p
 	if rest, ok := strings.CutPrefix(s, "$"); ok {

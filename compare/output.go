@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // The JSON form of a Report. Bodies and headers are left out: the
@@ -15,31 +17,31 @@ import (
 // not carry a response's payload.
 type (
 	reportJSON struct {
-		A       string       `json:"a"`
-		B       string       `json:"b"`
-		Counts  Counts       `json:"counts"`
-		Kinds   map[Kind]int `json:"kinds"`
-		Groups  []Group      `json:"groups"`
-		Results []resultJSON `json:"results"`
+		A       string              `json:"a"`
+		B       string              `json:"b"`
+		Counts  Counts              `json:"counts"`
+		Kinds   map[answer.Kind]int `json:"kinds"`
+		Groups  []Group             `json:"groups"`
+		Results []resultJSON        `json:"results"`
 	}
 	resultJSON struct {
-		Name        string       `json:"name"`
-		Schema      string       `json:"schema"`
-		Identical   bool         `json:"identical"`
-		A           outcomeJSON  `json:"a"`
-		B           outcomeJSON  `json:"b"`
-		Differences []Difference `json:"differences"`
-		Notes       []string     `json:"notes,omitempty"`
+		Name        string              `json:"name"`
+		Schema      string              `json:"schema"`
+		Identical   bool                `json:"identical"`
+		A           outcomeJSON         `json:"a"`
+		B           outcomeJSON         `json:"b"`
+		Differences []answer.Difference `json:"differences"`
+		Notes       []string            `json:"notes,omitempty"`
 	}
 	outcomeJSON struct {
-		Status    int        `json:"status,omitempty"`
-		Error     string     `json:"error,omitempty"`
-		ElapsedMS float64    `json:"elapsed_ms"`
-		BodyBytes int        `json:"body_bytes"`
-		Truncated bool       `json:"truncated,omitempty"`
-		URL       string     `json:"url,omitempty"`
-		FinalURL  string     `json:"final_url,omitempty"`
-		Redirects []Redirect `json:"redirects,omitempty"`
+		Status    int               `json:"status,omitempty"`
+		Error     string            `json:"error,omitempty"`
+		ElapsedMS float64           `json:"elapsed_ms"`
+		BodyBytes int               `json:"body_bytes"`
+		Truncated bool              `json:"truncated,omitempty"`
+		URL       string            `json:"url,omitempty"`
+		FinalURL  string            `json:"final_url,omitempty"`
+		Redirects []answer.Redirect `json:"redirects,omitempty"`
 	}
 )
 
@@ -65,7 +67,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		res := &r.Results[i]
 		diffs := res.Differences
 		if diffs == nil {
-			diffs = []Difference{}
+			diffs = []answer.Difference{}
 		}
 		out.Results[i] = resultJSON{
 			Name: res.Name, Schema: res.Schema, Identical: res.Identical(),
@@ -76,7 +78,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func outcomeToJSON(o *Outcome) outcomeJSON {
+func outcomeToJSON(o *answer.Answer) outcomeJSON {
 	return outcomeJSON{
 		Status: o.Status, Error: o.Err, ElapsedMS: float64(o.Elapsed.Microseconds()) / 1000,
 		BodyBytes: len(o.Body), Truncated: o.Truncated,
@@ -204,7 +206,7 @@ func writeJUnit(w io.Writer, doc junitSuites) error {
 func (r *Report) junitFailure(res *Result) *junitFailure {
 	var msgs, types []string
 	var text strings.Builder
-	seenType := make(map[Kind]bool)
+	seenType := make(map[answer.Kind]bool)
 	for _, d := range res.Differences {
 		msgs = append(msgs, d.Explanation)
 		if !seenType[d.Kind] {

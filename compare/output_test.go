@@ -14,27 +14,28 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 )
 
 func TestGroups(t *testing.T) {
-	same := compare.Difference{Kind: compare.KindBody, Path: "data.name", Explanation: `legacy has "Ann" at data.name; sockets has "Anna"`}
-	other := compare.Difference{Kind: compare.KindStatus, Explanation: "legacy answered 200; sockets answered 502"}
+	same := answer.Difference{Kind: answer.KindBody, Path: "data.name", Explanation: `legacy has "Ann" at data.name; sockets has "Anna"`}
+	other := answer.Difference{Kind: answer.KindStatus, Explanation: "legacy answered 200; sockets answered 502"}
 	report := &compare.Report{A: "legacy", B: "sockets"}
 	for i, name := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "ok"} {
 		res := compare.Result{Name: name, Schema: "reviews"}
 		switch {
 		case name == "ok":
 		case i == 0:
-			res.Differences = []compare.Difference{other, same}
+			res.Differences = []answer.Difference{other, same}
 		default:
-			res.Differences = []compare.Difference{same}
+			res.Differences = []answer.Difference{same}
 		}
 		report.Results = append(report.Results, res)
 	}
 	want := []compare.Group{
-		{Kind: compare.KindBody, Path: "data.name", Explanation: same.Explanation, Requests: []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7"}},
-		{Kind: compare.KindStatus, Explanation: other.Explanation, Requests: []string{"r1"}},
+		{Kind: answer.KindBody, Path: "data.name", Explanation: same.Explanation, Requests: []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7"}},
+		{Kind: answer.KindStatus, Explanation: other.Explanation, Requests: []string{"r1"}},
 	}
 	if diff := cmp.Diff(want, report.Groups()); diff != "" {
 		t.Errorf("Groups mismatch (-want +got):\n%s", diff)
@@ -106,10 +107,10 @@ func TestReportNeverHoldsSecrets(t *testing.T) {
 		t.Fatal("the report has no differences: the test would prove nothing")
 	}
 	for _, res := range report.Results {
-		for _, o := range []compare.Outcome{res.A, res.B} {
+		for _, o := range []answer.Answer{res.A, res.B} {
 			for _, name := range []string{"Set-Cookie", "X-Api-Key", "Authorization"} {
-				if got := o.Header.Get(name); got != compare.Redacted {
-					t.Errorf("%s: the report keeps %s %q, want %q", res.Name, name, got, compare.Redacted)
+				if got := o.Header.Get(name); got != answer.Redacted {
+					t.Errorf("%s: the report keeps %s %q, want %q", res.Name, name, got, answer.Redacted)
 				}
 			}
 		}
@@ -163,7 +164,7 @@ func TestWriteJSON(t *testing.T) {
 				BodyBytes int     `json:"body_bytes"`
 				URL       string
 			}
-			Differences []compare.Difference
+			Differences []answer.Difference
 		}
 	}
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
@@ -191,8 +192,8 @@ func TestWriteJUnit(t *testing.T) {
 	report := secretReport(t)
 	report.Results = append(report.Results, compare.Result{
 		Name: "accounts/ok", Schema: "accounts",
-		A:     compare.Outcome{Status: 200, Elapsed: 1500 * time.Millisecond},
-		B:     compare.Outcome{Status: 200, Elapsed: 500 * time.Millisecond},
+		A:     answer.Answer{Status: 200, Elapsed: 1500 * time.Millisecond},
+		B:     answer.Answer{Status: 200, Elapsed: 500 * time.Millisecond},
 		Notes: []string{"a note <with> markup & more"},
 	})
 	var buf bytes.Buffer
@@ -259,7 +260,7 @@ func TestWriteJUnit(t *testing.T) {
 func TestWriteJUnitInvalidCharacters(t *testing.T) {
 	report := &compare.Report{A: "legacy", B: "sockets", Results: []compare.Result{{
 		Name: "bad\x00name", Schema: "s",
-		Differences: []compare.Difference{{Kind: compare.KindBody, Explanation: "a body with \x01 and \"quotes\""}},
+		Differences: []answer.Difference{{Kind: answer.KindBody, Explanation: "a body with \x01 and \"quotes\""}},
 	}}}
 	var buf bytes.Buffer
 	if err := report.WriteJUnit(&buf, "suite"); err != nil {
@@ -287,15 +288,15 @@ func TestWriteJUnitInvalidCharacters(t *testing.T) {
 // report named after its sides, the root counting them all; one report
 // gives the document WriteJUnit gives.
 func TestWriteJUnitReports(t *testing.T) {
-	outcome := func(ms int) compare.Outcome {
-		return compare.Outcome{Status: 200, Elapsed: time.Duration(ms) * time.Millisecond}
+	outcome := func(ms int) answer.Answer {
+		return answer.Answer{Status: 200, Elapsed: time.Duration(ms) * time.Millisecond}
 	}
 	ab := &compare.Report{A: "legacy", B: "sockets:nethttp", Results: []compare.Result{
 		{Name: "a/1", Schema: "a", A: outcome(250), B: outcome(250)},
 	}}
 	ac := &compare.Report{A: "legacy", B: "sockets:h1", Results: []compare.Result{
 		{Name: "a/1", Schema: "a", A: outcome(500), B: outcome(500)},
-		{Name: "a/2", Schema: "a", A: outcome(0), B: outcome(0), Differences: []compare.Difference{{Kind: compare.KindStatus, A: "200", B: "502", Explanation: "legacy answered 200; sockets:h1 answered 502"}}},
+		{Name: "a/2", Schema: "a", A: outcome(0), B: outcome(0), Differences: []answer.Difference{{Kind: answer.KindStatus, A: "200", B: "502", Explanation: "legacy answered 200; sockets:h1 answered 502"}}},
 	}}
 	var buf bytes.Buffer
 	if err := compare.WriteJUnitReports(&buf, "ci", ab, ac); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 )
@@ -54,8 +55,8 @@ func TestLegacyAgainstSockets(t *testing.T) {
 	if res := report.Results[0]; !res.Identical() || string(res.A.Body) != `{"data":{"auth":"Bearer 1"}}` {
 		t.Errorf("accounts/users: differences %+v, legacy body %s; want identical, with the header forwarded", res.Differences, res.A.Body)
 	}
-	want := []compare.Difference{{
-		Kind: compare.KindRedirect, A: srv.URL + "/graphql", B: srv.URL + "/moved",
+	want := []answer.Difference{{
+		Kind: answer.KindRedirect, A: srv.URL + "/graphql", B: srv.URL + "/moved",
 		Explanation: "legacy followed a 307 to /graphql and got a 200; sockets returned the 307",
 	}}
 	if diff := cmp.Diff(want, report.Results[1].Differences, diffOpts...); diff != "" {

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/operation"
@@ -68,12 +69,13 @@ type RecorderOptions struct {
 	// request (those the Invoker would forward, such as X-Request-Id).
 	// Nil records no header at all. A name that is sensitive
 	// (Authorization, Cookie, Set-Cookie, Proxy-Authorization, or one in
-	// Redact) is recorded with the value Redacted: the corpus says the
-	// header was there, never what it held. Case does not matter.
+	// Redact) is recorded with the value answer.Redacted: the corpus says
+	// the header was there, never what it held. Case does not matter.
 	HeaderNames []string
 
-	// Redact names headers recorded as Redacted, besides Authorization,
-	// Cookie, Set-Cookie and Proxy-Authorization. Nil adds none.
+	// Redact names headers recorded as answer.Redacted, besides
+	// Authorization, Cookie, Set-Cookie and Proxy-Authorization. Nil adds
+	// none.
 	Redact []string
 
 	// RecordMutations records every request. Default false: only requests
@@ -112,7 +114,7 @@ type Recorder struct {
 	maxFile  int64
 	maxFiles int
 	headers  []string        // canonical HeaderNames
-	redact   map[string]bool // canonical names recorded as Redacted
+	redact   map[string]bool // canonical names recorded as answer.Redacted
 	mutation bool            // RecordMutations
 	rand     func() float64
 	salt     [8]byte
@@ -450,7 +452,7 @@ func (r *Recorder) entry(schema string, req *http.Request, body []byte) (Request
 				e.Headers = make(map[string]string, len(r.headers))
 			}
 			if r.redact[name] {
-				e.Headers[name] = Redacted
+				e.Headers[name] = answer.Redacted
 			} else {
 				e.Headers[name] = strings.Join(values, ", ")
 			}

@@ -4,100 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
-	"time"
+
+	"github.com/fusiongo/transport/answer"
 )
 
-// Kind says what part of the two answers differs.
-type Kind string
-
-// The kinds of Difference.
-const (
-	KindStatus   Kind = "status"
-	KindHeader   Kind = "header"
-	KindBody     Kind = "body"
-	KindError    Kind = "error"
-	KindRedirect Kind = "redirect"
-
-	// KindTiming is a side that took much longer than the other
-	// (Rules.TimingRatio). It is only reported when asked for.
-	KindTiming Kind = "timing"
-)
-
-// kinds lists every Kind, in the order a report counts them.
-var kinds = []Kind{KindStatus, KindHeader, KindBody, KindError, KindRedirect, KindTiming}
-
-// Difference is one way in which the two sides' answers to a request differ.
-type Difference struct {
-	// Kind is what differs: status, header, body, error, redirect or
-	// timing.
-	Kind Kind `json:"kind"`
-
-	// Path is the header name for KindHeader and the JSON path (like
-	// data.users[2].name, or $ for the whole value) for a JSON body
-	// difference; empty otherwise, and for the Difference that counts the
-	// JSON paths beyond Options.MaxPaths.
-	Path string `json:"path,omitempty"`
-
-	// A and B are the two sides' values: a status code, a header's values
-	// joined by ", ", a JSON value, an error message, a final URL, a
-	// quoted piece of a body, or a duration. Empty means the side has none
-	// (an absent header or JSON member, no error). The value of a
-	// sensitive header is Redacted (see Rules.Redact).
-	A string `json:"a,omitempty"`
-	B string `json:"b,omitempty"`
-
-	// Explanation is one sentence that names both sides.
-	Explanation string `json:"explanation"`
-
-	// Diff is the cmp.Diff text (-A +B) of the two JSON bodies. It is set
-	// on the first JSON body difference of a result only, so that a
-	// report shows it once.
-	Diff string `json:"diff,omitempty"`
-}
-
-// Redirect is one redirect that a side followed.
-type Redirect struct {
-	// Status is the redirect's status code (301, 302, 303, 307, 308).
-	Status int `json:"status"`
-	// Location is the target as the Location header gave it.
-	Location string `json:"location"`
-}
-
-// Outcome is what one side answered to one request.
-type Outcome struct {
-	// Err is the error of the Invoker or of reading the body; empty if
-	// the side answered.
-	Err string
-
-	// Status and Header are the response's; zero and nil after an error.
-	Status int
-	Header http.Header
-
-	// Body is the body as received, up to Options.MaxBodyBytes; Truncated
-	// says whether there was more. A gzip body stays encoded here.
-	Body      []byte
-	Truncated bool
-
-	// Uncompressed reports whether the side decompressed the body
-	// transparently (http.Response.Uncompressed).
-	Uncompressed bool
-
-	// URL is where the request was sent, if known (see Options.URLs).
-	// FinalURL is where the answer came from (the response's
-	// Request.URL); it differs from URL after a redirect. Empty if the
-	// Invoker's response does not say.
-	URL, FinalURL string
-
-	// Redirects are the redirects the side followed, first first.
-	Redirects []Redirect
-
-	// Elapsed is how long the side took, from sending the request to
-	// reading the last byte of the body kept (see Capture). Zero if not
-	// measured.
-	Elapsed time.Duration
-}
+// kinds lists every answer.Kind, in the order a report counts them.
+var kinds = []answer.Kind{answer.KindStatus, answer.KindHeader, answer.KindBody, answer.KindError, answer.KindRedirect, answer.KindTiming}
 
 // Result is the comparison of the two answers to one request.
 type Result struct {
@@ -105,11 +18,14 @@ type Result struct {
 	Name   string
 	Schema string
 
-	// A and B are the answers of the Report's sides A and B.
-	A, B Outcome
+	// A and B are the answers of the Report's sides A and B, as Run
+	// captured them (see Capture): a body longer than
+	// Options.MaxBodyBytes is cut there and marked Truncated.
+	A, B answer.Answer
 
-	// Differences is empty when the answers are identical.
-	Differences []Difference
+	// Differences is empty when the answers are identical. In each, A is
+	// side A's value and B side B's.
+	Differences []answer.Difference
 
 	// Notes are facts worth knowing that are not differences: both sides
 	// failed, a body was cut at Options.MaxBodyBytes, a gzip body did not
@@ -135,7 +51,7 @@ type Report struct {
 // Counts summarises a Report.
 type Counts struct {
 	// Requests is the number of results; Identical and Different split
-	// them by whether any Difference was found.
+	// them by whether any answer.Difference was found.
 	Requests  int `json:"requests"`
 	Identical int `json:"identical"`
 	Different int `json:"different"`

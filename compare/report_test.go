@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 )
 
@@ -63,7 +64,7 @@ func TestReportWrite(t *testing.T) {
 
 func TestReportWriteBothFailed(t *testing.T) {
 	report := &compare.Report{A: "legacy", B: "sockets", Results: []compare.Result{
-		{Name: "a", A: compare.Outcome{Err: "x"}, B: compare.Outcome{Err: "y"}, Notes: []string{"both sides failed"}},
+		{Name: "a", A: answer.Answer{Err: "x"}, B: answer.Answer{Err: "y"}, Notes: []string{"both sides failed"}},
 	}}
 	var buf bytes.Buffer
 	if err := report.Write(&buf); err != nil {

@@ -7,13 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/internal/answerdiff"
 )
-
-// Redacted replaces the value of a sensitive header wherever compare
-// publishes one: in a Difference, a Report, its JSON and JUnit forms, and a
-// recorded corpus.
-const Redacted = "[REDACTED]"
 
 // Rules say what a comparison leaves out and how a schema's bodies compare.
 // The zero value compares everything but Date and the hop-by-hop headers,
@@ -44,17 +40,17 @@ type Rules struct {
 	// default comparison.
 	Comparators map[string]Comparator
 
-	// Redact names headers whose values are replaced by Redacted in every
-	// Difference and in the headers a Report keeps, besides
+	// Redact names headers whose values are replaced by answer.Redacted in
+	// every answer.Difference and in the headers a Report keeps, besides
 	// Authorization, Cookie, Set-Cookie and Proxy-Authorization, which are
 	// always redacted. The values are still compared. Case does not
 	// matter. Nil adds none.
 	Redact []string
 
-	// TimingRatio, if greater than zero, makes a KindTiming difference of
-	// a request when one side took more than TimingRatio times as long as
-	// the other and at least TimingMin longer (see Outcome.Elapsed). Zero
-	// or negative: timing is not compared.
+	// TimingRatio, if greater than zero, makes an answer.KindTiming
+	// difference of a request when one side took more than TimingRatio
+	// times as long as the other and at least TimingMin longer (see
+	// answer.Answer.Elapsed). Zero or negative: timing is not compared.
 	TimingRatio float64
 
 	// TimingMin is the least time by which the slower side must be slower
@@ -103,7 +99,7 @@ func (r *Rules) Validate() error {
 }
 
 // RedactHeader returns a copy of h in which the values of the sensitive
-// headers (see Redact) are Redacted. A nil h gives nil.
+// headers (see Redact) are answer.Redacted. A nil h gives nil.
 func (r *Rules) RedactHeader(h http.Header) http.Header {
 	return answerdiff.RedactHeader(h, answerdiff.RedactSet(r.Redact))
 }
@@ -114,24 +110,20 @@ func (r *Rules) RedactHeader(h http.Header) http.Header {
 // time until it returned, to which Capture adds the time it spends reading
 // the body. Zero or negative max means DefaultMaxBodyBytes. The headers are
 // kept as they are: Compare redacts what it publishes.
-func Capture(resp *http.Response, err error, elapsed time.Duration, max int64) Outcome {
+func Capture(resp *http.Response, err error, elapsed time.Duration, max int64) answer.Answer {
 	if max <= 0 {
 		max = DefaultMaxBodyBytes
 	}
-	a, truncated := answerdiff.Capture(resp, err, elapsed, max)
-	return Outcome{
-		Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Truncated: truncated, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed,
-		Redirects: answerdiff.Map(a.Redirects, func(r answerdiff.Redirect) Redirect { return Redirect(r) }),
-	}
+	return answerdiff.Capture(resp, err, elapsed, max)
 }
 
-// Compare returns the classified differences between two outcomes of the
+// Compare returns the classified differences between two answers to the
 // same request to schema, a's named nameA and b's nameB in the
 // explanations, by the rules Run applies (see Run) and rules. No
-// differences means the outcomes count as identical. Gzip bodies are
+// differences means the answers count as identical. Gzip bodies are
 // decoded up to DefaultMaxBodyBytes, and at most DefaultMaxPaths JSON paths
 // are listed. Compare is safe for concurrent use.
-func Compare(schema string, a, b Outcome, nameA, nameB string, rules Rules) []Difference {
+func Compare(schema string, a, b answer.Answer, nameA, nameB string, rules Rules) []answer.Difference {
 	c := newComparer(nameA, nameB, &rules, DefaultMaxBodyBytes, DefaultMaxPaths)
 	res := c.result("", schema, a, b)
 	return res.Differences
@@ -139,19 +131,19 @@ func Compare(schema string, a, b Outcome, nameA, nameB string, rules Rules) []Di
 
 // timingDifference reports a side that took more than the rules allow
 // relative to the other.
-func (c *comparer) timingDifference(x, y *Outcome) (Difference, bool) {
+func (c *comparer) timingDifference(x, y *answer.Answer) (answer.Difference, bool) {
 	if c.timingRatio <= 0 || x.Elapsed <= 0 || y.Elapsed <= 0 {
-		return Difference{}, false
+		return answer.Difference{}, false
 	}
 	slowName, slow, fastName, fast := c.a, x.Elapsed, c.b, y.Elapsed
 	if y.Elapsed > x.Elapsed {
 		slowName, slow, fastName, fast = c.b, y.Elapsed, c.a, x.Elapsed
 	}
 	if float64(slow) <= c.timingRatio*float64(fast) || slow-fast < c.timingMin {
-		return Difference{}, false
+		return answer.Difference{}, false
 	}
-	return Difference{
-		Kind: KindTiming,
+	return answer.Difference{
+		Kind: answer.KindTiming,
 		A:    roundDuration(x.Elapsed).String(),
 		B:    roundDuration(y.Elapsed).String(),
 		Explanation: fmt.Sprintf("%s took %v, %s times the %v %s took",

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/redact"
@@ -29,14 +30,6 @@ const (
 	DefaultMaxPaths     = 20
 )
 
-// Sender is what Run needs of a path: the sending half of
-// transport.Invoker, which satisfies it (as does shadow.Sender, the same
-// two methods).
-type Sender interface {
-	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
-	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
-}
-
 // Side is one Invoker under comparison.
 type Side struct {
 	// Name names the side in the report and in every explanation, e.g.
@@ -45,7 +38,7 @@ type Side struct {
 
 	// Invoker sends the side's requests (a transport.Invoker). Required.
 	// Run does not close it.
-	Invoker Sender
+	Invoker answer.Sender
 }
 
 // Options configures Run. The zero value works for a corpus of Post
@@ -74,7 +67,7 @@ type Options struct {
 	MaxBodyBytes int64
 
 	// MaxPaths caps how many differing JSON paths a result lists; the rest
-	// are counted in one more Difference. Zero or negative means
+	// are counted in one more answer.Difference. Zero or negative means
 	// DefaultMaxPaths.
 	MaxPaths int
 
@@ -157,7 +150,7 @@ func (o *Options) maxPaths() int {
 //     When one side decompressed transparently and the other returned the
 //     body encoded, that is one header difference on Content-Encoding.
 //     The values of sensitive headers (Rules.Redact) are compared but
-//     published as Redacted.
+//     published as answer.Redacted.
 //   - Bodies, after decoding gzip bodies: with the source schema's
 //     Rules.Comparators entry if it has one; else as JSON values if both
 //     are JSON (numbers compare by their exact text, object keys in any
@@ -166,7 +159,7 @@ func (o *Options) maxPaths() int {
 //   - Timing, if Rules.TimingRatio is set.
 //
 // The headers that the Report keeps of each side have their sensitive
-// values Redacted too.
+// values answer.Redacted too.
 func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Report, error) {
 	if err := validateSides(a, b); err != nil {
 		return nil, err
@@ -278,9 +271,9 @@ func resolveTargets(corpus []Request, urls map[string]string) ([]*url.URL, error
 }
 
 // send makes one side of one request and reads its answer. Failures become
-// Outcome.Err: they are part of what is compared.
-func send(ctx context.Context, inv Sender, req *Request, target *url.URL, opts *Options) Outcome {
-	var out Outcome
+// answer.Answer.Err: they are part of what is compared.
+func send(ctx context.Context, inv answer.Sender, req *Request, target *url.URL, opts *Options) answer.Answer {
+	var out answer.Answer
 	if target != nil {
 		out.URL = target.Redacted()
 	}

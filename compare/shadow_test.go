@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/shadow"
 )
@@ -56,7 +57,7 @@ func ioNopCloser(b []byte) nopCloser { return nopCloser{bytes.NewReader(b)} }
 // published keeps what a Shadow publishes.
 type published struct {
 	mu    sync.Mutex
-	diffs [][]shadow.Difference
+	diffs [][]answer.Difference
 }
 
 func (p *published) Publish(m shadow.Mismatch) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 )
 
@@ -23,11 +24,11 @@ func TestGapStatusWithinClass(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strconv.Itoa(c.a)+"/"+strconv.Itoa(c.b), func(t *testing.T) {
 			header := http.Header{"Content-Type": {"application/json"}}
-			a := compare.Outcome{Status: c.a, Header: header.Clone()}
-			b := compare.Outcome{Status: c.b, Header: header.Clone()}
+			a := answer.Answer{Status: c.a, Header: header.Clone()}
+			b := answer.Answer{Status: c.b, Header: header.Clone()}
 			diffs := compare.Compare("products", a, b, "legacy", "sockets", compare.Rules{})
-			want := compare.Difference{
-				Kind:        compare.KindStatus,
+			want := answer.Difference{
+				Kind:        answer.KindStatus,
 				A:           strconv.Itoa(c.a),
 				B:           strconv.Itoa(c.b),
 				Explanation: "legacy answered " + strconv.Itoa(c.a) + "; sockets answered " + strconv.Itoa(c.b),

@@ -18,6 +18,7 @@ import (
 	accounts "github.com/wundergraph/graphql-go-tools/execution/federationtesting/accounts/graph"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
 )
@@ -29,7 +30,7 @@ const libraryModule = "github.com/fusiongo/transport"
 // replayHeaders are the gateway request headers the Recorder keeps with
 // each entry and the compare command's configuration forwards, so that
 // header forwarding is part of the replay. Authorization is recorded as
-// compare.Redacted: the corpus says it was there, never what it held.
+// answer.Redacted: the corpus says it was there, never what it held.
 var replayHeaders = []string{"Authorization", "X-Request-Id"}
 
 // compareDir is the temporary directory of the command that buildCompare
@@ -127,7 +128,7 @@ func TestRecordAndReplay(t *testing.T) {
 			var calls atomic.Int64
 			inner := accounts.GraphQLEndpointHandler(accounts.TestOptions)
 			accountsHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if tc.differ && r.Header.Get("Authorization") == compare.Redacted {
+				if tc.differ && r.Header.Get("Authorization") == answer.Redacted {
 					w.Header().Set("X-Replay-Call", strconv.FormatInt(calls.Add(1), 10))
 				}
 				inner.ServeHTTP(w, r)
@@ -200,8 +201,8 @@ func TestRecordAndReplay(t *testing.T) {
 				if e.Schema == "accounts" {
 					accountsEntries++
 				}
-				if e.Headers["Authorization"] != compare.Redacted || e.Method != "" || len(e.Body) == 0 {
-					t.Errorf("corpus entry %s: headers %v, method %q, body %d bytes: want a Post with Authorization recorded as %s", e.Name, e.Headers, e.Method, len(e.Body), compare.Redacted)
+				if e.Headers["Authorization"] != answer.Redacted || e.Method != "" || len(e.Body) == 0 {
+					t.Errorf("corpus entry %s: headers %v, method %q, body %d bytes: want a Post with Authorization recorded as %s", e.Name, e.Headers, e.Method, len(e.Body), answer.Redacted)
 				}
 			}
 			if !maps.Equal(made, inCorpus) {
@@ -267,8 +268,8 @@ func TestRecordAndReplay(t *testing.T) {
 			replayed := map[entryKey]int{}
 			for _, s := range sg.rec.all()[before:] {
 				replayed[entryKey{s.schema, s.requestID}]++
-				if s.auth != compare.Redacted {
-					t.Errorf("replayed %s request of %s: Authorization %q, want the recorded %q", s.schema, s.requestID, s.auth, compare.Redacted)
+				if s.auth != answer.Redacted {
+					t.Errorf("replayed %s request of %s: Authorization %q, want the recorded %q", s.schema, s.requestID, s.auth, answer.Redacted)
 				}
 			}
 			twice := maps.Clone(inCorpus)

@@ -6,28 +6,16 @@ package shadow
 // the same (compare.TestShadowDefaultMatchesZeroRules), and an importer of
 // package transport does not link the differential harness.
 
-import "github.com/fusiongo/transport/internal/answerdiff"
+import (
+	"github.com/fusiongo/transport/answer"
+	"github.com/fusiongo/transport/internal/answerdiff"
+)
 
 var core = answerdiff.New(answerdiff.Options{A: "legacy", B: "sockets"})
 
 type defaultComparer struct{}
 
-func (defaultComparer) Compare(schema string, x, y Answer) []Difference {
-	diffs, _ := core.Compare(schema, x.core(), y.core())
-	if len(diffs) == 0 {
-		return nil
-	}
-	out := make([]Difference, len(diffs))
-	for i, d := range diffs {
-		out[i] = Difference{Kind: Kind(d.Kind), Path: d.Path, A: d.A, B: d.B, Explanation: d.Explanation}
-	}
-	return out
-}
-
-// core is a as the comparison core sees it.
-func (a *Answer) core() *answerdiff.Answer {
-	return &answerdiff.Answer{
-		Err: a.Err, Status: a.Status, Header: a.Header, Body: a.Body, Uncompressed: a.Uncompressed, URL: a.URL, FinalURL: a.FinalURL, Elapsed: a.Elapsed,
-		Redirects: answerdiff.Map(a.Redirects, func(r Redirect) answerdiff.Redirect { return answerdiff.Redirect(r) }),
-	}
+func (defaultComparer) Compare(schema string, x, y answer.Answer) []answer.Difference {
+	diffs, _ := core.Compare(schema, &x, &y)
+	return diffs
 }

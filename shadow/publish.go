@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/fusiongo/transport/answer"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -21,8 +22,8 @@ type Mismatch struct {
 	// Schema is the source schema's name.
 	Schema string
 	// Differences are what the Comparer found, never empty. Sensitive
-	// headers are redacted in them (see Difference).
-	Differences []Difference
+	// headers are redacted in them (see Comparer).
+	Differences []answer.Difference
 	// PrimaryStatus and CandidateStatus are the two answers' status
 	// codes; zero for a side that failed.
 	PrimaryStatus, CandidateStatus int

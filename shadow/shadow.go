@@ -4,7 +4,11 @@
 // unchanged, and for a sample of queries the same request also goes through
 // the candidate (sockets); the two answers are compared by a Comparer (by
 // default one of the standard library only; package compare's
-// ShadowComparer adds its rules), and mismatches are published.
+// ShadowComparer adds its rules), and mismatches are published. The two
+// paths are answer.Senders, and a Comparer compares two answer.Answers into
+// answer.Differences: package answer's types, which package compare uses
+// too, so a mismatch carries the very values (and JSON form) that compare
+// reports.
 //
 // Guarantees:
 //   - the caller gets the primary's response, byte for byte, and never waits
@@ -30,7 +34,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/answerdiff"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -67,7 +73,7 @@ type Options struct {
 // Shadow is an Invoker that serves from the primary and compares a sample
 // of queries with the candidate. It is safe for concurrent use.
 type Shadow struct {
-	primary, candidate Sender
+	primary, candidate answer.Sender
 	o                  Options
 	slots              chan struct{}
 	wg                 sync.WaitGroup
@@ -75,7 +81,7 @@ type Shadow struct {
 }
 
 // New returns a Shadow of primary and candidate. Close closes both.
-func New(primary, candidate Sender, o Options) *Shadow {
+func New(primary, candidate answer.Sender, o Options) *Shadow {
 	switch {
 	case o.Rate == 0:
 		o.Rate = env.DefaultShadowRate
@@ -170,9 +176,9 @@ func (s *Shadow) drop(schema string, reason string) {
 // a context detached from the caller's cancellation (the caller must not
 // wait for it, nor cut it short) that keeps the caller's values, so the
 // gateway request's headers are forwarded alike. It returns where the
-// primary's outcome goes.
-func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(context.Context) (*http.Response, error)) chan<- outcome {
-	primary := make(chan outcome, 1)
+// primary's answer goes.
+func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(context.Context) (*http.Response, error)) chan<- answer.Answer {
+	primary := make(chan answer.Answer, 1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -181,9 +187,8 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		defer cancel()
 		start := time.Now()
 		resp, err := send(cctx)
-		var cand outcome
-		cand.Answer, cand.truncated = capture(resp, err, time.Since(start), s.o.MaxBodyBytes)
-		var prim outcome
+		cand := answerdiff.Capture(resp, err, time.Since(start), s.o.MaxBodyBytes)
+		var prim answer.Answer
 		select {
 		case prim = <-primary:
 		case <-cctx.Done():
@@ -194,12 +199,12 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		case prim.Err == errUnread:
 			s.drop(schema, DropPrimaryUnread)
 			return
-		case prim.truncated || cand.truncated:
+		case prim.Truncated || cand.Truncated:
 			s.drop(schema, DropTooLarge)
 			return
 		}
 		s.stats.compared.Add(1)
-		diffs := s.o.Comparer.Compare(schema, prim.Answer, cand.Answer)
+		diffs := s.o.Comparer.Compare(schema, prim, cand)
 		if len(diffs) > 0 {
 			s.stats.mismatched.Add(1)
 			s.o.Publisher.Publish(Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
@@ -210,21 +215,15 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 }
 
 // finishPrimary hands the caller the primary's response, with a body that
-// copies what the caller reads (up to MaxBodyBytes) for the comparison.
-func (s *Shadow) finishPrimary(schema string, resp *http.Response, err error, start time.Time, out chan<- outcome) *http.Response {
+// copies what the caller reads (up to MaxBodyBytes) for the comparison, and
+// sends the primary's answer to out.
+func (s *Shadow) finishPrimary(schema string, resp *http.Response, err error, start time.Time, out chan<- answer.Answer) *http.Response {
 	if err != nil {
-		a, _ := capture(nil, err, time.Since(start), s.o.MaxBodyBytes)
-		out <- outcome{Answer: a}
+		out <- answerdiff.Capture(nil, err, time.Since(start), s.o.MaxBodyBytes)
 		return nil
 	}
 	resp.Body = &teeBody{rc: resp.Body, resp: resp, start: start, max: s.o.MaxBodyBytes, out: out}
 	return resp
-}
-
-// outcome is one side's answer, and whether it was cut at MaxBodyBytes.
-type outcome struct {
-	Answer
-	truncated bool
 }
 
 // errUnread marks a primary answer whose body the caller closed before the
@@ -232,7 +231,7 @@ type outcome struct {
 const errUnread = "shadow: the caller did not read the primary's body to the end"
 
 // teeBody is the caller's body: it reads through, and keeps a copy of up to
-// max bytes; at the end (EOF or Close) it sends the primary's outcome.
+// max bytes; at the end (EOF or Close) it sends the primary's answer.
 type teeBody struct {
 	rc    io.ReadCloser
 	resp  *http.Response
@@ -242,7 +241,7 @@ type teeBody struct {
 	over  bool
 	eof   bool
 	once  sync.Once
-	out   chan<- outcome
+	out   chan<- answer.Answer
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
@@ -269,19 +268,18 @@ func (t *teeBody) Close() error {
 
 func (t *teeBody) send() {
 	t.once.Do(func() {
-		var o outcome
-		o.Answer, o.truncated = capture(&http.Response{
+		a := answerdiff.Capture(&http.Response{
 			StatusCode:   t.resp.StatusCode,
 			Header:       t.resp.Header,
 			Body:         io.NopCloser(bytes.NewReader(t.buf.Bytes())),
 			Uncompressed: t.resp.Uncompressed,
 			Request:      t.resp.Request,
 		}, nil, time.Since(t.start), t.max)
-		o.truncated = o.truncated || t.over
+		a.Truncated = a.Truncated || t.over
 		if !t.eof {
-			o.Err = errUnread
+			a.Err = errUnread
 		}
-		t.out <- o
+		t.out <- a
 	})
 }
 

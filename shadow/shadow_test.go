@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/shadow"
 )
 
@@ -27,9 +28,9 @@ func (m *mismatches) Dropped(string, string)    {}
 func TestComparer(t *testing.T) {
 	type seen struct{ schema, primary, candidate string }
 	calls := make(chan seen, 1)
-	custom := shadow.ComparerFunc(func(schema string, p, c shadow.Answer) []shadow.Difference {
+	custom := shadow.ComparerFunc(func(schema string, p, c answer.Answer) []answer.Difference {
 		calls <- seen{schema, string(p.Body), string(c.Body)}
-		return []shadow.Difference{{Kind: shadow.KindBody, Path: "custom"}}
+		return []answer.Difference{{Kind: answer.KindBody, Path: "custom"}}
 	})
 	for _, tc := range []struct {
 		name     string

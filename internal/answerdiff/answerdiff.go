@@ -1,10 +1,13 @@
 // Package answerdiff is the comparison core that package shadow's default
 // Comparer and package compare share: what two answers to one request
 // differ in, each difference with the two values and a sentence that names
-// both sides. It needs nothing outside the standard library, so that
-// package transport can link shadow without compare's go-cmp.
+// both sides. It needs nothing outside the standard library and package
+// answer, so that package transport can link shadow without compare's
+// go-cmp.
 //
-// A Comparer reports, in this order:
+// It speaks package answer's vocabulary: it compares two answer.Answers
+// and reports answer.Differences, which shadow and compare publish as they
+// are. A Comparer reports, in this order:
 //   - an error on one side only (KindError), and nothing else then; errors
 //     on both sides are equal;
 //   - a redirect that one side followed and the other did not, or that
@@ -42,48 +45,12 @@ package answerdiff
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/fusiongo/transport/answer"
 )
-
-// Kind says what part of the two answers differs.
-type Kind string
-
-// The kinds of Difference a Comparer reports, with the values of
-// shadow.Kind's and compare.Kind's.
-const KindStatus, KindHeader, KindBody, KindError, KindRedirect Kind = "status", "header", "body", "error", "redirect"
-
-// Difference is one way in which the two answers differ; see
-// shadow.Difference and compare.Difference, which it converts to field by
-// field.
-type Difference struct {
-	Kind        Kind
-	Path        string
-	A, B        string
-	Explanation string
-	Diff        string // never set by this package; compare's go-cmp text
-}
-
-// Redirect is one redirect that a side followed.
-type Redirect struct {
-	Status   int
-	Location string
-}
-
-// Answer is what one side answered; see shadow.Answer and compare.Outcome.
-type Answer struct {
-	Err           string
-	Status        int
-	Header        http.Header
-	Body          []byte // as received: a gzip body stays encoded
-	Uncompressed  bool   // http.Response.Uncompressed
-	URL, FinalURL string
-	Redirects     []Redirect // first first
-	Elapsed       time.Duration
-}
 
 // Defaults of Options.
 const (
@@ -107,13 +74,13 @@ type Options struct {
 	// Ignore holds canonical header names left out besides the fixed ones.
 	Ignore map[string]bool
 
-	// Redact holds the canonical header names whose values a Difference
+	// Redact holds the canonical header names whose values an answer.Difference
 	// never carries; nil means RedactSet(nil).
 	Redact map[string]bool
 
 	// Body, if not nil, compares the two decoded bodies of a request to
 	// schema instead of (*Comparer).Body.
-	Body func(schema string, x, y []byte) []Difference
+	Body func(schema string, x, y []byte) []answer.Difference
 }
 
 // A Comparer compares pairs of answers. It is only read, so one serves
@@ -124,7 +91,7 @@ type Comparer struct {
 	maxPaths int
 	ignore   map[string]bool
 	redact   map[string]bool
-	body     func(schema string, x, y []byte) []Difference
+	body     func(schema string, x, y []byte) []answer.Difference
 }
 
 // New returns a Comparer for o.
@@ -140,7 +107,7 @@ func New(o Options) *Comparer {
 		c.redact = RedactSet(nil)
 	}
 	if c.body == nil {
-		c.body = func(_ string, x, y []byte) []Difference { return c.Body(x, y) }
+		c.body = func(_ string, x, y []byte) []answer.Difference { return c.Body(x, y) }
 	}
 	return c
 }
@@ -149,19 +116,19 @@ func New(o Options) *Comparer {
 // B's) to a request to schema, in the order the package comment gives, and
 // notes on bodies that said gzip and did not decode or were cut at
 // MaxBodyBytes when decoded.
-func (c *Comparer) Compare(schema string, x, y *Answer) (diffs []Difference, notes []string) {
+func (c *Comparer) Compare(schema string, x, y *answer.Answer) (diffs []answer.Difference, notes []string) {
 	switch {
 	case x.Err != "" && y.Err != "":
 		return nil, nil
 	case x.Err != "" || y.Err != "":
-		return []Difference{c.errorDifference(x, y)}, nil
+		return []answer.Difference{c.errorDifference(x, y)}, nil
 	}
 	if d, ok := c.redirectDifference(x, y); ok {
-		return []Difference{d}, nil
+		return []answer.Difference{d}, nil
 	}
 	if x.Status != y.Status {
-		diffs = append(diffs, Difference{
-			Kind: KindStatus, A: strconv.Itoa(x.Status), B: strconv.Itoa(y.Status),
+		diffs = append(diffs, answer.Difference{
+			Kind: answer.KindStatus, A: strconv.Itoa(x.Status), B: strconv.Itoa(y.Status),
 			Explanation: fmt.Sprintf("%s answered %d; %s answered %d", c.a, x.Status, c.b, y.Status),
 		})
 	}
@@ -173,7 +140,7 @@ func (c *Comparer) Compare(schema string, x, y *Answer) (diffs []Difference, not
 	if x.Uncompressed || y.Uncompressed {
 		skip["Content-Length"] = true
 	}
-	var encodingDiff *Difference
+	var encodingDiff *answer.Difference
 	switch {
 	case x.Uncompressed && contentEncoding(y) != "":
 		encodingDiff = transparentDifference(c.a, c.b, x, y, false)
@@ -202,15 +169,15 @@ func (c *Comparer) Compare(schema string, x, y *Answer) (diffs []Difference, not
 	headerDiffs := c.headerDifferences(x.Header, y.Header, skip)
 	if encodingDiff != nil {
 		headerDiffs = append(headerDiffs, *encodingDiff)
-		slices.SortStableFunc(headerDiffs, func(p, q Difference) int { return strings.Compare(p.Path, q.Path) })
+		slices.SortStableFunc(headerDiffs, func(p, q answer.Difference) int { return strings.Compare(p.Path, q.Path) })
 	}
 	return append(append(diffs, headerDiffs...), bodyDiffs...), notes
 }
 
-func (c *Comparer) errorDifference(x, y *Answer) Difference {
+func (c *Comparer) errorDifference(x, y *answer.Answer) answer.Difference {
 	failed, answered, f, o := c.a, c.b, x, y
 	if x.Err == "" {
 		failed, answered, f, o = c.b, c.a, y, x
 	}
-	return Difference{Kind: KindError, A: x.Err, B: y.Err, Explanation: fmt.Sprintf("%s failed: %s; %s answered %d", failed, f.Err, answered, o.Status)}
+	return answer.Difference{Kind: answer.KindError, A: x.Err, B: y.Err, Explanation: fmt.Sprintf("%s failed: %s; %s answered %d", failed, f.Err, answered, o.Status)}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 func gz(s string) []byte {
@@ -23,16 +25,16 @@ func gz(s string) []byte {
 }
 
 // ok is a 200 JSON answer with body and the header pairs kv.
-func ok(body string, kv ...string) Answer {
+func ok(body string, kv ...string) answer.Answer {
 	h := http.Header{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Add(kv[i], kv[i+1])
 	}
-	return Answer{Status: 200, Header: h, Body: []byte(body)}
+	return answer.Answer{Status: 200, Header: h, Body: []byte(body)}
 }
 
 // lines writes each difference as kind|path|a|b|explanation.
-func lines(diffs []Difference) []string {
+func lines(diffs []answer.Difference) []string {
 	var out []string
 	for _, d := range diffs {
 		out = append(out, fmt.Sprintf("%s|%s|%s|%s|%s", d.Kind, d.Path, d.A, d.B, d.Explanation))
@@ -43,19 +45,19 @@ func lines(diffs []Difference) []string {
 func TestCompare(t *testing.T) {
 	redirected := ok(`{}`)
 	redirected.URL, redirected.FinalURL = "http://p.local/graphql", "http://p.local/v2"
-	redirected.Redirects = []Redirect{{Status: 307, Location: "/v2"}}
-	redirect := Answer{Status: 307, Header: http.Header{"Location": {"/v2"}}, URL: "http://p.local/graphql", FinalURL: "http://p.local/graphql"}
+	redirected.Redirects = []answer.Redirect{{Status: 307, Location: "/v2"}}
+	redirect := answer.Answer{Status: 307, Header: http.Header{"Location": {"/v2"}}, URL: "http://p.local/graphql", FinalURL: "http://p.local/graphql"}
 	twice := ok(`{}`)
 	twice.URL, twice.FinalURL = "http://p.local/graphql", "http://p.local/v3?x=1"
-	twice.Redirects = []Redirect{{Status: 301, Location: "/v2"}, {Status: 308, Location: "/v3?x=1"}}
+	twice.Redirects = []answer.Redirect{{Status: 301, Location: "/v2"}, {Status: 308, Location: "/v3?x=1"}}
 	unrecorded := ok(`{}`)
 	unrecorded.URL, unrecorded.FinalURL = "http://p.local/graphql", "http://q.local/v2"
 	elsewhereX, elsewhereY := ok(`{}`), ok(`{}`)
 	elsewhereX.FinalURL, elsewhereY.FinalURL = "http://a/graphql", "http://b/graphql"
 	uncompressed := ok(`{"a":1}`)
 	uncompressed.Uncompressed = true
-	compressed := Answer{Status: 200, Header: http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"27"}}, Body: gz(`{"a":1}`)}
-	brotli := Answer{Status: 200, Header: http.Header{"Content-Encoding": {"br"}}, Body: []byte("\x1b\x02")}
+	compressed := answer.Answer{Status: 200, Header: http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"27"}}, Body: gz(`{"a":1}`)}
+	brotli := answer.Answer{Status: 200, Header: http.Header{"Content-Encoding": {"br"}}, Body: []byte("\x1b\x02")}
 	var many, manyOther []string
 	for i := range MaxPaths + 2 {
 		many = append(many, fmt.Sprintf(`"k%02d":1`, i))
@@ -64,29 +66,29 @@ func TestCompare(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		x, y  Answer
+		x, y  answer.Answer
 		want  []string
 		notes int
 	}{
 		{"identical", ok(`{"a":1}`), ok(`{"a":1}`), nil, 0},
-		{"both failed", Answer{Err: "refused"}, Answer{Err: "reset"}, nil, 0},
-		{"one failed: nothing else", Answer{Err: "refused"}, ok(`{}`, "X-A", "1"),
+		{"both failed", answer.Answer{Err: "refused"}, answer.Answer{Err: "reset"}, nil, 0},
+		{"one failed: nothing else", answer.Answer{Err: "refused"}, ok(`{}`, "X-A", "1"),
 			[]string{"error||refused||x failed: refused; y answered 200"}, 0},
-		{"the other failed", ok(`{}`), Answer{Err: "reset"},
+		{"the other failed", ok(`{}`), answer.Answer{Err: "reset"},
 			[]string{"error|||reset|y failed: reset; x answered 200"}, 0},
 		{"one followed a redirect: nothing else", redirected, redirect,
 			[]string{"redirect||http://p.local/v2|http://p.local/graphql|x followed a 307 to /v2 and got a 200; y returned the 307"}, 0},
 		{"both followed", twice, unrecorded,
 			[]string{"redirect||http://p.local/v3?x=1|http://q.local/v2|x followed 2 redirects, the first a 301 to /v2, to /v3?x=1 and got a 200; y was redirected to http://q.local/v2 and got a 200"}, 0},
-		{"followed without a chain; the other returned another redirect", unrecorded, Answer{Status: 302, Header: http.Header{"Location": {"/v9"}}},
+		{"followed without a chain; the other returned another redirect", unrecorded, answer.Answer{Status: 302, Header: http.Header{"Location": {"/v9"}}},
 			[]string{"redirect||http://q.local/v2||x followed a 302 to /v9 and got a 200; y returned the 302"}, 0},
-		{"followed; the other returned a different redirect", redirected, Answer{Status: 302, Header: http.Header{"Location": {"/v9"}}},
+		{"followed; the other returned a different redirect", redirected, answer.Answer{Status: 302, Header: http.Header{"Location": {"/v9"}}},
 			[]string{"redirect||http://p.local/v2||x followed a 307 to /v2 and got a 200; y returned a 302 to /v9"}, 0},
 		{"followed; the other was not redirected", ok(`{}`), redirected,
 			[]string{"redirect|||http://p.local/v2|y followed a 307 to /v2 and got a 200; x was not redirected and answered 200"}, 0},
 		{"ended elsewhere", elsewhereX, elsewhereY,
 			[]string{"redirect||http://a/graphql|http://b/graphql|x answered from http://a/graphql; y answered from http://b/graphql"}, 0},
-		{"status, then header, then body", ok(`{"a":1}`, "X-A", "1"), Answer{Status: 500, Header: http.Header{}, Body: []byte(`{"a":2}`)},
+		{"status, then header, then body", ok(`{"a":1}`, "X-A", "1"), answer.Answer{Status: 500, Header: http.Header{}, Body: []byte(`{"a":2}`)},
 			[]string{
 				"status||200|500|x answered 200; y answered 500",
 				`header|X-A|1||x has X-A "1"; y has none`,
@@ -164,9 +166,9 @@ func TestOptions(t *testing.T) {
 		A: "x", B: "y",
 		Ignore: map[string]bool{"X-Request-Id": true},
 		Redact: RedactSet([]string{"x-key"}),
-		Body: func(schema string, xb, yb []byte) []Difference {
+		Body: func(schema string, xb, yb []byte) []answer.Difference {
 			schemas = append(schemas, schema)
-			return []Difference{{Kind: KindBody, A: string(xb), B: string(yb), Diff: "text"}}
+			return []answer.Difference{{Kind: answer.KindBody, A: string(xb), B: string(yb), Diff: "text"}}
 		},
 	})
 	got, _ := c.Compare("products", &x, &y)
@@ -186,7 +188,7 @@ func TestOptions(t *testing.T) {
 func TestRedactHeader(t *testing.T) {
 	h := http.Header{"Cookie": {"a", "b"}, "x-key": {"k"}, "Accept": {"*/*"}}
 	got := RedactHeader(h, RedactSet([]string{"X-Key"}))
-	want := http.Header{"Cookie": {Redacted, Redacted}, "x-key": {Redacted}, "Accept": {"*/*"}}
+	want := http.Header{"Cookie": {answer.Redacted, answer.Redacted}, "x-key": {answer.Redacted}, "Accept": {"*/*"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) || h["Cookie"][0] != "a" {
 		t.Errorf("got %v, want %v (input %v)", got, want, h)
 	}
@@ -216,11 +218,11 @@ func TestCapture(t *testing.T) {
 		StatusCode: 200, Header: http.Header{"X-A": {"1"}}, Uncompressed: true,
 		Body: body{strings.NewReader("abcdef"), &closed}, Request: &http.Request{URL: final, Response: hop},
 	}
-	a, truncated := Capture(resp, nil, time.Second, 4)
-	if !closed || !truncated || string(a.Body) != "abcd" || a.Status != 200 || a.Header.Get("X-A") != "1" || !a.Uncompressed || a.Elapsed < time.Second {
-		t.Errorf("got %+v, truncated %v, closed %v", a, truncated, closed)
+	a := Capture(resp, nil, time.Second, 4)
+	if !closed || !a.Truncated || string(a.Body) != "abcd" || a.Status != 200 || a.Header.Get("X-A") != "1" || !a.Uncompressed || a.Elapsed < time.Second {
+		t.Errorf("got %+v, closed %v", a, closed)
 	}
-	if a.URL != "http://u:xxxxx@p.local/graphql" || a.FinalURL != "http://p.local/v2" || !slices.Equal(a.Redirects, []Redirect{{307, "/v2"}}) {
+	if a.URL != "http://u:xxxxx@p.local/graphql" || a.FinalURL != "http://p.local/v2" || !slices.Equal(a.Redirects, []answer.Redirect{{Status: 307, Location: "/v2"}}) {
 		t.Errorf("URLs %q %q, redirects %v", a.URL, a.FinalURL, a.Redirects)
 	}
 	resp.Header.Set("X-A", "2")
@@ -229,20 +231,11 @@ func TestCapture(t *testing.T) {
 	}
 
 	closed = false
-	a, truncated = Capture(&http.Response{Body: body{strings.NewReader(""), &closed}}, errors.New("refused"), 0, 4)
-	if a.Err != "refused" || truncated || !closed {
+	a = Capture(&http.Response{Body: body{strings.NewReader(""), &closed}}, errors.New("refused"), 0, 4)
+	if a.Err != "refused" || a.Truncated || !closed {
 		t.Errorf("error: %+v, closed %v", a, closed)
 	}
-	if a, _ = Capture(nil, nil, 0, 4); a.Err == "" {
+	if a = Capture(nil, nil, 0, 4); a.Err == "" {
 		t.Error("neither a response nor an error: no Err")
-	}
-}
-
-func TestMap(t *testing.T) {
-	if Map([]int{}, func(int) int { return 0 }) != nil {
-		t.Error("empty: not nil")
-	}
-	if got := Map([]int{1, 2}, func(i int) string { return fmt.Sprint(i * 2) }); !slices.Equal(got, []string{"2", "4"}) {
-		t.Errorf("got %q", got)
 	}
 }

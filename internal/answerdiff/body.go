@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // decodedBody returns a's body as the comparison sees it: gzip decoded if
 // the side left it encoded. If it does not decode, the body is compared as
 // received and the note says why.
-func (c *Comparer) decodedBody(name string, a *Answer) (body []byte, note string) {
+func (c *Comparer) decodedBody(name string, a *answer.Answer) (body []byte, note string) {
 	if a.Uncompressed || !isGzip(contentEncoding(a)) {
 		return a.Body, ""
 	}
@@ -34,7 +36,7 @@ func (c *Comparer) decodedBody(name string, a *Answer) (body []byte, note string
 
 // Body is the default body comparison: as JSON values (JSON) if both
 // bodies are JSON, else as bytes (Bytes).
-func (c *Comparer) Body(x, y []byte) []Difference {
+func (c *Comparer) Body(x, y []byte) []answer.Difference {
 	xv, xok := DecodeJSON(x)
 	yv, yok := DecodeJSON(y)
 	if xok && yok {
@@ -46,7 +48,7 @@ func (c *Comparer) Body(x, y []byte) []Difference {
 // Bytes compares two bodies byte for byte: no difference, or one that
 // quotes both from a little before the first byte that differs. xJSON and
 // yJSON say which of them is JSON, which the explanation mentions.
-func (c *Comparer) Bytes(x, y []byte, xJSON, yJSON bool) []Difference {
+func (c *Comparer) Bytes(x, y []byte, xJSON, yJSON bool) []answer.Difference {
 	if bytes.Equal(x, y) {
 		return nil
 	}
@@ -61,7 +63,7 @@ func (c *Comparer) Bytes(x, y []byte, xJSON, yJSON bool) []Difference {
 	case yJSON:
 		expl += fmt.Sprintf(" and only the %s body is JSON", c.b)
 	}
-	return []Difference{{Kind: KindBody, A: excerpt(x, off), B: excerpt(y, off), Explanation: expl}}
+	return []answer.Difference{{Kind: answer.KindBody, A: excerpt(x, off), B: excerpt(y, off), Explanation: expl}}
 }
 
 // excerpt quotes the bytes of b around off, the first byte that differs.
@@ -99,20 +101,20 @@ func DecodeJSON(b []byte) (any, bool) {
 // JSON lists the paths at which two decoded JSON values (DecodeJSON)
 // differ, up to Options.MaxPaths of them, and then one difference that
 // counts the rest.
-func (c *Comparer) JSON(x, y any) []Difference {
+func (c *Comparer) JSON(x, y any) []answer.Difference {
 	w := jsonWalk{limit: c.maxPaths}
 	w.walk("", x, y)
 	if w.total == 0 {
 		return nil
 	}
-	diffs := make([]Difference, 0, len(w.diffs)+1)
+	diffs := make([]answer.Difference, 0, len(w.diffs)+1)
 	for _, pd := range w.diffs {
 		path := pd.path
 		where := "at " + path
 		if path == "" {
 			path, where = "$", "as the whole body"
 		}
-		d := Difference{Kind: KindBody, Path: path}
+		d := answer.Difference{Kind: answer.KindBody, Path: path}
 		if pd.hasX {
 			d.A = jsonText(pd.x)
 		}
@@ -134,7 +136,7 @@ func (c *Comparer) JSON(x, y any) []Difference {
 		if more == 1 {
 			noun = "path differs"
 		}
-		diffs = append(diffs, Difference{Kind: KindBody, Explanation: fmt.Sprintf("and %d more JSON %s between %s and %s", more, noun, c.a, c.b)})
+		diffs = append(diffs, answer.Difference{Kind: answer.KindBody, Explanation: fmt.Sprintf("and %d more JSON %s between %s and %s", more, noun, c.a, c.b)})
 	}
 	return diffs
 }

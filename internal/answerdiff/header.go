@@ -5,11 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-)
 
-// Redacted replaces the value of a sensitive header wherever one is
-// published (shadow.Redacted, compare.Redacted).
-const Redacted = "[REDACTED]"
+	"github.com/fusiongo/transport/answer"
+)
 
 // sensitive are redacted whatever else is: they carry credentials or
 // sessions.
@@ -30,7 +28,7 @@ func RedactSet(extra []string) map[string]bool {
 }
 
 // RedactHeader returns a copy of h in which the values of the headers in
-// set are Redacted. A nil h gives nil.
+// set are answer.Redacted. A nil h gives nil.
 func RedactHeader(h http.Header, set map[string]bool) http.Header {
 	if h == nil {
 		return nil
@@ -40,7 +38,7 @@ func RedactHeader(h http.Header, set map[string]bool) http.Header {
 		if set[http.CanonicalHeaderKey(name)] {
 			redacted := make([]string, len(values))
 			for i := range redacted {
-				redacted[i] = Redacted
+				redacted[i] = answer.Redacted
 			}
 			values = redacted
 		} else {
@@ -67,7 +65,7 @@ var hopByHop = []string{
 	"Upgrade",
 }
 
-func contentEncoding(a *Answer) string {
+func contentEncoding(a *answer.Answer) string {
 	return strings.ToLower(strings.TrimSpace(a.Header.Get("Content-Encoding")))
 }
 
@@ -76,13 +74,13 @@ func isGzip(encoding string) bool { return encoding == "gzip" || encoding == "x-
 // transparentDifference is the one difference reported when decoder
 // decompressed a body transparently and encoded returned it encoded.
 // swapped says that decoder is side B.
-func transparentDifference(decoderName, encodedName string, decoder, encoded *Answer, swapped bool) *Difference {
+func transparentDifference(decoderName, encodedName string, decoder, encoded *answer.Answer, swapped bool) *answer.Difference {
 	enc := encoded.Header.Get("Content-Encoding")
 	expl := fmt.Sprintf("%s decompressed a body transparently; %s returned it encoded (Content-Encoding: %s), which compare cannot decode", decoderName, encodedName, enc)
 	if isGzip(contentEncoding(encoded)) {
 		expl = fmt.Sprintf("%s decompressed a gzip body transparently; %s returned it compressed (Content-Encoding: %s)", decoderName, encodedName, enc)
 	}
-	d := &Difference{Kind: KindHeader, Path: "Content-Encoding", A: decoder.Header.Get("Content-Encoding"), B: enc, Explanation: expl}
+	d := &answer.Difference{Kind: answer.KindHeader, Path: "Content-Encoding", A: decoder.Header.Get("Content-Encoding"), B: enc, Explanation: expl}
 	if swapped {
 		d.A, d.B = d.B, d.A
 	}
@@ -103,7 +101,7 @@ func (c *Comparer) comparableHeader(h http.Header, dropped map[string]bool) map[
 	return out
 }
 
-func (c *Comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) []Difference {
+func (c *Comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) []answer.Difference {
 	dropped := map[string]bool{"Date": true} // differs by the second it was sent
 	for _, name := range hopByHop {
 		dropped[name] = true
@@ -124,7 +122,7 @@ func (c *Comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) [
 	}
 	x, y := c.comparableHeader(xh, dropped), c.comparableHeader(yh, dropped)
 
-	var diffs []Difference
+	var diffs []answer.Difference
 	for _, name := range unionKeys(x, y) {
 		xv, xok := x[name]
 		yv, yok := y[name]
@@ -135,13 +133,13 @@ func (c *Comparer) headerDifferences(xh, yh http.Header, skip map[string]bool) [
 	return diffs
 }
 
-func (c *Comparer) headerDifference(name string, xv, yv []string, xok, yok bool) Difference {
-	d := Difference{Kind: KindHeader, Path: name, A: strings.Join(xv, ", "), B: strings.Join(yv, ", ")}
+func (c *Comparer) headerDifference(name string, xv, yv []string, xok, yok bool) answer.Difference {
+	d := answer.Difference{Kind: answer.KindHeader, Path: name, A: strings.Join(xv, ", "), B: strings.Join(yv, ", ")}
 	if c.redact[name] {
 		// Compared by value, published without it.
 		d.A, d.B = redactValue(xok), redactValue(yok)
 		if xok && yok {
-			d.Explanation = fmt.Sprintf("%s and %s have different %s values (%s)", c.a, c.b, name, Redacted)
+			d.Explanation = fmt.Sprintf("%s and %s have different %s values (%s)", c.a, c.b, name, answer.Redacted)
 			return d
 		}
 	}
@@ -156,11 +154,11 @@ func (c *Comparer) headerDifference(name string, xv, yv []string, xok, yok bool)
 	return d
 }
 
-// redactValue stands in for a sensitive header's value: Redacted if the
+// redactValue stands in for a sensitive header's value: answer.Redacted if the
 // side has the header, empty if not.
 func redactValue(present bool) string {
 	if present {
-		return Redacted
+		return answer.Redacted
 	}
 	return ""
 }

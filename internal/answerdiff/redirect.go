@@ -3,21 +3,23 @@ package answerdiff
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/fusiongo/transport/answer"
 )
 
 // redirected reports whether a's answer came from somewhere other than
 // where the request was sent.
-func (a *Answer) redirected() bool {
+func redirected(a *answer.Answer) bool {
 	return len(a.Redirects) > 0 || (a.URL != "" && a.FinalURL != "" && a.URL != a.FinalURL)
 }
 
 // redirectDifference reports a redirect that only one side followed, or
 // followed to a different place.
-func (c *Comparer) redirectDifference(x, y *Answer) (Difference, bool) {
-	xr, yr := x.redirected(), y.redirected()
+func (c *Comparer) redirectDifference(x, y *answer.Answer) (answer.Difference, bool) {
+	xr, yr := redirected(x), redirected(y)
 	endsDiffer := x.FinalURL != "" && y.FinalURL != "" && x.FinalURL != y.FinalURL
 	if xr == yr && !endsDiffer {
-		return Difference{}, false
+		return answer.Difference{}, false
 	}
 	var expl string
 	switch {
@@ -30,10 +32,10 @@ func (c *Comparer) redirectDifference(x, y *Answer) (Difference, bool) {
 	default:
 		expl = fmt.Sprintf("%s answered from %s; %s answered from %s", c.a, x.FinalURL, c.b, y.FinalURL)
 	}
-	return Difference{Kind: KindRedirect, A: endURL(x), B: endURL(y), Explanation: expl}, true
+	return answer.Difference{Kind: answer.KindRedirect, A: endURL(x), B: endURL(y), Explanation: expl}, true
 }
 
-func endURL(a *Answer) string {
+func endURL(a *answer.Answer) string {
 	if a.FinalURL != "" {
 		return a.FinalURL
 	}
@@ -43,7 +45,7 @@ func endURL(a *Answer) string {
 // followed phrases what the side f that was redirected did. other, if not
 // nil, is the side that returned the redirect itself, whose status and
 // Location stand in when the follower's sender kept no redirect chain.
-func followed(name string, f, other *Answer) string {
+func followed(name string, f, other *answer.Answer) string {
 	switch len(f.Redirects) {
 	case 0:
 		if other != nil && isRedirect(other.Status) {
@@ -60,7 +62,7 @@ func followed(name string, f, other *Answer) string {
 
 // returned phrases what the side o that was not redirected did, given the
 // follower f.
-func returned(name string, o, f *Answer) string {
+func returned(name string, o, f *answer.Answer) string {
 	if !isRedirect(o.Status) {
 		return fmt.Sprintf("%s was not redirected and answered %d", name, o.Status)
 	}
