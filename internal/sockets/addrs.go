@@ -116,15 +116,15 @@ type addressing struct {
 	// The known addresses, in the order DNS gave them, and those gone
 	// from its answer that still have connections. Guarded by pool.mu.
 	addrs     []*address
-	nlive     int   // addrs not gone
-	nejected  int   // addrs ejected (never gone)
-	turn      int   // where choose starts: after the address it chose last, so that ties go in turn
-	resolving bool  // a lookup is under way, or asked for (resolveNow)
+	nlive     int  // addrs not gone
+	nejected  int  // addrs ejected (never gone)
+	turn      int  // where choose starts: after the address it chose last, so that ties go in turn
+	resolving bool // a lookup is under way, or asked for (resolveNow)
 	// looking: resolve runs (its lookup is out). The refresh timer may
 	// fire while resolveNow resets it to 0; of the two runs, the second
 	// finds looking set and leaves the lookup to the first: lookup and
 	// its answer field are one run's at a time.
-	looking bool
+	looking   bool
 	lookupErr error // the last lookup's failure; nil once one answered
 }
 
