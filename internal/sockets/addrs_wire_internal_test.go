@@ -87,6 +87,10 @@ func newWireSet(t *testing.T, n int) *wireSet {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			body, _ := io.ReadAll(req.Body)
 			r.hits.Add(1)
+			if req.Header.Get("Upgrade") == "echo-test" {
+				s.upgrade(w, req, i)
+				return
+			}
 			if string(body) == "hold" {
 				s.mu.Lock()
 				hold := s.hold
@@ -120,6 +124,34 @@ func newWireSet(t *testing.T, n int) *wireSet {
 	}
 	t.Cleanup(s.release) // a held request never outlives the test
 	return s
+}
+
+// upgrade switches to an echo protocol: each line read is written back
+// after "echo ". A request with X-Hold is held (as a "hold" body is)
+// before its 101.
+func (s *wireSet) upgrade(w http.ResponseWriter, req *http.Request, i int) {
+	if req.Header.Get("X-Hold") != "" {
+		s.mu.Lock()
+		hold := s.hold
+		s.mu.Unlock()
+		s.held <- i
+		<-hold
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo-test\r\nConnection: Upgrade\r\n\r\n")
+	brw.Flush()
+	for {
+		line, err := brw.ReadString('\n')
+		if err != nil {
+			return
+		}
+		brw.WriteString("echo " + line)
+		brw.Flush()
+	}
 }
 
 // ips returns the addresses of the replicas named (all when none is).
