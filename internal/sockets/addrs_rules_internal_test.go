@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,5 +361,84 @@ func TestWireUpgradeNoAddress(t *testing.T) {
 	}
 	if h := set.hits(); h[0]+h[1] != 0 {
 		t.Errorf("hits %v", h)
+	}
+}
+
+// gatedResolver answers its first lookup with first at once, and every
+// later one with then, once release is closed; blocked receives each
+// later lookup as it starts.
+type gatedResolver struct {
+	first, then []netip.Addr
+	n           atomic.Int32
+	blocked     chan struct{}
+	release     chan struct{}
+}
+
+func (r *gatedResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	if r.n.Add(1) == 1 {
+		return r.first, nil
+	}
+	r.blocked <- struct{}{}
+	<-r.release
+	return r.then, nil
+}
+
+// TestResolveOneAtATime: a connect failure of every address while a
+// refresh's lookup is out starts no second run of resolve alongside it
+// (under -race, the two runs race on the lookup's answer; and a second
+// run would wait for an answer the first took); the answer of the lookup
+// out is then taken in and a request reaches it.
+func TestResolveOneAtATime(t *testing.T) {
+	set := newWireSet(t, 1)
+	res := &gatedResolver{
+		first: []netip.Addr{netip.MustParseAddr("127.0.0.9")}, // no server at the set's port
+		then:  set.ips(), blocked: make(chan struct{}, 8), release: make(chan struct{}),
+	}
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(res.release)
+		}
+	})
+	tr := openWire(t, env.EngineH1, set, res, nil, nil)
+	select {
+	case <-res.blocked: // the first refresh's lookup is out
+	case <-time.After(testTimeout):
+		t.Fatalf("no refresh within %v", testTimeout)
+	}
+	for range 3 {
+		if _, err := wirePost(tr, set.url, "{}"); err == nil {
+			t.Fatal("a request to an address with no server succeeded")
+		}
+	}
+	released = true
+	close(res.release)
+	deadline := time.After(testTimeout)
+	for {
+		if _, err := wirePost(tr, set.url, "{}"); err == nil {
+			break
+		}
+		select {
+		case <-res.blocked:
+		case <-deadline:
+			t.Fatalf("requests still fail within %v of the lookup's answer", testTimeout)
+		}
+	}
+}
+
+// TestWatchedCountsWritten: a watched connection counts the bytes
+// written on it (what decides whether a failed request left unsent).
+func TestWatchedCountsWritten(t *testing.T) {
+	client, server := loopbackPair(t)
+	w := newWatchedConn(client)
+	if _, err := io.WriteString(w, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(server, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("server read %q, %v", buf, err)
+	}
+	if n := w.written.Load(); n != 5 {
+		t.Errorf("%d bytes counted written, want 5", n)
 	}
 }
