@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -48,9 +49,30 @@ type replica struct {
 	// changes, for waitClosed.
 	changed chan struct{}
 	// hold, when not nil, holds a request whose body is "hold" until it is
-	// closed; held receives one value per request held.
-	hold chan struct{}
-	held chan struct{}
+	// closed; held receives one value per request held. Set before the
+	// first request, or under holdMu (withHolds, release).
+	holdMu sync.Mutex
+	hold   chan struct{}
+	held   chan struct{}
+}
+
+// withHolds makes every replica of set hold the requests whose body is
+// "hold" (holdOn), until releaseHeld.
+func withHolds(set *replicaSet) {
+	for _, r := range set.r {
+		r.holdMu.Lock()
+		r.hold, r.held = make(chan struct{}), make(chan struct{}, 8)
+		r.holdMu.Unlock()
+	}
+}
+
+// release lets the requests held at r answer, and holds the next ones
+// until the next release.
+func (r *replica) release() {
+	r.holdMu.Lock()
+	defer r.holdMu.Unlock()
+	close(r.hold)
+	r.hold = make(chan struct{})
 }
 
 // replicaSet is n replicas and the URL that reaches them through a
@@ -59,6 +81,11 @@ type replicaSet struct {
 	r    []*replica
 	port string
 	url  string
+
+	// closes counts the connections closed at every replica; closedSig
+	// is signalled (non-blocking, capacity 1) after each, for awaitClose.
+	closes    atomic.Int64
+	closedSig chan struct{}
 
 	mu    sync.Mutex
 	order []int // the replica of each connection accepted, in order
@@ -119,7 +146,7 @@ func newReplicasTLS(t *testing.T, n int, tlsOpt *withTLS, opts ...replicaOption)
 	if len(ls) < n {
 		t.Fatalf("could not listen on %d loopback addresses with one port", n)
 	}
-	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql"}
+	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql", closedSig: make(chan struct{}, 1)}
 	if tlsOpt != nil {
 		set.url = "https://replicas.test:" + port + "/graphql"
 	}
@@ -157,6 +184,11 @@ func newReplicasTLS(t *testing.T, n int, tlsOpt *withTLS, opts ...replicaOption)
 				set.open--
 				set.mu.Unlock()
 				r.open.Add(-1)
+				set.closes.Add(1)
+				select {
+				case set.closedSig <- struct{}{}:
+				default:
+				}
 			}
 			select {
 			case r.changed <- struct{}{}:
@@ -183,9 +215,12 @@ func (r *replica) serve(w http.ResponseWriter, req *http.Request) {
 		pause := time.NewTimer(d) // the replica is slow: that is what the test is about
 		<-pause.C
 	}
-	if string(body) == "hold" && r.hold != nil {
-		r.held <- struct{}{}
-		<-r.hold
+	r.holdMu.Lock()
+	hold, held := r.hold, r.held
+	r.holdMu.Unlock()
+	if string(body) == "hold" && hold != nil {
+		held <- struct{}{}
+		<-hold
 	}
 	switch r.mode.Load() {
 	case answer503:
@@ -415,15 +450,23 @@ func TestAddressLifetimeSpread(t *testing.T) {
 			}
 			return n
 		}
-		// Bounded: at most 200 rounds of 8 calls, stopping at 24
-		// connections; a lifetime ends about every 200ms.
-		for round := 0; round < 200 && dials() < 24; round++ {
+		// Driven by the connections, not by a number of rounds: a round of
+		// calls opens connections, and the next round goes once one of
+		// them has closed at its lifetime's end (a replica saw a close),
+		// until 24 were opened. A machine under load only makes the
+		// lifetimes end later; gapGuard, per round, keeps a lifetime that
+		// never ends from hanging the test.
+		for dials() < 24 {
+			closes := set.closes.Load()
 			if errs := callAll(inv, 8, 64); len(errs) > 0 {
 				t.Fatalf("%d calls failed, first: %v", len(errs), errs[0])
 			}
-		}
-		if n := dials(); n < 24 {
-			t.Fatalf("only %d connections opened; the lifetime did not end them", n)
+			if dials() >= 24 {
+				break
+			}
+			if !awaitClose(set, closes, gapGuard) {
+				t.Fatalf("only %d connections opened, and none closed within %v: the lifetime did not end them", dials(), gapGuard)
+			}
 		}
 		// The first 24 connections, as the case measured before addresses.
 		set.mu.Lock()
@@ -440,6 +483,21 @@ func TestAddressLifetimeSpread(t *testing.T) {
 		}
 		t.Logf("first 24 connections per address: %v", per)
 	})
+}
+
+// awaitClose waits until a connection of set closes after closes (the
+// count of closes set had before), at most within; false if none did.
+func awaitClose(set *replicaSet, closes int64, within time.Duration) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for set.closes.Load() <= closes {
+		select {
+		case <-set.closedSig:
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
 }
 
 // TestAddressRemovedFromDNS: an address that leaves the resolver's answer
@@ -516,10 +574,11 @@ func TestOutlierEjection(t *testing.T) {
 				set := newReplicas(t, 3)
 				bad := set.r[1]
 				bad.mode.Store(mode.m)
+				withHolds(set)
 				res := newStubResolver(set.ips())
 				events := make(chan transport.ResilienceEvent, 16)
 				inv := newInvoker(t, addressConfig(engine, set.url, func(s *env.SourceSchema) {
-					s.OutlierDetection.BaseEjection = 300 * time.Millisecond
+					s.OutlierDetection.BaseEjection = 500 * time.Millisecond
 				}), transport.WithResolver(res), transport.WithResilienceHook(func(ev transport.ResilienceEvent) {
 					if ev.Kind == transport.AddressEjected || ev.Kind == transport.AddressReturned {
 						events <- ev
@@ -540,30 +599,31 @@ func TestOutlierEjection(t *testing.T) {
 					}
 					break
 				}
-				if ev.Kind != transport.AddressEjected || ev.Address != bad.ip.String() || ev.Schema != "products" || ev.For != 300*time.Millisecond {
-					t.Fatalf("event %+v, want the ejection of %s for 300ms", ev, bad.ip)
+				if ev.Kind != transport.AddressEjected || ev.Address != bad.ip.String() || ev.Schema != "products" || ev.For != 500*time.Millisecond {
+					t.Fatalf("event %+v, want the ejection of %s for 500ms", ev, bad.ip)
 				}
 				if got := bad.hits.Load(); got != 5 {
 					t.Errorf("the bad address was ejected after %d requests, want 5 (consecutive_failures)", got)
 				}
+				// While it is ejected (a short run, well within
+				// base_ejection), calls succeed and none reaches it.
 				before := set.hits()
-				if errs := callAll(inv, 4, 150); len(errs) > 0 {
+				if errs := callAll(inv, 4, 40); len(errs) > 0 {
 					t.Errorf("%d calls failed while the bad address was ejected, first: %v", len(errs), errs[0])
 				}
 				after := set.hits()
 				if got := after[1] - before[1]; got != 0 {
 					t.Errorf("the ejected address got %d requests, want 0", got)
 				}
-				// The two in service take all 150, both of them: the
-				// least-loaded choice favours whichever answers faster, so a
-				// short run on a busy machine is not split evenly (the even
-				// spread is TestAddressSpread's, over 600 calls).
-				for _, i := range []int{0, 2} {
-					if got := after[i] - before[i]; got == 0 {
-						t.Errorf("address %s took none of 150 calls while the other was ejected; hits before %v, after %v", set.r[i].ip, before, after)
-					}
+				// The two in service take its share: with one request held
+				// on one of them, the least-loaded choice sends the next to
+				// the other (never to the ejected one), whichever answers
+				// faster.
+				held := holdOn(t, inv, set, 2)
+				if h := heldWhere(held); h[0] != 1 || h[2] != 1 || h[1] != 0 {
+					t.Errorf("two requests held at once went to %v (per address), want one on each address in service", h)
 				}
-				t.Logf("while ejected: hits before %v, after %v", before, after)
+				releaseHeld(t, set, held)
 				bad.mode.Store(answerOK)
 				select {
 				case ev = <-events:
@@ -573,15 +633,99 @@ func TestOutlierEjection(t *testing.T) {
 				if ev.Kind != transport.AddressReturned || ev.Address != bad.ip.String() {
 					t.Fatalf("event %+v, want the return of %s", ev, bad.ip)
 				}
+				// Back in service, it takes requests again, its share at
+				// equal load: with one request held on each of the two
+				// others, the third goes to it.
+				held = holdOn(t, inv, set, 3)
+				if h := heldWhere(held); h[0] != 1 || h[1] != 1 || h[2] != 1 {
+					t.Errorf("three requests held at once went to %v (per address), want one on each, the returned address too", h)
+				}
+				releaseHeld(t, set, held)
+				// And one caller at a time (nothing in flight at each
+				// choice), at least its third of 30 calls.
 				before = set.hits()
-				if errs := callAll(inv, 4, 150); len(errs) > 0 {
+				if errs := callAll(inv, 1, 30); len(errs) > 0 {
 					t.Errorf("%d calls failed after the return, first: %v", len(errs), errs[0])
 				}
-				if got := set.hits()[1] - before[1]; got < 15 {
-					t.Errorf("the returned address took %d of 150 calls, want at least 15", got)
+				if got := set.hits()[1] - before[1]; got < 10 {
+					t.Errorf("the returned address took %d of 30 calls one at a time, want at least 10; hits before %v, after %v", got, before, set.hits())
 				}
 			})
 		})
+	}
+}
+
+// heldCall is one request held at a replica (holdOn): where it is held,
+// and its end.
+type heldCall struct {
+	at   int // the replica's index
+	done chan error
+}
+
+// holdOn sends n requests whose body is "hold", one after the other, each
+// once the one before is held at a replica (so each choice sees those
+// before it in flight), and returns them, held. Every replica of set must
+// have hold and held set (withHolds).
+func holdOn(t *testing.T, inv transport.Invoker, set *replicaSet, n int) []heldCall {
+	t.Helper()
+	var out []heldCall
+	for range n {
+		done := make(chan error, 1)
+		go func() {
+			resp, err := inv.Post(context.Background(), "products", []byte("hold"))
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		cases := make([]reflect.SelectCase, 0, len(set.r)+2)
+		for _, r := range set.r {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.held)})
+		}
+		guard := time.NewTimer(gapGuard)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(guard.C)})
+		i, v, _ := reflect.Select(cases)
+		guard.Stop()
+		switch {
+		case i < len(set.r):
+			out = append(out, heldCall{at: i, done: done})
+		case i == len(set.r):
+			t.Fatalf("a request to hold ended unheld: %v", v.Interface())
+		default:
+			t.Fatalf("a request to hold was not held at any replica within %v", gapGuard)
+		}
+	}
+	return out
+}
+
+// heldWhere counts the held requests per replica (of three).
+func heldWhere(held []heldCall) []int {
+	per := make([]int, 3)
+	for _, h := range held {
+		per[h.at]++
+	}
+	return per
+}
+
+// releaseHeld lets the held requests answer and waits for their ends. The
+// replicas' hold channels are replaced, for the next holdOn.
+func releaseHeld(t *testing.T, set *replicaSet, held []heldCall) {
+	t.Helper()
+	for _, r := range set.r {
+		r.release()
+	}
+	for _, h := range held {
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("a held request failed: %v", err)
+			}
+		case <-time.After(gapGuard):
+			t.Fatalf("a released request did not end within %v", gapGuard)
+		}
 	}
 }
 

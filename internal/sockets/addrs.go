@@ -116,10 +116,15 @@ type addressing struct {
 	// The known addresses, in the order DNS gave them, and those gone
 	// from its answer that still have connections. Guarded by pool.mu.
 	addrs     []*address
-	nlive     int   // addrs not gone
-	nejected  int   // addrs ejected (never gone)
-	turn      int   // where choose starts: after the address it chose last, so that ties go in turn
-	resolving bool  // a lookup is under way
+	nlive     int  // addrs not gone
+	nejected  int  // addrs ejected (never gone)
+	turn      int  // where choose starts: after the address it chose last, so that ties go in turn
+	resolving bool // a lookup is under way, or asked for (resolveNow)
+	// looking: resolve runs (its lookup is out). The refresh timer may
+	// fire while resolveNow resets it to 0; of the two runs, the second
+	// finds looking set and leaves the lookup to the first: lookup and
+	// its answer field are one run's at a time.
+	looking   bool
 	lookupErr error // the last lookup's failure; nil once one answered
 }
 
@@ -171,11 +176,22 @@ func newAddress(ip netip.Addr, port string) *address {
 
 // resolve looks the host up and takes the answer in (setAddrs); a failed
 // or empty answer keeps the addresses known. It runs on the refresh
-// timer's goroutine, and again every dns_refresh.
+// timer's goroutine, and again every dns_refresh, one run at a time: a
+// run that finds another under way (the timer fired as resolveNow reset
+// it) leaves it to that one, whose answer is as new.
 func (p *pool) resolve() {
+	p.mu.Lock()
+	if p.looking {
+		p.mu.Unlock()
+		return
+	}
+	// Set here too, not only by resolveNow: a connect failure during a
+	// refresh's lookup then starts no second one.
+	p.looking, p.resolving = true, true
+	p.mu.Unlock()
 	ips, err := p.lookup()
 	p.mu.Lock()
-	p.resolving = false
+	p.looking, p.resolving = false, false
 	if p.drained {
 		p.mu.Unlock()
 		p.resolvedOnce.Do(func() { close(p.resolved) })
