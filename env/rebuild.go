@@ -31,6 +31,8 @@ const (
 	RebuildIgnored
 )
 
+// String names r for people: "nothing", "route", "sockets pool", "legacy
+// shared client", "ignored"; "unknown" for the zero Rebuild.
 func (r Rebuild) String() string {
 	switch r {
 	case RebuildNothing:
