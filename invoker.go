@@ -287,17 +287,12 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 }
 
 // forBackend returns settings as a backend gets them: without the keys
-// the request path itself acts on for every path (the circuit breaker, the
-// retry budget, hedging, resilience.go; request compression and the rate
-// limit, shaping.go), so that changing one of them never makes a backend
-// build a new transport.
+// the request path itself acts on for every path (env.RebuildRoute: the
+// circuit breaker, the retry budget, hedging, resilience.go; request
+// compression and the rate limit, shaping.go), so that changing one of them
+// never makes a backend build a new transport.
 func forBackend(settings env.Settings) env.Settings {
-	settings.CircuitBreaker = env.BreakerSettings{}
-	settings.Hedge = env.HedgeSettings{}
-	settings.RequestCompression = env.RequestCompressionSettings{}
-	settings.RateLimit = env.RateLimitSettings{}
-	settings.Retry.BudgetRatio, settings.Retry.BudgetMinPerSecond = 0, 0
-	return settings
+	return settings.Only(env.PathSockets, func(r env.Rebuild) bool { return r != env.RebuildRoute })
 }
 
 // headerValues converts SchemaOptions.HeaderValues for package headers.

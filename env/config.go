@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/internal/defaults"
 )
 
 // Path names the HTTP stack that serves source schema requests.
@@ -358,16 +358,18 @@ type RateLimitSettings struct {
 	Wait time.Duration
 }
 
-// Codecs of RequestCompressionSettings.Codec.
+// Codecs of RequestCompressionSettings.Codec; gzip and zstd are also the
+// content codings of Settings.Decompression. They are middleware's codec
+// names (middleware.CodecGzip, middleware.CodecZstd): one vocabulary.
 const (
 	CompressionOff  = "off"
-	CompressionGzip = "gzip"
-	CompressionZstd = "zstd"
+	CompressionGzip = defaults.CodecGzip // "gzip"
+	CompressionZstd = defaults.CodecZstd // "zstd"
 )
 
 // DefaultCompressionMinBytes is RequestCompressionSettings.MinBytes's
-// default.
-const DefaultCompressionMinBytes = 1024
+// default: 1024 (middleware.DefaultCompressMinBytes).
+const DefaultCompressionMinBytes = defaults.CompressMinBytes
 
 // On reports whether s compresses request bodies.
 func (s RequestCompressionSettings) On() bool {
@@ -761,27 +763,29 @@ var builtin = Settings{
 	Headers:       HeaderSettings{MaxForwardedBytes: DefaultMaxForwardedHeaderBytes},
 	Retry: RetrySettings{
 		MaxAttempts: 1,
-		WaitMin:     middleware.DefaultRetryWaitMin, // the retry middleware's defaults, defined there once
-		WaitMax:     middleware.DefaultRetryWaitMax,
-		Statuses:    middleware.DefaultRetryStatuses(),
+		// The values middleware's defaults also read (internal/defaults):
+		// middleware works without env, and env links no middleware.
+		WaitMin:  defaults.RetryWaitMin,
+		WaitMax:  defaults.RetryWaitMax,
+		Statuses: defaults.RetryStatuses(),
 
-		BudgetRatio:        middleware.DefaultBudgetRatio,
-		BudgetMinPerSecond: middleware.DefaultBudgetMinPerSecond,
+		BudgetRatio:        defaults.BudgetRatio,
+		BudgetMinPerSecond: defaults.BudgetMinPerSecond,
 	},
 	Dedupe: Disabled,
 	CircuitBreaker: BreakerSettings{
 		Enabled:          Disabled,
-		FailureRatio:     middleware.DefaultBreakerFailureRatio,
-		MinRequests:      middleware.DefaultBreakerMinRequests,
-		Window:           middleware.DefaultBreakerWindow,
-		OpenFor:          middleware.DefaultBreakerOpenFor,
-		HalfOpenRequests: middleware.DefaultBreakerHalfOpenRequests,
-		Statuses:         middleware.DefaultBreakerStatuses(),
+		FailureRatio:     defaults.BreakerFailureRatio,
+		MinRequests:      defaults.BreakerMinRequests,
+		Window:           defaults.BreakerWindow,
+		OpenFor:          defaults.BreakerOpenFor,
+		HalfOpenRequests: defaults.BreakerHalfOpenRequests,
+		Statuses:         defaults.BreakerStatuses(),
 	},
 	Hedge: HedgeSettings{
 		Enabled:  Disabled,
 		Delay:    HedgeDelay{Quantile: 0.95},
-		MaxExtra: 1,
+		MaxExtra: defaults.HedgeMaxExtra,
 	},
 	RequestCompression: RequestCompressionSettings{
 		Codec:    CompressionOff,

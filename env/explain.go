@@ -5,9 +5,6 @@ import (
 	"slices"
 
 	"github.com/fusiongo/transport/internal/redact"
-	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/file"
-	"github.com/knadh/koanf/v2"
 )
 
 // Value is one effective setting of a source schema and where it came
@@ -26,31 +23,14 @@ type Value struct {
 	Origin string
 }
 
-// Explain loads like Load and also reports, for every source schema, every
-// effective setting with its origin, in key order. The values are for
-// people to read: secrets are hidden (see Value).
+// Explain loads like Load, reading each file once, and also reports, for
+// every source schema, every effective setting with its origin, in key
+// order. The values are for people to read: secrets are hidden (see
+// Value). Its errors are Load's.
 func (l Loader) Explain(files ...string) (Config, map[string][]Value, error) {
-	cfg, err := l.Load(files...)
+	cfg, origin, err := l.load(files)
 	if err != nil {
 		return Config{}, nil, err
-	}
-	origin := map[string]string{}
-	for _, f := range files {
-		k := koanf.New(".")
-		if err := k.Load(file.Provider(f), yaml.Parser()); err != nil {
-			return Config{}, nil, fmt.Errorf("config file %s: %w", f, redactYAML(err))
-		}
-		for _, key := range k.Keys() {
-			origin[key] = "file " + f
-		}
-	}
-	k := koanf.New(".")
-	for _, f := range files {
-		_ = k.Load(file.Provider(f), yaml.Parser())
-	}
-	_, envOrigin, _, _ := l.environment(k.MapKeys("source_schemas"))
-	for key, name := range envOrigin {
-		origin[key] = "environment " + name
 	}
 	if l.LookupEnv != nil {
 		if _, ok := l.LookupEnv(ForwardHeadersVar); ok {

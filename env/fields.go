@@ -11,10 +11,10 @@ import (
 	"github.com/fusiongo/transport/internal/redact"
 )
 
-// field is one setting key: how a file value decodes into Settings, and how
-// a source schema inherits it. settingFields is the one list of keys that
-// the loader, inheritance, the environment mapping and the config command
-// share.
+// field is one setting key: how a file value decodes into Settings, how a
+// source schema inherits it, and what a change of it rebuilds on each path.
+// settingFields is the one list of keys that the loader, inheritance, the
+// environment mapping, the config command and a reload share.
 type field struct {
 	key     string // dotted, under defaults or source_schemas.<name>
 	decode  func(errs *errorList, key string, v any, s *Settings)
@@ -26,6 +26,9 @@ type field struct {
 	// show writes the value for people (Explain, the config command) with
 	// its secrets hidden; nil for a key that holds none: format then.
 	show func(s *Settings) string
+	// sockets and legacy are what a change of the key rebuilds on each
+	// path (rebuild.go), set by rebuilds.
+	sockets, legacy Rebuild
 }
 
 // display is the value of the key in s as Explain shows it.
@@ -36,69 +39,72 @@ func (f field) display(s *Settings) string {
 	return f.format(s)
 }
 
+// settingFields are the setting keys in documentation order. The last
+// column says what a change of the key rebuilds on the sockets path, then
+// on the legacy path (Rebuild).
 var settingFields = []field{
-	durationField("connect_timeout", func(s *Settings) *time.Duration { return &s.ConnectTimeout }),
-	durationField("conn_lifetime", func(s *Settings) *time.Duration { return &s.ConnLifetime }),
-	durationField("conn_lifetime_jitter", func(s *Settings) *time.Duration { return &s.ConnLifetimeJitter }),
-	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }),
-	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }),
-	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }),
-	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }),
-	durationField("dns_refresh", func(s *Settings) *time.Duration { return &s.DNSRefresh }),
-	toggleField("outlier_detection.enabled", func(s *Settings) *Toggle { return &s.OutlierDetection.Enabled }),
-	countField("outlier_detection.consecutive_failures", func(s *Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }),
-	durationField("outlier_detection.interval", func(s *Settings) *time.Duration { return &s.OutlierDetection.Interval }),
-	durationField("outlier_detection.base_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }),
-	durationField("outlier_detection.max_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }),
-	percentField("outlier_detection.max_ejection_percent", func(s *Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }),
-	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }),
-	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }),
-	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }),
-	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }),
-	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }),
-	enumField("engine", Engines, func(s *Settings) *string { return &s.Engine }),
-	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }),
-	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }),
-	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }),
-	durationField("http2.ping_timeout", func(s *Settings) *time.Duration { return &s.HTTP2.PingTimeout }),
-	toggleField("http2.multiple_connections", func(s *Settings) *Toggle { return &s.HTTP2.MultipleConnections }),
-	stringField("tls.ca_file", func(s *Settings) *string { return &s.TLS.CAFile }),
-	stringField("tls.cert_file", func(s *Settings) *string { return &s.TLS.CertFile }),
-	stringField("tls.key_file", func(s *Settings) *string { return &s.TLS.KeyFile }),
-	stringField("tls.server_name", func(s *Settings) *string { return &s.TLS.ServerName }),
-	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }),
-	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }),
-	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }),
-	urlField("proxy", func(s *Settings) *string { return &s.Proxy }),
-	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }),
-	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }),
-	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }),
-	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }),
-	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }),
-	secretMapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }),
-	limitField("headers.max_forwarded_bytes", func(s *Settings) *int { return &s.Headers.MaxForwardedBytes }),
-	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }),
-	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }),
-	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }),
-	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }),
-	ratioField("retry.budget_ratio", true, func(s *Settings) *float64 { return &s.Retry.BudgetRatio }),
-	floorField("retry.budget_min_per_second", func(s *Settings) *int { return &s.Retry.BudgetMinPerSecond }),
-	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }),
-	toggleField("circuit_breaker.enabled", func(s *Settings) *Toggle { return &s.CircuitBreaker.Enabled }),
-	ratioField("circuit_breaker.failure_ratio", false, func(s *Settings) *float64 { return &s.CircuitBreaker.FailureRatio }),
-	countField("circuit_breaker.min_requests", func(s *Settings) *int { return &s.CircuitBreaker.MinRequests }),
-	durationField("circuit_breaker.window", func(s *Settings) *time.Duration { return &s.CircuitBreaker.Window }),
-	durationField("circuit_breaker.open_for", func(s *Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }),
-	countField("circuit_breaker.half_open_requests", func(s *Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }),
-	intListField("circuit_breaker.statuses", func(s *Settings) *[]int { return &s.CircuitBreaker.Statuses }),
-	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }),
-	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }),
-	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }),
-	enumField("request_compression.codec", []string{CompressionOff, CompressionGzip, CompressionZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }),
-	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }),
-	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }),
-	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }),
-	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }),
+	durationField("connect_timeout", func(s *Settings) *time.Duration { return &s.ConnectTimeout }).rebuilds(RebuildPool, RebuildShared),
+	durationField("conn_lifetime", func(s *Settings) *time.Duration { return &s.ConnLifetime }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("conn_lifetime_jitter", func(s *Settings) *time.Duration { return &s.ConnLifetimeJitter }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }).rebuilds(RebuildPool, RebuildShared),
+	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }).rebuilds(RebuildPool, RebuildShared),
+	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }).rebuilds(RebuildPool, RebuildShared),
+	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("dns_refresh", func(s *Settings) *time.Duration { return &s.DNSRefresh }).rebuilds(RebuildPool, RebuildIgnored),
+	toggleField("outlier_detection.enabled", func(s *Settings) *Toggle { return &s.OutlierDetection.Enabled }).rebuilds(RebuildPool, RebuildIgnored),
+	countField("outlier_detection.consecutive_failures", func(s *Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("outlier_detection.interval", func(s *Settings) *time.Duration { return &s.OutlierDetection.Interval }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("outlier_detection.base_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("outlier_detection.max_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }).rebuilds(RebuildPool, RebuildIgnored),
+	percentField("outlier_detection.max_ejection_percent", func(s *Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }).rebuilds(RebuildPool, RebuildIgnored),
+	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }).rebuilds(RebuildPool, RebuildShared),
+	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }).rebuilds(RebuildPool, RebuildShared),
+	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }).rebuilds(RebuildNothing, RebuildNothing),
+	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }).rebuilds(RebuildNothing, RebuildNothing),
+	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }).rebuilds(RebuildPool, RebuildIgnored),
+	enumField("engine", Engines, func(s *Settings) *string { return &s.Engine }).rebuilds(RebuildPool, RebuildIgnored),
+	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }).rebuilds(RebuildPool, RebuildIgnored),
+	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }).rebuilds(RebuildPool, RebuildIgnored),
+	durationField("http2.ping_timeout", func(s *Settings) *time.Duration { return &s.HTTP2.PingTimeout }).rebuilds(RebuildPool, RebuildIgnored),
+	toggleField("http2.multiple_connections", func(s *Settings) *Toggle { return &s.HTTP2.MultipleConnections }).rebuilds(RebuildPool, RebuildIgnored),
+	stringField("tls.ca_file", func(s *Settings) *string { return &s.TLS.CAFile }).rebuilds(RebuildPool, RebuildIgnored),
+	stringField("tls.cert_file", func(s *Settings) *string { return &s.TLS.CertFile }).rebuilds(RebuildPool, RebuildIgnored),
+	stringField("tls.key_file", func(s *Settings) *string { return &s.TLS.KeyFile }).rebuilds(RebuildPool, RebuildIgnored),
+	stringField("tls.server_name", func(s *Settings) *string { return &s.TLS.ServerName }).rebuilds(RebuildPool, RebuildIgnored),
+	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }).rebuilds(RebuildPool, RebuildIgnored),
+	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }).rebuilds(RebuildPool, RebuildIgnored),
+	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }).rebuilds(RebuildPool, RebuildIgnored),
+	urlField("proxy", func(s *Settings) *string { return &s.Proxy }).rebuilds(RebuildPool, RebuildIgnored),
+	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }).rebuilds(RebuildNothing, RebuildIgnored),
+	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }).rebuilds(RebuildPool, RebuildIgnored),
+	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }).rebuilds(RebuildNothing, RebuildNothing),
+	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }).rebuilds(RebuildNothing, RebuildNothing),
+	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }).rebuilds(RebuildNothing, RebuildNothing),
+	secretMapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }).rebuilds(RebuildNothing, RebuildNothing),
+	limitField("headers.max_forwarded_bytes", func(s *Settings) *int { return &s.Headers.MaxForwardedBytes }).rebuilds(RebuildNothing, RebuildNothing),
+	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }).rebuilds(RebuildNothing, RebuildNothing),
+	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }).rebuilds(RebuildNothing, RebuildNothing),
+	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }).rebuilds(RebuildNothing, RebuildNothing),
+	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }).rebuilds(RebuildNothing, RebuildNothing),
+	ratioField("retry.budget_ratio", true, func(s *Settings) *float64 { return &s.Retry.BudgetRatio }).rebuilds(RebuildRoute, RebuildRoute),
+	floorField("retry.budget_min_per_second", func(s *Settings) *int { return &s.Retry.BudgetMinPerSecond }).rebuilds(RebuildRoute, RebuildRoute),
+	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }).rebuilds(RebuildNothing, RebuildNothing),
+	toggleField("circuit_breaker.enabled", func(s *Settings) *Toggle { return &s.CircuitBreaker.Enabled }).rebuilds(RebuildRoute, RebuildRoute),
+	ratioField("circuit_breaker.failure_ratio", false, func(s *Settings) *float64 { return &s.CircuitBreaker.FailureRatio }).rebuilds(RebuildRoute, RebuildRoute),
+	countField("circuit_breaker.min_requests", func(s *Settings) *int { return &s.CircuitBreaker.MinRequests }).rebuilds(RebuildRoute, RebuildRoute),
+	durationField("circuit_breaker.window", func(s *Settings) *time.Duration { return &s.CircuitBreaker.Window }).rebuilds(RebuildRoute, RebuildRoute),
+	durationField("circuit_breaker.open_for", func(s *Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }).rebuilds(RebuildRoute, RebuildRoute),
+	countField("circuit_breaker.half_open_requests", func(s *Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }).rebuilds(RebuildRoute, RebuildRoute),
+	intListField("circuit_breaker.statuses", func(s *Settings) *[]int { return &s.CircuitBreaker.Statuses }).rebuilds(RebuildRoute, RebuildRoute),
+	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }).rebuilds(RebuildRoute, RebuildRoute),
+	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }).rebuilds(RebuildRoute, RebuildRoute),
+	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }).rebuilds(RebuildRoute, RebuildRoute),
+	enumField("request_compression.codec", []string{CompressionOff, CompressionGzip, CompressionZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }).rebuilds(RebuildRoute, RebuildRoute),
+	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }).rebuilds(RebuildRoute, RebuildRoute),
+	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(RebuildRoute, RebuildRoute),
+	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(RebuildRoute, RebuildRoute),
+	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(RebuildRoute, RebuildRoute),
 }
 
 // SettingKeys returns the keys a source schema or defaults section may

@@ -43,18 +43,38 @@ type Loader struct {
 
 // Load is Load with l's environment.
 func (l Loader) Load(files ...string) (Config, error) {
+	cfg, _, err := l.load(files)
+	return cfg, err
+}
+
+// load is Load that also returns where each key a file or the environment
+// set came from, by koanf's dotted path of the key (the leaves of
+// mappings): "file F" or "environment NAME", the last layer's. Each file
+// is read once, through boundedFile.
+func (l Loader) load(files []string) (Config, map[string]string, error) {
 	k := koanf.New(".")
 	if err := k.Load(confmap.Provider(builtinMap(), "."), nil); err != nil {
-		return Config{}, fmt.Errorf("loading built-in defaults: %w", err)
+		return Config{}, nil, fmt.Errorf("loading built-in defaults: %w", err)
 	}
+	from := map[string]string{}
 	for _, f := range files {
-		if err := k.Load(boundedFile(f), yaml.Parser()); err != nil {
-			return Config{}, fmt.Errorf("config file %s: %w", f, redactYAML(err))
+		fk := koanf.New(".")
+		if err := fk.Load(boundedFile(f), yaml.Parser()); err != nil {
+			return Config{}, nil, fmt.Errorf("config file %s: %w", f, redactYAML(err))
+		}
+		for _, key := range fk.Keys() {
+			from[key] = "file " + f
+		}
+		if err := k.Merge(fk); err != nil {
+			return Config{}, nil, fmt.Errorf("config file %s: %w", f, redactYAML(err))
 		}
 	}
 	envMap, origin, sw, envErr := l.environment(k.MapKeys("source_schemas"))
+	for key, name := range origin {
+		from[key] = "environment " + name
+	}
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
-		return Config{}, fmt.Errorf("loading the environment: %w", err)
+		return Config{}, nil, fmt.Errorf("loading the environment: %w", err)
 	}
 	cfg, decodeErr := decode(k.Raw(), sw)
 	decodeErr = blameEnvironment(decodeErr, origin)
@@ -65,9 +85,9 @@ func (l Loader) Load(files ...string) (Config, error) {
 	errs.addAll(decodeErr)
 	errs.addAll(blameEnvironment(cfg.Validate(), origin))
 	if err := errs.err(); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
-	return cfg, nil
+	return cfg, from, nil
 }
 
 // builtinMap is the first layer: the built-in defaults, as a file would

@@ -516,7 +516,8 @@ func TestLoadErrorsAcrossFiles(t *testing.T) {
 }
 
 // TestLoadFileErrors covers files that cannot be read or parsed: the error
-// names the file and keeps the cause, and is not a KeyError.
+// names the file and keeps the cause, and is not a KeyError. Explain (the
+// config command) reads files as Load does and returns the same errors.
 func TestLoadFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.yaml")
@@ -586,20 +587,28 @@ func TestLoadFileErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// A bad switch value must not hide the file's error.
 			l := env.Loader{LookupEnv: lookupEnv(map[string]string{env.SwitchVar: "bogus"})}
-			cfg, err := l.Load(tt.files...)
-			if err == nil {
-				t.Fatalf("Load() = %+v, want an error", cfg)
-			}
-			if got := err.Error(); got != tt.wantErr {
-				t.Errorf("Load() error:\n got %q\nwant %q", got, tt.wantErr)
-			}
-			if tt.is != nil && !errors.Is(err, tt.is) {
-				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
-			}
-			checkNoSecret(t, "Load()", err)
-			var ke *env.KeyError
-			if errors.As(err, &ke) {
-				t.Errorf("errors.As(*KeyError) = %+v, want no KeyError for a file error", ke)
+			for _, load := range []struct {
+				name string
+				run  func(files ...string) (env.Config, error)
+			}{
+				{"Load", l.Load},
+				{"Explain", func(files ...string) (env.Config, error) { cfg, _, err := l.Explain(files...); return cfg, err }},
+			} {
+				cfg, err := load.run(tt.files...)
+				if err == nil {
+					t.Fatalf("%s() = %+v, want an error", load.name, cfg)
+				}
+				if got := err.Error(); got != tt.wantErr {
+					t.Errorf("%s() error:\n got %q\nwant %q", load.name, got, tt.wantErr)
+				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Errorf("%s: errors.Is(%v, %v) = false", load.name, err, tt.is)
+				}
+				checkNoSecret(t, load.name+"()", err)
+				var ke *env.KeyError
+				if errors.As(err, &ke) {
+					t.Errorf("%s: errors.As(*KeyError) = %+v, want no KeyError for a file error", load.name, ke)
+				}
 			}
 		})
 	}

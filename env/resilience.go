@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/internal/defaults"
 )
 
 // validateResilience checks the circuit breaker, retry budget and hedge
@@ -32,8 +32,8 @@ func validateResilience(errs *errorList, prefix string, s Settings) {
 	if n := s.OutlierDetection.MaxEjectionPercent; n < 0 || n > 100 {
 		errs.add(prefix+".outlier_detection.max_ejection_percent", n, nil, "invalid value %d: want a whole number of percent, from 1 to 100", n)
 	}
-	if n := s.Hedge.MaxExtra; n > middleware.MaxHedgeExtra {
-		errs.add(prefix+".hedge.max_extra", n, nil, "invalid value %d: at most %d", n, middleware.MaxHedgeExtra)
+	if n := s.Hedge.MaxExtra; n > defaults.MaxHedgeExtra {
+		errs.add(prefix+".hedge.max_extra", n, nil, "invalid value %d: at most %d", n, defaults.MaxHedgeExtra)
 	}
 	for _, d := range []struct {
 		key string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/defaults"
 )
 
 // ErrCircuitOpen is wrapped by the error of a request that a Breaker
@@ -91,17 +92,16 @@ type BreakerConfig struct {
 
 // The defaults of BreakerConfig.
 const (
-	DefaultBreakerFailureRatio     = 0.5
-	DefaultBreakerMinRequests      = 20
-	DefaultBreakerWindow           = 10 * time.Second
-	DefaultBreakerOpenFor          = 5 * time.Second
-	DefaultBreakerHalfOpenRequests = 1
+	DefaultBreakerFailureRatio     = defaults.BreakerFailureRatio     // 0.5
+	DefaultBreakerMinRequests      = defaults.BreakerMinRequests      // 20
+	DefaultBreakerWindow           = defaults.BreakerWindow           // 10s
+	DefaultBreakerOpenFor          = defaults.BreakerOpenFor          // 5s
+	DefaultBreakerHalfOpenRequests = defaults.BreakerHalfOpenRequests // 1
 )
 
-// DefaultBreakerStatuses returns the default of BreakerConfig.Statuses.
-func DefaultBreakerStatuses() []int {
-	return []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
-}
+// DefaultBreakerStatuses returns the default of BreakerConfig.Statuses, a
+// new slice on every call: 500, 502, 503, 504.
+func DefaultBreakerStatuses() []int { return defaults.BreakerStatuses() }
 
 // Breaker is a circuit breaker of one source schema. Its Middleware may
 // wrap several pipelines: they share its state, as a route kept across a

@@ -3,6 +3,8 @@ package middleware
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/fusiongo/transport/internal/defaults"
 )
 
 // RetryBudget bounds the retries (and hedges) of one source schema: over a
@@ -42,8 +44,8 @@ type slot struct {
 
 // The defaults of RetryBudgetConfig.
 const (
-	DefaultBudgetRatio        = 0.2
-	DefaultBudgetMinPerSecond = 10
+	DefaultBudgetRatio        = defaults.BudgetRatio        // 0.2
+	DefaultBudgetMinPerSecond = defaults.BudgetMinPerSecond // 10
 )
 
 // RetryBudgetConfig configures NewRetryBudget.

@@ -9,17 +9,18 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/fusiongo/transport/internal/defaults"
 	"github.com/fusiongo/transport/operation"
 )
 
 // The codecs of CompressConfig.Codec.
 const (
-	CodecGzip = "gzip"
-	CodecZstd = "zstd"
+	CodecGzip = defaults.CodecGzip // "gzip"
+	CodecZstd = defaults.CodecZstd // "zstd"
 )
 
-// DefaultCompressMinBytes is CompressConfig.MinBytes's default.
-const DefaultCompressMinBytes = 1024
+// DefaultCompressMinBytes is CompressConfig.MinBytes's default: 1024.
+const DefaultCompressMinBytes = defaults.CompressMinBytes
 
 // CompressConfig configures Compress. Read once, by Compress.
 type CompressConfig struct {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusiongo/transport/internal/defaults"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/operation"
 )
@@ -55,8 +56,8 @@ type HedgeConfig struct {
 	OnSent, OnWon func()
 }
 
-// MaxHedgeExtra is the most HedgeConfig.MaxExtra can be.
-const MaxHedgeExtra = 16
+// MaxHedgeExtra is the most HedgeConfig.MaxExtra can be: 16.
+const MaxHedgeExtra = defaults.MaxHedgeExtra
 
 // MinLatencySamples is how many samples a Latencies needs before its
 // quantile is used as a hedge delay.
@@ -142,7 +143,7 @@ func Hedge(cfg HedgeConfig) Middleware {
 	}
 	cfg.MaxExtra = min(cfg.MaxExtra, MaxHedgeExtra)
 	if cfg.MaxExtra <= 0 {
-		cfg.MaxExtra = 1
+		cfg.MaxExtra = defaults.HedgeMaxExtra
 	}
 	if cfg.Quantile > 0 && cfg.Latencies == nil {
 		cfg.Latencies = NewLatencies()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/fusiongo/transport/internal/defaults"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/operation"
 )
@@ -63,14 +64,13 @@ type RetryConfig struct {
 
 // The defaults of RetryConfig.
 const (
-	DefaultRetryWaitMin = 100 * time.Millisecond
-	DefaultRetryWaitMax = 2 * time.Second
+	DefaultRetryWaitMin = defaults.RetryWaitMin // 100ms
+	DefaultRetryWaitMax = defaults.RetryWaitMax // 2s
 )
 
-// DefaultRetryStatuses returns the default of RetryConfig.Statuses.
-func DefaultRetryStatuses() []int {
-	return []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
-}
+// DefaultRetryStatuses returns the default of RetryConfig.Statuses, a new
+// slice on every call: 429, 502, 503, 504.
+func DefaultRetryStatuses() []int { return defaults.RetryStatuses() }
 
 // Validate reports the fields of c that are out of range, all at once. Retry
 // does not call it: it treats out-of-range values as documented on each

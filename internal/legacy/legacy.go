@@ -47,18 +47,11 @@ func (k *key) Equal(o backend.Key) bool {
 	return ok != nil && k.lifetime == ok.lifetime && k.shared.Equal(ok.shared)
 }
 
-// sharedSettings keeps the settings the shared transport is built from;
-// the others are the sockets path's or act per request.
+// sharedSettings keeps the settings the shared transport is built from
+// (env.RebuildShared); the others are the sockets path's or act per
+// request.
 func sharedSettings(s env.Settings) env.Settings {
-	return env.Settings{
-		ConnectTimeout:      s.ConnectTimeout,
-		IdleConnTimeout:     s.IdleConnTimeout,
-		MaxConnsPerHost:     s.MaxConnsPerHost,
-		MaxIdleConnsPerHost: s.MaxIdleConnsPerHost,
-		KeepAlive:           s.KeepAlive,
-
-		MaxResponseHeaderBytes: s.MaxResponseHeaderBytes,
-	}
+	return s.Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
 }
 
 // Key returns the shared transport's settings of s's configuration.
@@ -185,21 +178,14 @@ func sameOrigin(req *http.Request) bool {
 	return first == req || first.URL.Host == req.URL.Host
 }
 
-// perRequest are the keys the legacy path reads for each source schema; the
-// shared keys it reads from defaults only. Every other key is the sockets
+// perRequest reports whether the legacy path reads key for each source
+// schema (env.RebuildNothing, env.RebuildRoute); it reads the shared keys
+// (env.RebuildShared) from defaults only. Every other key is the sockets
 // path's.
-var (
-	perRequest = []string{"header_timeout", "request_timeout", "headers.forward", "headers.forward_matching", "headers.rename", "headers.set", "headers.max_forwarded_bytes", "retry.max_attempts", "retry.wait_min", "retry.wait_max", "retry.statuses", "dedupe",
-		// Read by the request path for every path (the root's resilience.go).
-		"retry.budget_ratio", "retry.budget_min_per_second",
-		"circuit_breaker.enabled", "circuit_breaker.failure_ratio", "circuit_breaker.min_requests", "circuit_breaker.window",
-		"circuit_breaker.open_for", "circuit_breaker.half_open_requests", "circuit_breaker.statuses",
-		"hedge.enabled", "hedge.delay", "hedge.max_extra",
-		// Read by the request path for every path (the root's shaping.go).
-		"request_compression.codec", "request_compression.min_bytes",
-		"rate_limit.requests_per_second", "rate_limit.burst", "rate_limit.wait"}
-	shared = []string{"connect_timeout", "idle_conn_timeout", "max_conns_per_host", "max_idle_conns_per_host", "keep_alive", "max_response_header_bytes"}
-)
+func perRequest(key string) bool {
+	r := env.Rebuilds(key, env.PathLegacy)
+	return r == env.RebuildNothing || r == env.RebuildRoute
+}
 
 // Ignored lists the keys set in cfg that the legacy path does not read, as
 // "defaults.<key>" or "source_schemas.<name>.<key>", in a stable order.
@@ -211,13 +197,13 @@ func (b *Backend) Ignored(cfg *env.Config) []string {
 	// lifetime) is not set by setting the other.
 	differs := env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
 	for _, k := range env.DiffSettings(env.Settings{}, cfg.Defaults) {
-		if slices.Contains(differs, k) && !slices.Contains(perRequest, k) && !slices.Contains(shared, k) {
+		if slices.Contains(differs, k) && env.Rebuilds(k, env.PathLegacy) == env.RebuildIgnored {
 			out = append(out, "defaults."+k)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
 		for _, k := range env.DiffSettings(env.Settings{}, cfg.SourceSchemas[name].Settings) {
-			if !slices.Contains(perRequest, k) {
+			if !perRequest(k) {
 				out = append(out, "source_schemas."+name+"."+k)
 			}
 		}

@@ -38,6 +38,9 @@ func TestPlanNamesChangedSecrets(t *testing.T) {
 			s.Proxy = "http://pu:proxy-2@proxy:3128"
 			s.Headers.Set = map[string]string{"Authorization": "Bearer tok-2"}
 		}, sockets.Change{Schema: "p", Action: "replaced", Reasons: []string{"proxy"}, Also: []string{"headers.set", "url userinfo"}}},
+		// The request path's keys never reach the pool, as in a Reload.
+		{"breaker", func(s *env.SourceSchema) { s.CircuitBreaker.Enabled = env.Enabled },
+			sockets.Change{Schema: "p", Action: "kept", Reasons: []string{"circuit_breaker.enabled"}}},
 		{"address and password", func(s *env.SourceSchema) { s.URL = "http://svc:pw-2@127.0.0.1:4002/graphql" },
 			sockets.Change{Schema: "p", Action: "replaced", Reasons: []string{"url address"}, Also: []string{"url userinfo"}}},
 	} {

@@ -50,16 +50,12 @@ func (k *key) Equal(o backend.Key) bool {
 	return ok != nil && k.scheme == ok.scheme && k.addr == ok.addr && k.tlsDigest == ok.tlsDigest && k.settings.Equal(ok.settings)
 }
 
-// poolSettings keeps what a pool is built from: settings that act per
-// request (timeouts, header rules, retry, dedupe, decompression) are left
+// poolSettings keeps what a pool is built from (env.RebuildPool): settings
+// that act per request (timeouts, header rules, retry, dedupe,
+// decompression) or on the request path (breaker, hedging, ...) are left
 // out, so changing them keeps the pool and its warm connections.
 func poolSettings(s env.Settings) env.Settings {
-	s.HeaderTimeout, s.RequestTimeout = 0, 0
-	s.Headers = env.HeaderSettings{}
-	s.Retry = env.RetrySettings{}
-	s.Dedupe = env.Inherit
-	s.Decompression = nil
-	return s
+	return s.Only(env.PathSockets, func(r env.Rebuild) bool { return r == env.RebuildPool })
 }
 
 // Key reads the schema's TLS files and returns what its pool is built from.
