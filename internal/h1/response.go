@@ -85,12 +85,20 @@ func ReadResponse(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, own
 }
 
 // respBody is the Response and its Body in one allocation, with room for
-// the values of a small header.
+// the values of a small header and for the bytes of a small head, which
+// every header string is sliced from (parsed.buildIn): headRoom makes the
+// whole 640 bytes, one size class of the allocator, and holds the head of
+// a typical GraphQL answer; a larger head takes an allocation of its own.
 type respBody struct {
-	resp http.Response
-	body Body
-	vals [8]string
+	resp     http.Response
+	body     Body
+	vals     [8]string
+	headRoom [headRoom]byte
 }
+
+// headRoom is the size of respBody.headRoom: 640 bytes in all on 64-bit
+// platforms.
+const headRoom = 280
 
 // readOne reads one response head from br and prepares its body, as
 // http.ReadResponse does; n is the size of the head. limit bounds the
@@ -113,7 +121,7 @@ func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, firs
 	// The head's bytes are copied once into the string every header
 	// string is sliced from; head may alias br's buffer, so copy before
 	// discarding it.
-	s := p.build(head)
+	s := p.buildIn(head, rb.headRoom[:])
 	discard(br, head)
 	h := p.header(s, rb.vals[:])
 	resp.Status = s[p.statusStart:p.statusEnd]

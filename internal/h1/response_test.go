@@ -322,8 +322,9 @@ func TestLongHead(t *testing.T) {
 
 // TestAllocs asserts the allocation figure of a 200 response with 7
 // header fields and a Content-Length body read to its end: the
-// Response with its Body and room for 8 values (1), the Header map (2:
-// Go's map and its first group), the string of the head (1).
+// Response with its Body, room for 8 values and the head's bytes (1), the
+// Header map (2: Go's map and its first group). A head larger than
+// respBody's room takes one allocation more (TestAllocsLargeHead).
 func TestAllocs(t *testing.T) {
 	in := []byte("HTTP/1.1 200 OK\r\n" +
 		"Content-Type: application/json\r\n" +
@@ -351,6 +352,32 @@ func TestAllocs(t *testing.T) {
 			if _, err := resp.Body.Read(buf); err != nil {
 				break
 			}
+		}
+		resp.Body.Close()
+	})
+	if allocs != 3 {
+		t.Errorf("allocations = %v, want 3", allocs)
+	}
+}
+
+// TestAllocsLargeHead: a head beyond respBody's room is copied into a
+// string of its own, and its header reads the same.
+func TestAllocsLargeHead(t *testing.T) {
+	long := strings.Repeat("v", headRoom)
+	in := []byte("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nX-Long: " + long + "\r\nContent-Length: 2\r\n\r\nok")
+	r := bytes.NewReader(in)
+	br := bufio.NewReader(r)
+	req := &http.Request{Method: "POST"}
+	var owner nopOwner
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(in)
+		br.Reset(r)
+		resp, err := ReadResponse(br, req, 0, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Get("X-Long") != long || resp.Header.Get("Content-Type") != "text/plain" {
+			t.Fatalf("Header = %v", resp.Header)
 		}
 		resp.Body.Close()
 	})
