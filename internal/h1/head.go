@@ -373,8 +373,15 @@ func (p *parsed) buildIn(head, room []byte) string {
 // header builds the header map from s, the string built from the head;
 // vals is spare room for the values.
 func (p *parsed) header(s string, vals []string) http.Header {
+	return p.headerIn(nil, s, vals)
+}
+
+// headerIn is header into h, an empty map, when h is not nil.
+func (p *parsed) headerIn(h http.Header, s string, vals []string) http.Header {
 	n := len(p.fields)
-	h := make(http.Header, n)
+	if h == nil {
+		h = make(http.Header, n)
+	}
 	if n == 0 {
 		return h
 	}

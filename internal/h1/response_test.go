@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -428,5 +429,47 @@ func BenchmarkReadResponse(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// TestLentAllocs: a response read into a Lent, which is Reset after
+// each, allocates nothing once the Lent's map has grown, and each
+// response reads as its own.
+func TestLentAllocs(t *testing.T) {
+	answers := [][]byte{
+		[]byte("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX-N: one\r\nContent-Length: 7\r\n\r\n{\"a\":1}"),
+		[]byte("HTTP/1.1 503 Service Unavailable\r\nX-N: two\r\nX-N: deux\r\nContent-Length: 3\r\n\r\nbad"),
+	}
+	want := []struct {
+		code   int
+		n      []string
+		body   string
+		fields int
+	}{{200, []string{"one"}, `{"a":1}`, 3}, {503, []string{"two", "deux"}, "bad", 2}}
+	r := bytes.NewReader(nil)
+	br := bufio.NewReader(r)
+	req := &http.Request{Method: "POST"}
+	var owner nopOwner
+	var lent Lent
+	buf := make([]byte, 64)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		k := i % 2
+		i++
+		r.Reset(answers[k])
+		br.Reset(r)
+		resp, err := ReadResponseIn(br, req, 0, owner, &lent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.ReadFull(resp.Body, buf[:len(want[k].body)])
+		if resp.StatusCode != want[k].code || !slices.Equal(resp.Header["X-N"], want[k].n) || string(buf[:n]) != want[k].body || len(resp.Header) != want[k].fields {
+			t.Fatalf("response %d: %d %v %q", k, resp.StatusCode, resp.Header, buf[:n])
+		}
+		resp.Body.Close()
+		lent.Reset()
+	})
+	if allocs != 0 {
+		t.Errorf("allocations = %v, want 0", allocs)
 	}
 }
