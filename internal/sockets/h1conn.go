@@ -401,9 +401,22 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	if err := c.write(req); err != nil {
 		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
 	}
-	resp, err := h1.ReadResponse(c.br, req, c.maxHeader, c)
+	borrow := backend.BorrowOf(ctx)
+	var lent *lentResponse
+	var into *h1.Lent
+	if borrow != nil {
+		lent = lentResponses.Get().(*lentResponse)
+		into = &lent.Lent
+	}
+	resp, err := h1.ReadResponseIn(c.br, req, c.maxHeader, c, into)
 	if err != nil {
+		if lent != nil {
+			lent.Return() // no response was made of it
+		}
 		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
+	}
+	if borrow != nil {
+		borrow.Keep(lent)
 	}
 	if !headerBy.IsZero() {
 		// The header bound ends with the header: the body has the
@@ -567,3 +580,18 @@ func (c *h1Conn) BodyDone(reuse bool) {
 }
 
 var errH1NotReusable = errors.New("h1: connection not reusable after its response")
+
+// lentResponse is the memory of an h1 response read for a call that
+// borrows it (backend.Borrow): taken from lentResponses by roundTrip, and
+// put back by the request path once the caller's callback has returned
+// and the body is closed (Return). Owned by one response at a time.
+type lentResponse struct{ h1.Lent }
+
+// lentResponses pools the h1 engine's lent responses, for every pool.
+var lentResponses = sync.Pool{New: func() any { return new(lentResponse) }}
+
+// Return empties l and puts it back in the pool.
+func (l *lentResponse) Return() {
+	l.Reset()
+	lentResponses.Put(l)
+}
