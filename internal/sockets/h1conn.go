@@ -146,8 +146,8 @@ type h1Conn struct {
 	// per request, and a read that it ends is read again without it
 	// (readerOf). The next bound replaces it. Holder.
 	lingers bool
-	reuse bool            // holder: the request allows reuse (not req.Close)
-	read  int64           // holder: bytes read on nc so far
+	reuse   bool  // holder: the request allows reuse (not req.Close)
+	read    int64 // holder: bytes read on nc so far
 }
 
 // stateHook is the pool's hook, boxed for the atomic pointer.
