@@ -76,14 +76,13 @@ func ReadResponse(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, own
 type Lent struct {
 	rb     respBody
 	header http.Header // kept across responses, emptied by Reset; nil until first used
+	room   []byte      // the head's bytes; kept across responses, grown to the largest head read
 }
 
 // Reset empties l for the next response.
 func (l *Lent) Reset() {
-	h := l.header
-	clear(h)
+	clear(l.header)
 	l.rb = respBody{}
-	l.header = h
 }
 
 // ReadResponseIn is ReadResponse into in (see Lent); with in nil it
@@ -117,22 +116,50 @@ func ReadResponseIn(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, o
 }
 
 // respBody is the Response and its Body in one allocation, with room for
-// the values of a small header and for the bytes of a small head, which
-// every header string is sliced from (parsed.buildIn): headRoom makes the
-// whole 632 bytes, which with the 8-byte header the allocator puts before
-// an object with pointers larger than 512 bytes fills its 640-byte size
-// class, and holds the head of a typical GraphQL answer; a larger head
-// takes an allocation of its own.
+// the values of a small header.
 type respBody struct {
-	resp     http.Response
-	body     Body
-	vals     [8]string
-	headRoom [headRoom]byte
+	resp http.Response
+	body Body
+	vals [8]string
 }
 
-// headRoom is the size of respBody.headRoom: 632 bytes in all on 64-bit
-// platforms.
-const headRoom = 272
+// The bytes of a head, which every header string is sliced from
+// (parsed.buildIn), go in the Response's own allocation when they fit in
+// one of these, each the room that a respBody leaves in a size class of
+// the allocator (on 64-bit platforms: 448, 512, and 640 bytes, counting
+// the 8-byte header the allocator puts before an object with pointers
+// larger than 512 bytes); a larger head takes an allocation of its own.
+type (
+	respRoomS struct {
+		rb   respBody
+		room [88]byte
+	}
+	respRoomM struct {
+		rb   respBody
+		room [152]byte
+	}
+	respRoomL struct {
+		rb   respBody
+		room [272]byte
+	}
+)
+
+// newRespBody allocates a respBody with room for a head of n bytes, if
+// one of the sizes above holds it; room is nil if not.
+func newRespBody(n int) (rb *respBody, room []byte) {
+	switch {
+	case n <= len(respRoomS{}.room):
+		r := new(respRoomS)
+		return &r.rb, r.room[:]
+	case n <= len(respRoomM{}.room):
+		r := new(respRoomM)
+		return &r.rb, r.room[:]
+	case n <= len(respRoomL{}.room):
+		r := new(respRoomL)
+		return &r.rb, r.room[:]
+	}
+	return new(respBody), nil
+}
 
 // readOne reads one response head from br and prepares its body, as
 // http.ReadResponse does; n is the size of the head. limit bounds the
@@ -151,6 +178,7 @@ func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, firs
 		return nil, n, err
 	}
 	var rb *respBody
+	var room []byte
 	var h http.Header
 	if in != nil {
 		rb = &in.rb
@@ -158,14 +186,18 @@ func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, firs
 			in.header = make(http.Header, len(p.fields))
 		}
 		h = in.header
+		if cap(in.room) < len(head) {
+			in.room = make([]byte, len(head))
+		}
+		room = in.room[:cap(in.room)]
 	} else {
-		rb = new(respBody)
+		rb, room = newRespBody(len(head))
 	}
 	resp = &rb.resp
 	// The head's bytes are copied once into the string every header
 	// string is sliced from; head may alias br's buffer, so copy before
 	// discarding it.
-	s := p.buildIn(head, rb.headRoom[:])
+	s := p.buildIn(head, room)
 	discard(br, head)
 	h = p.headerIn(h, s, rb.vals[:])
 	resp.Status = s[p.statusStart:p.statusEnd]
