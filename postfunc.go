@@ -37,8 +37,9 @@ var ErrBodyReleased = errors.New("transport: response body read after the PostFu
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
 // returns: no hedge, dedupe, telemetry, request log, request_timeout,
-// header_timeout enforced by the request path, or Middleware. Anywhere
-// else PostFunc costs what Post does, with the same guarantees.
+// header_timeout enforced by the request path, or Middleware (and the
+// call is not moved by a reload to another engine). Anywhere else
+// PostFunc costs what Post does, with the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
 		// The canary and shadow choose a route per call and may send on
@@ -69,11 +70,19 @@ func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn
 	}
 	c.ctx = borrowCtx{Context: ctx, b: &c.borrow}
 	resp, err := r.postOn(&c.ctx, &c.postCall, c.header, c.getBody, body)
-	if err != nil {
-		// The pipeline has returned: nothing holds c. An attempt's
-		// response that a retry replaced is not returned (Borrow.Keep).
+	if c.borrow.Spoiled() {
+		// A reload moved the call to a transport that may still read
+		// the request: c is left to the garbage collector.
 		c.borrow.Forget()
-		c.recycle()
+		c = nil
+	}
+	if err != nil {
+		// The pipeline has returned: nothing else holds c. An attempt's
+		// response that a retry replaced is not returned (Borrow.Keep).
+		if c != nil {
+			c.borrow.Forget()
+			c.recycle()
+		}
 		return err
 	}
 	return callBack(name, resp, fn, c)

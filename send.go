@@ -284,6 +284,14 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 				gqlhttp.CloseBody(req)
 				return nil, merr
 			}
+			if !next.anyBody {
+				// A PostFunc call whose memory is pooled (route.lends)
+				// goes on to a transport that may read its body after
+				// RoundTrip returns: its memory must not be reused.
+				if b := backend.BorrowOf(req.Context()); b != nil {
+					b.Spoil()
+				}
+			}
 			r, req = next, moved
 			continue
 		}

@@ -14,6 +14,25 @@ import (
 type Borrow struct {
 	mu   sync.Mutex
 	lent Lent // guarded by mu: the memory of the last response read; nil if none
+	// spoiled: an attempt of the call went to a transport that may read
+	// the request after its RoundTrip returned (net/http's), so the
+	// request's memory must not serve another call. Guarded by mu.
+	spoiled bool
+}
+
+// Spoil records that an attempt of the call went to a transport that may
+// still read the request after its RoundTrip has returned.
+func (b *Borrow) Spoil() {
+	b.mu.Lock()
+	b.spoiled = true
+	b.mu.Unlock()
+}
+
+// Spoiled reports whether Spoil was called.
+func (b *Borrow) Spoiled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spoiled
 }
 
 // Lent is memory a Transport lent to one response.
