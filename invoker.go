@@ -90,6 +90,13 @@ type route struct {
 	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
 	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
 	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
+	// lends: PostFunc pools its calls on this route (lentCall): the
+	// transport writes the whole request before RoundTrip returns (h1),
+	// the request path arms no timer of its own, and no middleware can
+	// hold the request or the response once the pipeline has returned
+	// (no hedge, dedupe, telemetry, request log, user or backend
+	// middleware).
+	lends bool
 }
 
 // New builds the path that cfg selects (cfg.Path(), and shadow when
@@ -277,7 +284,10 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	if c := settings.RequestCompression; c.On() {
 		r.compressMin = max(c.MinBytes, 1)
 	}
-	mws := slices.Concat(inv.traced(name, path), inv.o.middleware, so.Middleware, inv.builtins(r.res, settings, name, path), be.Middleware(s))
+	traced, beMW := inv.traced(name, path), be.Middleware(s)
+	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 && !settings.Dedupe.On() && !settings.Hedge.Enabled.On() &&
+		len(traced) == 0 && len(inv.o.middleware) == 0 && len(so.Middleware) == 0 && len(beMW) == 0
+	mws := slices.Concat(traced, inv.o.middleware, so.Middleware, inv.builtins(r.res, settings, name, path), beMW)
 	pipeline := middleware.Chain(sender{r}, mws...)
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {

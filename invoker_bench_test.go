@@ -155,6 +155,16 @@ func BenchmarkCall(b *testing.B) {
 					return rawhttp.ReadBody(resp, err, &buf, len(benchAnswer))
 				})
 			})
+			// PostFunc: the response borrowed until the callback returns,
+			// pooled on the h1 engine.
+			read := func(resp *http.Response) error {
+				return rawhttp.ReadBody(resp, nil, &buf, len(benchAnswer))
+			}
+			b.Run("PostFunc", func(b *testing.B) {
+				srv.Measure(b, warmCalls, func() error {
+					return inv.PostFunc(gctx, "products", benchQuery, read)
+				})
+			})
 			// Post through a closed circuit breaker (circuit_breaker.enabled):
 			// the difference from Post is the breaker's cost per call.
 			cfg.Defaults.CircuitBreaker.Enabled = env.Enabled

@@ -143,15 +143,21 @@ func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, erro
 // body reaches net/http as a *bytes.Reader, so the headers and a small
 // body leave in one write (golang/go#22088; see internal/gqlhttp).
 func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
+	c := new(postCall)
+	return r.postOn(ctx, c, gqlhttp.Header(r.rules.Len()), c.getBody, body)
+}
+
+// postOn sends a Post as c, which is zero but for what a lent call keeps
+// (lentCall), with h, a header map that gqlhttp.Header or ResetHeader
+// made, and getBody, c's getBody as a func value.
+func (r *route) postOn(ctx context.Context, c *postCall, h http.Header, getBody func() (io.ReadCloser, error), body []byte) (*http.Response, error) {
 	t := bound.Target{Schema: r.name, Method: http.MethodPost, URL: r.url}
-	h := gqlhttp.Header(r.rules.Len())
 	if !r.front {
 		var err error
 		if h, err = r.rules.Apply(ctx, h, true); err != nil {
 			return nil, t.Err(err)
 		}
 	}
-	c := new(postCall)
 	ctx = c.guard.Begin(ctx, t, r.guardHeaderTimeout(), r.requestTimeout)
 	// The request lives in c: WithContext's copy stays on the stack.
 	c.req = *r.postTemplate.WithContext(ctx)
@@ -172,7 +178,7 @@ func (r *route) post(ctx context.Context, body []byte) (*http.Response, error) {
 	req.ContentLength = int64(len(body))
 	// GetBody is always set: a Post can be sent again whenever
 	// backend.Resend allows.
-	req.GetBody = c.getBody
+	req.GetBody = getBody
 	resp, err := c.guard.Finish(r.entry.RoundTrip(req))
 	return result(t, resp, err)
 }
@@ -277,6 +283,14 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 			if merr != nil {
 				gqlhttp.CloseBody(req)
 				return nil, merr
+			}
+			if !next.anyBody {
+				// A PostFunc call whose memory is pooled (route.lends)
+				// goes on to a transport that may read its body after
+				// RoundTrip returns: its memory must not be reused.
+				if b := backend.BorrowOf(req.Context()); b != nil {
+					b.Spoil()
+				}
 			}
 			r, req = next, moved
 			continue

@@ -30,7 +30,9 @@ import (
 //     reused by every call, as fasthttp users write it;
 //   - http.Client: net/http's Client on a cloned DefaultTransport;
 //   - sockets:nethttp/Post and sockets:h1/Post: the transport's Post on the
-//     sockets path with each engine; legacy/Post the legacy path.
+//     sockets path with each engine; legacy/Post the legacy path;
+//   - .../PostFunc: the transport's PostFunc, the response borrowed until
+//     its callback returns (pooled on sockets:h1).
 //
 // client-cpu-ns/op is this process's CPU time (user+sys, getrusage) per
 // call, its garbage collection included; the responder's runs in its own
@@ -131,6 +133,15 @@ func BenchmarkPeers(b *testing.B) {
 				srv.Measure(b, peersWarmCalls, func() error {
 					resp, err := inv.Post(gctx, "products", peersQuery)
 					return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
+				})
+			})
+			// PostFunc: the response borrowed until the callback returns.
+			read := func(resp *http.Response) error {
+				return rawhttp.ReadBody(resp, nil, &buf, len(peersAnswer))
+			}
+			b.Run("PostFunc", func(b *testing.B) {
+				srv.Measure(b, peersWarmCalls, func() error {
+					return inv.PostFunc(gctx, "products", peersQuery, read)
 				})
 			})
 		})

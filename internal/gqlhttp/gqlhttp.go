@@ -30,6 +30,15 @@ func Header(extra int) http.Header {
 	return h
 }
 
+// ResetHeader empties h, a header map that Header made for an earlier
+// Post, and sets in it what Header sets, so that the map serves another
+// Post without an allocation.
+func ResetHeader(h http.Header) {
+	clear(h)
+	h["Content-Type"] = contentType
+	h["Accept"] = accept
+}
+
 // CloseBody closes a request body that the caller handed over, as
 // http.Client.Do does on every error.
 func CloseBody(req *http.Request) {

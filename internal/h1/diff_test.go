@@ -90,7 +90,7 @@ func parseH1(in []byte, method string) (*outcome, string) {
 	r := bytes.NewReader(in)
 	br := bufio.NewReaderSize(r, bufSize)
 	owner := &doneOwner{}
-	resp, _, err := readOne(br, &http.Request{Method: method}, DefaultMaxHeaderBytes, owner, true)
+	resp, _, err := readOne(br, &http.Request{Method: method}, DefaultMaxHeaderBytes, owner, true, nil)
 	o := &outcome{headErr: err}
 	if err != nil {
 		if owner.calls != 0 {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unsafe"
 )
 
 // readHead returns one head from br: with status, the status line and
@@ -335,15 +336,23 @@ func tokenByte(c byte) bool {
 // build copies head into one string, with the keys to canonicalize
 // canonicalized in place (the same length), so that every key and
 // unfolded value is a substring of it.
-func (p *parsed) build(head []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(head))
+func (p *parsed) build(head []byte) string { return p.buildIn(head, nil) }
+
+// buildIn is build into room when head fits in it, else into new memory.
+// The string aliases room: the caller never writes room again.
+func (p *parsed) buildIn(head, room []byte) string {
+	var b []byte
+	if len(head) <= len(room) {
+		b = room[:0:len(head)]
+	} else {
+		b = make([]byte, 0, len(head))
+	}
 	at := 0
 	for _, f := range p.fields {
 		if !f.canon {
 			continue
 		}
-		sb.Write(head[at:f.ks])
+		b = append(b, head[at:f.ks]...)
 		upper := true
 		for _, c := range head[f.ks:f.ke] {
 			if upper && 'a' <= c && c <= 'z' {
@@ -351,20 +360,28 @@ func (p *parsed) build(head []byte) string {
 			} else if !upper && 'A' <= c && c <= 'Z' {
 				c += 'a' - 'A'
 			}
-			sb.WriteByte(c)
+			b = append(b, c)
 			upper = c == '-'
 		}
 		at = int(f.ke)
 	}
-	sb.Write(head[at:])
-	return sb.String()
+	b = append(b, head[at:]...)
+	// The bytes are never written again: the string may alias them.
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // header builds the header map from s, the string built from the head;
 // vals is spare room for the values.
 func (p *parsed) header(s string, vals []string) http.Header {
+	return p.headerIn(nil, s, vals)
+}
+
+// headerIn is header into h, an empty map, when h is not nil.
+func (p *parsed) headerIn(h http.Header, s string, vals []string) http.Header {
 	n := len(p.fields)
-	h := make(http.Header, n)
+	if h == nil {
+		h = make(http.Header, n)
+	}
 	if n == 0 {
 		return h
 	}

@@ -60,13 +60,41 @@ var (
 // owner.BodyDone(false). Any other response has a *Body reading its
 // framing from br; see Body for when owner.BodyDone is called.
 func ReadResponse(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, owner Owner) (*http.Response, error) {
+	return ReadResponseIn(br, req, maxHeaderBytes, owner, nil)
+}
+
+// Lent is the memory of a response that its reader gives back once done
+// with it: ReadResponseIn reads a response into it, the Response, its
+// Body, its Header map and the strings of its head, instead of allocating
+// them. It is for a caller that holds the response for a bounded time
+// (the transport's PostFunc). A zero Lent is ready to use.
+//
+// Ownership: one response at a time. From ReadResponseIn until Reset, the
+// Response and everything reachable from it (Header strings included)
+// live in the Lent; Reset makes them another response's, so the caller
+// must have closed the Body and let go of the Response before.
+type Lent struct {
+	rb     respBody
+	header http.Header // kept across responses, emptied by Reset; nil until first used
+	room   []byte      // the head's bytes; kept across responses, grown to the largest head read
+}
+
+// Reset empties l for the next response.
+func (l *Lent) Reset() {
+	clear(l.header)
+	l.rb = respBody{}
+}
+
+// ReadResponseIn is ReadResponse into in (see Lent); with in nil it
+// allocates as ReadResponse does. in must be empty (new, or Reset).
+func ReadResponseIn(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, owner Owner, in *Lent) (*http.Response, error) {
 	if maxHeaderBytes <= 0 {
 		maxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	limit := maxHeaderBytes
 	first := true
 	for {
-		resp, n, err := readOne(br, req, limit, owner, first)
+		resp, n, err := readOne(br, req, limit, owner, first, in)
 		if err != nil {
 			if errors.Is(err, ErrHeaderTooLarge) {
 				return nil, fmt.Errorf("h1: server response headers exceeded %d bytes; aborted: %w", maxHeaderBytes, ErrHeaderTooLarge)
@@ -78,6 +106,9 @@ func ReadResponse(br *bufio.Reader, req *http.Request, maxHeaderBytes int64, own
 		if c := resp.StatusCode; c >= 100 && c <= 199 && c != http.StatusSwitchingProtocols {
 			// net/http's persistConn.readResponse skips interim
 			// responses; their framing always has no body.
+			if in != nil {
+				in.Reset()
+			}
 			continue
 		}
 		return resp, nil
@@ -92,11 +123,49 @@ type respBody struct {
 	vals [8]string
 }
 
+// The bytes of a head, which every header string is sliced from
+// (parsed.buildIn), go in the Response's own allocation when they fit in
+// one of these, each the room that a respBody leaves in a size class of
+// the allocator (on 64-bit platforms: 448, 512, and 640 bytes, counting
+// the 8-byte header the allocator puts before an object with pointers
+// larger than 512 bytes); a larger head takes an allocation of its own.
+type (
+	respRoomS struct {
+		rb   respBody
+		room [88]byte
+	}
+	respRoomM struct {
+		rb   respBody
+		room [152]byte
+	}
+	respRoomL struct {
+		rb   respBody
+		room [272]byte
+	}
+)
+
+// newRespBody allocates a respBody with room for a head of n bytes, if
+// one of the sizes above holds it; room is nil if not.
+func newRespBody(n int) (rb *respBody, room []byte) {
+	switch {
+	case n <= len(respRoomS{}.room):
+		r := new(respRoomS)
+		return &r.rb, r.room[:]
+	case n <= len(respRoomM{}.room):
+		r := new(respRoomM)
+		return &r.rb, r.room[:]
+	case n <= len(respRoomL{}.room):
+		r := new(respRoomL)
+		return &r.rb, r.room[:]
+	}
+	return new(respBody), nil
+}
+
 // readOne reads one response head from br and prepares its body, as
 // http.ReadResponse does; n is the size of the head. limit bounds the
 // head's size. first says whether this is the first response read for
 // the request (for the error naming an empty connection).
-func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, first bool) (resp *http.Response, n int64, err error) {
+func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, first bool, in *Lent) (resp *http.Response, n int64, err error) {
 	head, err := readHead(br, limit, true, first)
 	if err != nil {
 		return nil, 0, err
@@ -108,14 +177,29 @@ func readOne(br *bufio.Reader, req *http.Request, limit int64, owner Owner, firs
 		discard(br, head)
 		return nil, n, err
 	}
-	rb := new(respBody)
+	var rb *respBody
+	var room []byte
+	var h http.Header
+	if in != nil {
+		rb = &in.rb
+		if in.header == nil {
+			in.header = make(http.Header, len(p.fields))
+		}
+		h = in.header
+		if cap(in.room) < len(head) {
+			in.room = make([]byte, len(head))
+		}
+		room = in.room[:cap(in.room)]
+	} else {
+		rb, room = newRespBody(len(head))
+	}
 	resp = &rb.resp
 	// The head's bytes are copied once into the string every header
 	// string is sliced from; head may alias br's buffer, so copy before
 	// discarding it.
-	s := p.build(head)
+	s := p.buildIn(head, room)
 	discard(br, head)
-	h := p.header(s, rb.vals[:])
+	h = p.headerIn(h, s, rb.vals[:])
 	resp.Status = s[p.statusStart:p.statusEnd]
 	resp.StatusCode = p.code
 	resp.Proto = s[:p.protoEnd]

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -322,8 +323,9 @@ func TestLongHead(t *testing.T) {
 
 // TestAllocs asserts the allocation figure of a 200 response with 7
 // header fields and a Content-Length body read to its end: the
-// Response with its Body and room for 8 values (1), the Header map (2:
-// Go's map and its first group), the string of the head (1).
+// Response with its Body, room for 8 values and the head's bytes (1), the
+// Header map (2: Go's map and its first group). A head larger than the
+// largest room (respRoomL) takes one allocation more (TestAllocsLargeHead).
 func TestAllocs(t *testing.T) {
 	in := []byte("HTTP/1.1 200 OK\r\n" +
 		"Content-Type: application/json\r\n" +
@@ -351,6 +353,32 @@ func TestAllocs(t *testing.T) {
 			if _, err := resp.Body.Read(buf); err != nil {
 				break
 			}
+		}
+		resp.Body.Close()
+	})
+	if allocs != 3 {
+		t.Errorf("allocations = %v, want 3", allocs)
+	}
+}
+
+// TestAllocsLargeHead: a head beyond respBody's room is copied into a
+// string of its own, and its header reads the same.
+func TestAllocsLargeHead(t *testing.T) {
+	long := strings.Repeat("v", len(respRoomL{}.room))
+	in := []byte("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nX-Long: " + long + "\r\nContent-Length: 2\r\n\r\nok")
+	r := bytes.NewReader(in)
+	br := bufio.NewReader(r)
+	req := &http.Request{Method: "POST"}
+	var owner nopOwner
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(in)
+		br.Reset(r)
+		resp, err := ReadResponse(br, req, 0, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Get("X-Long") != long || resp.Header.Get("Content-Type") != "text/plain" {
+			t.Fatalf("Header = %v", resp.Header)
 		}
 		resp.Body.Close()
 	})
@@ -401,5 +429,49 @@ func BenchmarkReadResponse(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// TestLentAllocs: a response read into a Lent, which is Reset after
+// each, allocates nothing once the Lent's map and room have grown (the
+// warm-up run of AllocsPerRun reads the larger head), and each response
+// reads as its own.
+func TestLentAllocs(t *testing.T) {
+	answers := [][]byte{
+		// A head larger than any room of newRespBody: the Lent's grows.
+		[]byte("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX-N: one\r\nX-Long: " + strings.Repeat("v", 400) + "\r\nContent-Length: 7\r\n\r\n{\"a\":1}"),
+		[]byte("HTTP/1.1 503 Service Unavailable\r\nX-N: two\r\nX-N: deux\r\nContent-Length: 3\r\n\r\nbad"),
+	}
+	want := []struct {
+		code   int
+		n      []string
+		body   string
+		fields int
+	}{{200, []string{"one"}, `{"a":1}`, 4}, {503, []string{"two", "deux"}, "bad", 2}}
+	r := bytes.NewReader(nil)
+	br := bufio.NewReader(r)
+	req := &http.Request{Method: "POST"}
+	var owner nopOwner
+	var lent Lent
+	buf := make([]byte, 64)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		k := i % 2
+		i++
+		r.Reset(answers[k])
+		br.Reset(r)
+		resp, err := ReadResponseIn(br, req, 0, owner, &lent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.ReadFull(resp.Body, buf[:len(want[k].body)])
+		if resp.StatusCode != want[k].code || !slices.Equal(resp.Header["X-N"], want[k].n) || string(buf[:n]) != want[k].body || len(resp.Header) != want[k].fields {
+			t.Fatalf("response %d: %d %v %q", k, resp.StatusCode, resp.Header, buf[:n])
+		}
+		resp.Body.Close()
+		lent.Reset()
+	})
+	if allocs != 0 {
+		t.Errorf("allocations = %v, want 0", allocs)
 	}
 }

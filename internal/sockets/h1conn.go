@@ -139,9 +139,15 @@ type h1Conn struct {
 	used  bool            // holder: a request was sent on it before
 	ctx   context.Context // holder: the request's context when it can end (Done not nil); nil otherwise
 	stop  func() bool     // holder: stops the context's AfterFunc; nil if none
-	timed bool            // holder: a deadline is set on nc
-	reuse bool            // holder: the request allows reuse (not req.Close)
-	read  int64           // holder: bytes read on nc so far
+	timed bool            // holder: a deadline is set on nc that endRequest must clear
+	// lingers: a header bound's read deadline may still be set on nc after
+	// its header came (plain TCP only): roundTrip leaves it rather than
+	// clear it, which saves a deadline change (a runtime timer operation)
+	// per request, and a read that it ends is read again without it
+	// (readerOf). The next bound replaces it. Holder.
+	lingers bool
+	reuse   bool  // holder: the request allows reuse (not req.Close)
+	read    int64 // holder: bytes read on nc so far
 }
 
 // stateHook is the pool's hook, boxed for the atomic pointer.
@@ -165,6 +171,13 @@ type readerOf struct{ c *h1Conn }
 func (r readerOf) Read(p []byte) (int, error) {
 	c := r.c
 	n, err := c.nc.Read(p)
+	if n == 0 && err != nil && c.lingers && errors.Is(err, os.ErrDeadlineExceeded) && (c.ctx == nil || c.ctx.Err() == nil) {
+		// The deadline was a header bound's whose header came: it bounds
+		// nothing now.
+		c.lingers = false
+		c.nc.SetReadDeadline(time.Time{})
+		n, err = c.nc.Read(p)
+	}
 	c.read += int64(n)
 	if err != nil && c.ctx != nil {
 		err = c.ctxErr(err)
@@ -385,14 +398,14 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline {
 		c.nc.SetDeadline(deadline)
-		c.timed = true
+		c.timed, c.lingers = true, false
 	}
 	var headerBy time.Time
 	if d > 0 {
 		headerBy = time.Now().Add(d)
 		if !hasDeadline || headerBy.Before(deadline) {
 			c.nc.SetReadDeadline(headerBy)
-			c.timed = true
+			c.timed, c.lingers = true, false
 		} else {
 			headerBy = time.Time{} // the context's deadline comes first
 		}
@@ -401,16 +414,37 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	if err := c.write(req); err != nil {
 		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
 	}
-	resp, err := h1.ReadResponse(c.br, req, c.maxHeader, c)
+	borrow := backend.BorrowOf(ctx)
+	var lent *lentResponse
+	var into *h1.Lent
+	if borrow != nil {
+		lent = lentResponses.Get().(*lentResponse)
+		into = &lent.Lent
+	}
+	resp, err := h1.ReadResponseIn(c.br, req, c.maxHeader, c, into)
 	if err != nil {
+		if lent != nil {
+			lent.Return() // no response was made of it
+		}
 		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
+	}
+	if borrow != nil {
+		borrow.Keep(lent)
 	}
 	if !headerBy.IsZero() {
 		// The header bound ends with the header: the body has the
 		// context's deadline, if any.
-		if hasDeadline {
+		switch {
+		case hasDeadline:
 			c.nc.SetReadDeadline(deadline)
-		} else {
+		case c.tls == nil:
+			// Over plain TCP the bound's deadline lingers (see lingers):
+			// no read but readerOf's sees it, as the stale check peeks
+			// at the socket itself. Over TLS, stale reads through
+			// crypto/tls, where a past deadline would hide what the
+			// socket holds, so it is cleared.
+			c.lingers, c.timed = true, false
+		default:
 			c.nc.SetReadDeadline(time.Time{})
 		}
 	}
@@ -567,3 +601,18 @@ func (c *h1Conn) BodyDone(reuse bool) {
 }
 
 var errH1NotReusable = errors.New("h1: connection not reusable after its response")
+
+// lentResponse is the memory of an h1 response read for a call that
+// borrows it (backend.Borrow): taken from lentResponses by roundTrip, and
+// put back by the request path once the caller's callback has returned
+// and the body is closed (Return). Owned by one response at a time.
+type lentResponse struct{ h1.Lent }
+
+// lentResponses pools the h1 engine's lent responses, for every pool.
+var lentResponses = sync.Pool{New: func() any { return new(lentResponse) }}
+
+// Return empties l and puts it back in the pool.
+func (l *lentResponse) Return() {
+	l.Reset()
+	lentResponses.Put(l)
+}

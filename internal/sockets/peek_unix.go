@@ -13,13 +13,6 @@ func (pk *peeker) peekFD(fd uintptr) {
 	pk.peekN, pk.peekErr = peekFD(fd, pk.buf[:])
 }
 
-// peekFD peeks at most len(buf) bytes of the socket fd into buf without
-// taking them and without waiting.
-func peekFD(fd uintptr, buf []byte) (int, error) {
-	n, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	return n, err
-}
-
 // peekSaw reports whether a peek found bytes, an end of stream or an
 // error: anything but "nothing yet".
 func peekSaw(n int, err error) bool {

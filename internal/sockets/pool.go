@@ -214,11 +214,22 @@ type conn struct {
 	born    time.Time
 	expires time.Time // zero: never
 	// timer closes the connection when it has been idle too long or its
-	// lifetime ends (idleExpired). The pointer is immutable after dial;
-	// update resets it and get stops it, with p.mu held, and the
-	// connection's removal stops it; idleExpired checks idle itself, so a
-	// stale firing is harmless.
+	// lifetime ends (idleExpired). It is armed lazily, so that a request
+	// that takes an idle connection and gives it back costs no timer
+	// operation: update arms it only when c goes idle with no firing
+	// pending (timerDue zero), and get leaves it armed. A firing looks at
+	// c as it is then: busy, it leaves the timer unarmed (the next update
+	// that finds c idle arms it); idle but not for long enough (it was used
+	// since the timer was armed), it re-arms it for what is left
+	// (idleDue). A connection's idle deadline never moves earlier (idleDue
+	// grows with idleSince), so a pending firing is never late. The
+	// pointer is immutable after dial; Reset is called with p.mu held, and
+	// the connection's removal stops it.
 	timer *time.Timer
+	// idleSince is when c last went on the idle list, and timerDue when
+	// the pending firing of timer is due, zero when none is pending. Both
+	// guarded by p.mu.
+	idleSince, timerDue time.Time
 	// watch runs update again while the connection is busy or not yet
 	// settled (watchFired), so that a change its state hook missed is seen
 	// all the same. The pointer is immutable after dial; update resets it
@@ -532,7 +543,8 @@ func (p *pool) look(w *waiter) (pick *conn, dial bool, to *address, stale []*con
 		if pick.a != nil {
 			pick.a.claims++
 		}
-		pick.timer.Stop()
+		// The idle timer stays armed: its firing finds pick busy, or
+		// idle again since, and acts on that (idleExpired).
 		p.unidle(pick)
 	case dial:
 		p.dialing++
@@ -1212,8 +1224,9 @@ func (p *pool) update(c *conn, fromWatch bool) (closeNow bool) {
 		}
 		if !c.onIdle {
 			p.pushIdle(c)
-			if d := c.idleBound(now); d > 0 {
-				c.timer.Reset(d)
+			c.idleSince = now
+			if c.timerDue.IsZero() {
+				c.armIdle(now)
 			}
 		}
 	}
@@ -1248,11 +1261,42 @@ func (c *conn) idleBound(now time.Time) time.Duration {
 	return d
 }
 
-// idleExpired closes the connection if it is still idle.
+// idleDue is when c, idle since its idleSince, must close: at the end of
+// its idle timeout or of its lifetime, whichever comes first. Zero: never.
+// p.mu is held.
+func (c *conn) idleDue() time.Time {
+	d := c.idleBound(c.idleSince)
+	if d <= 0 {
+		return time.Time{}
+	}
+	return c.idleSince.Add(d)
+}
+
+// armIdle arms c's timer for its idleDue, if it has one, as seen at now.
+// No firing is pending (timerDue is zero). p.mu is held.
+func (c *conn) armIdle(now time.Time) {
+	due := c.idleDue()
+	if due.IsZero() {
+		return
+	}
+	c.timerDue = due
+	c.timer.Reset(max(due.Sub(now), 0))
+}
+
+// idleExpired is c's timer's function: it closes c if it is idle and has
+// been for its idle timeout (or its lifetime has ended), re-arms the timer
+// if c is idle but was used since the timer was armed, and leaves it
+// unarmed if c is busy (see conn.timer).
 func (c *conn) idleExpired() {
 	p := c.p
 	p.mu.Lock()
+	c.timerDue = time.Time{}
 	if c.at < 0 || !c.idle() {
+		p.mu.Unlock()
+		return
+	}
+	if now := time.Now(); now.Before(c.idleDue()) {
+		c.armIdle(now)
 		p.mu.Unlock()
 		return
 	}

@@ -1,0 +1,206 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+)
+
+// ErrBodyReleased is returned by a Read of a PostFunc response's body
+// after the callback has returned.
+var ErrBodyReleased = errors.New("transport: response body read after the PostFunc callback returned")
+
+// PostFunc sends body to source schema name's URL as Post does, through
+// the same request path (header rules, bounds, middleware, retry, hedge,
+// dedupe, circuit breaker, rate limit), and calls fn with the response.
+// The response is borrowed: it, its Header (every string in it), its
+// Trailer and its Body are valid only until fn returns. PostFunc then
+// closes the body, as Post's caller would (a body fn did not read to its
+// end costs the connection, as Close does), and may reuse the memory of
+// the request and of the response for another call. So fn must copy what
+// it keeps; a Read of the body after fn returns fails with
+// ErrBodyReleased, and never yields another call's bytes. Reading the
+// body from another goroutine is allowed until fn returns.
+//
+// PostFunc returns Post's error without calling fn, or fn's error wrapped
+// ("source schema %q: callback: %w"), so that errors.Is and errors.As
+// find it. If fn panics, the body is closed (its connection is closed
+// unless the answer was read to its end already), nothing is reused, and
+// the panic goes on.
+//
+// The memory is pooled on the sockets path's h1 engine when the schema's
+// request path holds neither the request nor the response after it
+// returns: no hedge, dedupe, telemetry, request log, request_timeout,
+// header_timeout enforced by the request path, or Middleware (and the
+// call is not moved by a reload to another engine). Anywhere else
+// PostFunc costs what Post does, with the same guarantees.
+func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
+	if inv.canary != nil || inv.shadow != nil {
+		// The canary and shadow choose a route per call and may send on
+		// two: their responses are Post's own.
+		resp, err := inv.Post(ctx, name, body)
+		if err != nil {
+			return err
+		}
+		return callBack(name, resp, fn, nil)
+	}
+	r, err := inv.lookup(name, false)
+	if err != nil {
+		return err
+	}
+	if !r.lends {
+		resp, err := r.post(ctx, body)
+		if err != nil {
+			return err
+		}
+		return callBack(name, resp, fn, nil)
+	}
+	c := lentCalls.Get().(*lentCall)
+	if c.header == nil {
+		c.header = gqlhttp.Header(r.rules.Len())
+		c.getBody = c.postCall.getBody
+	} else {
+		gqlhttp.ResetHeader(c.header)
+	}
+	c.ctx = borrowCtx{Context: ctx, b: &c.borrow}
+	resp, err := r.postOn(&c.ctx, &c.postCall, c.header, c.getBody, body)
+	if c.borrow.Spoiled() {
+		// A reload moved the call to a transport that may still read
+		// the request: c is left to the garbage collector.
+		c.borrow.Forget()
+		c = nil
+	}
+	if err != nil {
+		// The pipeline has returned: nothing else holds c. An attempt's
+		// response that a retry replaced is not returned (Borrow.Keep).
+		if c != nil {
+			c.borrow.Forget()
+			c.recycle()
+		}
+		return err
+	}
+	return callBack(name, resp, fn, c)
+}
+
+// callBack calls fn with resp, whose body it then closes and releases;
+// c, if not nil, is the call's pooled memory, given back once the body is
+// closed, unless fn panics.
+func callBack(name string, resp *http.Response, fn func(*http.Response) error, c *lentCall) error {
+	rb := &releasedBody{rc: resp.Body}
+	resp.Body = rb
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// fn panicked: the body closes, and the memory is left to the
+		// garbage collector, since whoever recovers may hold it.
+		rb.release()
+		if c != nil {
+			c.borrow.Forget()
+		}
+	}()
+	err := fn(resp)
+	returned = true
+	rb.release()
+	if c != nil {
+		c.borrow.Return()
+		c.recycle()
+	}
+	if err != nil {
+		return fmt.Errorf("source schema %q: callback: %w", name, err)
+	}
+	return nil
+}
+
+// releasedBody is a PostFunc response's body as the callback sees it:
+// once released, Read fails with ErrBodyReleased, so that a body kept past
+// the callback never reads memory another call has taken over. It is the
+// one allocation of a pooled PostFunc: it must outlive the call.
+type releasedBody struct {
+	// mu is held for reading by each Read and Close (on rc), and for
+	// writing by release as it clears rc: release waits for a Read under
+	// way, which the close before it ends.
+	mu sync.RWMutex
+	rc io.ReadCloser // the body; nil once released. Guarded by mu
+}
+
+func (b *releasedBody) Read(p []byte) (int, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.rc == nil {
+		return 0, ErrBodyReleased
+	}
+	return b.rc.Read(p)
+}
+
+// Close closes the body; a Read after it fails as the body's own does.
+func (b *releasedBody) Close() error {
+	b.mu.RLock()
+	rc := b.rc
+	b.mu.RUnlock()
+	if rc == nil {
+		return nil
+	}
+	return rc.Close()
+}
+
+// release closes the body, which ends a Read under way in another
+// goroutine, then waits for that Read to return and cuts the body off.
+func (b *releasedBody) release() {
+	b.mu.RLock()
+	rc := b.rc
+	b.mu.RUnlock()
+	if rc == nil {
+		return
+	}
+	rc.Close()
+	b.mu.Lock()
+	b.rc = nil
+	b.mu.Unlock()
+}
+
+// lentCall is a PostFunc call's memory on a route that lends (route.lends),
+// pooled in lentCalls: the Post it sends, its header map and GetBody, made
+// once, and the Borrow of the response's memory, found through its
+// context. Owned by one call at a time, from lentCalls.Get until recycle.
+type lentCall struct {
+	postCall
+	header  http.Header                   // the request's header map, reset for each call (gqlhttp.ResetHeader)
+	getBody func() (io.ReadCloser, error) // postCall.getBody, made once
+	ctx     borrowCtx                     // the call's context: the caller's, with borrow
+	borrow  backend.Borrow                // the response's memory, kept by the transport
+}
+
+var lentCalls = sync.Pool{New: func() any { return new(lentCall) }}
+
+// recycle empties c, keeping its header map and GetBody, and puts it back
+// in the pool. The request path has returned, the body is closed, and the
+// Borrow returned or forgotten: nothing holds c.
+func (c *lentCall) recycle() {
+	clear(c.header)
+	c.postCall = postCall{}
+	c.ctx = borrowCtx{}
+	lentCalls.Put(c)
+}
+
+// borrowCtx is a PostFunc call's context: the caller's, in every way but
+// that it carries the call's Borrow (backend.BorrowOf). It lives in the
+// lentCall, so that it costs no allocation.
+type borrowCtx struct {
+	context.Context
+	b *backend.Borrow
+}
+
+func (c *borrowCtx) Value(key any) any {
+	if _, ok := key.(backend.BorrowKey); ok {
+		return c.b
+	}
+	return c.Context.Value(key)
+}
