@@ -168,15 +168,34 @@ func getEntities[D any](ctx context.Context, x *execution, schema string, fetche
 	return get[D](ctx, x, schema, body)
 }
 
+// borrower is the borrowed-response form of *transport.Transport: the
+// response is valid only until the callback returns.
+type borrower interface {
+	PostFunc(ctx context.Context, schema string, body []byte, fn func(*http.Response) error) error
+}
+
 // call posts body to schema through the invoker and decodes the answer into
-// v.
+// v. With an invoker that lends its responses (transport.Transport's
+// PostFunc) it decodes inside the callback, as a gateway that can use
+// the borrowed form does; the answer is the same either way.
 func (x *execution) call(ctx context.Context, schema string, body []byte, v any) error {
 	x.calls.Add(1)
+	if b, ok := x.g.inv.(borrower); ok {
+		return b.PostFunc(ctx, schema, body, func(resp *http.Response) error {
+			return decodeAnswer(schema, resp, v)
+		})
+	}
 	resp, err := x.g.inv.Post(ctx, schema, body)
 	if err != nil {
 		return err // it names the schema
 	}
 	defer resp.Body.Close()
+	return decodeAnswer(schema, resp, v)
+}
+
+// decodeAnswer reads resp's body and decodes it into v; the strings of v
+// are copies, so neither the buffer nor the body need outlive it.
+func decodeAnswer(schema string, resp *http.Response, v any) error {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
