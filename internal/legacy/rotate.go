@@ -1,9 +1,12 @@
 package legacy
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -33,6 +36,7 @@ type rotator struct {
 // generation is one http.Transport of a rotator.
 type generation struct {
 	tr       *http.Transport // immutable
+	dialer   *net.Dialer     // immutable
 	born     time.Time       // immutable
 	inflight atomic.Int64    // requests sent on tr whose body is not yet done
 	retired  atomic.Bool     // set once, when tr was replaced or its rotator closed
@@ -48,23 +52,39 @@ func newRotator(k *key, proxy func(*http.Request) (*url.URL, error), log *slog.L
 // except where the configuration's defaults say otherwise.
 func (r *rotator) newGeneration() *generation {
 	s := r.key.shared
-	dialer := backend.Dialer(s)
-	return &generation{
-		born: time.Now(),
-		tr: &http.Transport{
-			Proxy:                 r.proxy,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			MaxConnsPerHost:       env.Limit(s.MaxConnsPerHost),
-			MaxIdleConnsPerHost:   maxIdle(s.MaxIdleConnsPerHost),
-			IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: 1 * time.Second,
-			// 0 (NoLimit) leaves net/http's own 10 MiB.
-			MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
-		},
+	g := &generation{born: time.Now(), dialer: backend.Dialer(s)}
+	g.tr = &http.Transport{
+		Proxy:                 r.proxy,
+		DialContext:           g.dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxConnsPerHost:       env.Limit(s.MaxConnsPerHost),
+		MaxIdleConnsPerHost:   maxIdle(s.MaxIdleConnsPerHost),
+		IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+		// 0 (NoLimit) leaves net/http's own 10 MiB.
+		MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
 	}
+	return g
+}
+
+// errRetiredDial is the error of a dial that ended after its generation
+// was retired with no request left on it.
+var errRetiredDial = errors.New("legacy: the shared transport was retired while this connection was dialled")
+
+// dial dials for g's transport. net/http dials in the background and
+// keeps a connection whose request went elsewhere as an idle one; one
+// that comes in after g was retired and its last request ended would stay
+// idle for good (the last CloseIdleConnections ran before it came, and
+// nothing calls it again), so it is closed at once.
+func (g *generation) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := g.dialer.DialContext(ctx, network, addr)
+	if err == nil && g.retired.Load() && g.inflight.Load() == 0 {
+		c.Close()
+		return nil, errRetiredDial
+	}
+	return c, err
 }
 
 // maxIdle maps max_idle_conns_per_host onto the transport: unset keeps

@@ -1,7 +1,10 @@
 package legacy
 
 import (
+	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"testing"
@@ -171,4 +174,54 @@ func TestRotationRace(t *testing.T) {
 		t.Fatalf("racing request: body %q, error %v", b, err)
 	}
 	srv.waitClosed(t, remote, "the racing request's connection on a retired generation")
+}
+
+// TestRetiredDialClosed: a background dial that ends after its
+// generation was retired with no request left on it is closed at once
+// (the server sees it close) instead of staying idle for good; while a
+// request is on the generation, a dial keeps its connection.
+func TestRetiredDialClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{}, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(io.Discard, c) // returns when the client closes
+				c.Close()
+				closed <- struct{}{}
+			}()
+		}
+	}()
+	r := newTestRotator(t, 0, nil)
+	g := r.cur.Load()
+
+	g.inflight.Add(1) // a request on the generation: its dial keeps the connection
+	g.retire()
+	c, err := g.dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("dial with a request in flight: %v", err)
+	}
+	g.inflight.Add(-1)
+	c.Close()
+	<-closed
+
+	if c, err := g.dial(context.Background(), "tcp", ln.Addr().String()); !errors.Is(err, errRetiredDial) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial after the last request of a retired generation: %v, want errRetiredDial", err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection dialled after retirement was not closed")
+	}
 }
