@@ -31,6 +31,10 @@ type options struct {
 	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
+
+	// queueHook is set by tests only (WithQueueHook, export_test.go); it
+	// becomes backend.Schema.OnQueue.
+	queueHook func(ctx context.Context, event string)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

@@ -94,6 +94,12 @@ type Schema struct {
 	// OnAddress receives the ejections of the schema's addresses and their
 	// returns (sockets path); nil: none. It must be quick.
 	OnAddress func(AddressEvent)
+	// OnQueue is for tests only; nil in production. The sockets path's
+	// pool calls it under its lock, with the request's context, on each
+	// event of its wait queue: "joined", "requeued", "served", "left" or
+	// "refused" (see the sockets pool's onQueue). It must not call into
+	// the pool.
+	OnQueue func(ctx context.Context, event string)
 }
 
 // Resolver resolves a host to its addresses, as *net.Resolver does.
