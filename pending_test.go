@@ -15,16 +15,8 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
-)
-
-// The events of a sockets pool's wait queue (transport.WithQueueHook).
-const (
-	queueJoined   = "joined"
-	queueRequeued = "requeued"
-	queueServed   = "served"
-	queueLeft     = "left"
-	queueRefused  = "refused"
 )
 
 // queueRecorder records a pool's queue events (transport.WithQueueHook) per
@@ -37,19 +29,19 @@ type queueRecorder struct {
 	mu        sync.Mutex
 	queue     []int // the model: callers waiting, oldest first
 	joined    int   // callers that joined the queue
-	served    int   // queueServed events
-	refused   int   // queueRefused events
-	left      int   // queueLeft events: gave up waiting
+	served    int   // backend.QueueServed events
+	refused   int   // backend.QueueRefused events
+	left      int   // backend.QueueLeft events: gave up waiting
 	overtaken int   // served while not the model's head: must stay 0
 	firstBad  string
 	// onEvent, when set, runs after each event with mu held.
-	onEvent func(r *queueRecorder, ev string)
+	onEvent func(r *queueRecorder, ev backend.QueueEvent)
 }
 
 // option has the invoker report its pools' queue events to r.
 func (r *queueRecorder) option() transport.Option { return transport.WithQueueHook(r.event) }
 
-func (r *queueRecorder) event(ctx context.Context, ev string) {
+func (r *queueRecorder) event(ctx context.Context, ev backend.QueueEvent) {
 	g := gateway.Request(ctx)
 	if g == nil || g.Header.Get("X-Call") == "" {
 		return // another test's request
@@ -59,12 +51,12 @@ func (r *queueRecorder) event(ctx context.Context, ev string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev {
-	case queueJoined:
+	case backend.QueueJoined:
 		r.joined++
 		r.queue = append(r.queue, n)
-	case queueRequeued:
+	case backend.QueueRequeued:
 		r.queue = append([]int{n}, r.queue...)
-	case queueServed:
+	case backend.QueueServed:
 		r.served++
 		switch {
 		case len(r.queue) > 0 && r.queue[0] == n:
@@ -85,12 +77,12 @@ func (r *queueRecorder) event(ctx context.Context, ev string) {
 				r.queue = append(r.queue[:at], r.queue[at+1:]...)
 			}
 		}
-	case queueLeft:
+	case backend.QueueLeft:
 		r.left++
 		if i := slices.Index(r.queue, n); i >= 0 {
 			r.queue = slices.Delete(r.queue, i, i+1)
 		}
-	case queueRefused:
+	case backend.QueueRefused:
 		r.refused++
 	}
 	if r.onEvent != nil {
@@ -131,8 +123,8 @@ func TestMaxPendingRequests(t *testing.T) {
 		})
 		cfg.ForwardHeaders = []string{"X-Call"}
 		full := make(chan struct{})
-		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
-			if ev == queueRefused && r.refused == callers-conns-pending {
+		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev backend.QueueEvent) {
+			if ev == backend.QueueRefused && r.refused == callers-conns-pending {
 				close(full)
 			}
 		}}
@@ -314,8 +306,8 @@ func fillQueue(t *testing.T, inv transport.Invoker, rec *queueRecorder, arrived 
 	t.Helper()
 	joined := make(chan struct{}, 1)
 	rec.mu.Lock()
-	rec.onEvent = func(r *queueRecorder, ev string) {
-		if ev == queueJoined {
+	rec.onEvent = func(r *queueRecorder, ev backend.QueueEvent) {
+		if ev == backend.QueueJoined {
 			joined <- struct{}{}
 		}
 	}

@@ -128,27 +128,12 @@ type pool struct {
 	testHookWoken func()
 
 	// onQueue, set by tests only (backend.Schema.OnQueue), is called with
-	// p.mu held, with the request's context, as a request joins the tail
-	// of the wait queue (queueJoined), goes back to its head after the
-	// connection it was handed failed Reserve (queueRequeued), is handed a
-	// connection or leave to dial (queueServed, also when a dial whose
-	// requester gave up hands its connection to the head), leaves the
-	// queue unserved (queueLeft: its context ended, its queue deadline
-	// passed, or the pool drained), or is refused at max_pending_requests
-	// (queueRefused). Requests served without waiting (nobody waited)
-	// report queueServed only. It must not call into the pool. Set before
-	// the pool's first get; nil in production.
-	onQueue func(ctx context.Context, event string)
+	// p.mu held, with the request's context, on each event of the wait
+	// queue (backend.QueueEvent; a request is requeued when the
+	// connection it was handed failed Reserve). It must not call into the
+	// pool. Set before the pool's first get; nil in production.
+	onQueue func(ctx context.Context, event backend.QueueEvent)
 }
-
-// The events of pool.onQueue.
-const (
-	queueJoined   = "joined"
-	queueRequeued = "requeued"
-	queueServed   = "served"
-	queueLeft     = "left"
-	queueRefused  = "refused"
-)
 
 // waiter is one request waiting in the pool's queue.
 type waiter struct {
@@ -434,7 +419,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 				return nil, false, err
 			}
 		} else if p.onQueue != nil {
-			p.onQueue(ctx, queueServed)
+			p.onQueue(ctx, backend.QueueServed)
 		}
 		p.mu.Unlock()
 		closeAll(stale)
@@ -475,7 +460,7 @@ func (p *pool) leaveDrained(ctx context.Context, w *waiter) {
 		return
 	}
 	if p.onQueue != nil {
-		p.onQueue(ctx, queueLeft)
+		p.onQueue(ctx, backend.QueueLeft)
 	}
 	p.unlink(w)
 	p.signal()
@@ -488,14 +473,14 @@ func (p *pool) leaveDrained(ctx context.Context, w *waiter) {
 func (p *pool) queue(ctx context.Context, w *waiter) (*waiter, error) {
 	if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
 		if p.onQueue != nil {
-			p.onQueue(ctx, queueRefused)
+			p.onQueue(ctx, backend.QueueRefused)
 		}
 		return nil, p.overloaded
 	}
 	joined := w == nil
 	w = p.enqueue(ctx, w)
 	if p.onQueue != nil && joined {
-		p.onQueue(ctx, queueJoined)
+		p.onQueue(ctx, backend.QueueJoined)
 	}
 	return w, nil
 }
@@ -591,7 +576,7 @@ func (p *pool) requeueFirst(ctx context.Context, w *waiter) *waiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.onQueue != nil {
-		p.onQueue(ctx, queueRequeued)
+		p.onQueue(ctx, backend.QueueRequeued)
 	}
 	if w == nil {
 		w = &waiter{wake: make(chan struct{}, 1), ctx: ctx}
@@ -685,7 +670,7 @@ func (p *pool) unlink(w *waiter) (woken bool) {
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
 	if p.onQueue != nil && w.queued {
-		p.onQueue(w.ctx, queueLeft)
+		p.onQueue(w.ctx, backend.QueueLeft)
 	}
 	if p.unlink(w) {
 		p.signal()
@@ -1056,7 +1041,7 @@ func (p *pool) handOver(c *conn) {
 		w.handed = c
 		c.reused.Store(true)
 		if p.onQueue != nil {
-			p.onQueue(w.ctx, queueServed)
+			p.onQueue(w.ctx, backend.QueueServed)
 		}
 		select {
 		case w.wake <- struct{}{}:
