@@ -30,16 +30,16 @@ func WithCanaryHook(hook func(canary.Event)) Option {
 	return func(o *options) { o.canaryHook = hook }
 }
 
-// CanaryHandler serves the canary state of t as JSON: per source schema
+// CanaryHandler serves the canary state of inv as JSON: per source schema
 // the share in force, the windows of both paths (requests, failures, error
 // ratio, latency quantiles), the end of a cooldown, the last change and the
-// fallbacks so far. If t runs no canary (the switch is not canary:RATE) it
+// fallbacks so far. If inv runs no canary (the switch is not canary:RATE) it
 // answers every request with 404 and a text that says so and how to start
 // one. A gateway mounts it on its admin listener, for example at
 // /debug/canary.
-func (t *Transport) CanaryHandler() http.Handler {
-	if t.canary != nil {
-		return t.canary.judge
+func (inv *Transport) CanaryHandler() http.Handler {
+	if inv.canary != nil {
+		return inv.canary.judge
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no canary: start the gateway with "+env.SwitchVar+"=canary:RATE", http.StatusNotFound)

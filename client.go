@@ -18,15 +18,15 @@ import (
 
 // Client returns an *http.Client for gateways that take one (or an
 // http.RoundTripper) and send each source schema request to a URL: its
-// Transport is t.RoundTripper(); it has no cookie jar and no Timeout
+// Transport is inv.RoundTripper(); it has no cookie jar and no Timeout
 // (each source schema's header_timeout and request_timeout bound its
-// requests), and it follows no redirect itself: a 3xx that t returns
+// requests), and it follows no redirect itself: a 3xx that inv returns
 // reaches the caller as it is. So the path alone decides about redirects:
 // legacy follows them once, inside itself; sockets never does. Each call
-// returns a new Client; all of them share t's connections.
-func (t *Transport) Client() *http.Client {
+// returns a new Client; all of them share inv's connections.
+func (inv *Transport) Client() *http.Client {
 	return &http.Client{
-		Transport: t.RoundTripper(),
+		Transport: inv.RoundTripper(),
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -34,7 +34,7 @@ func (t *Transport) Client() *http.Client {
 }
 
 // RoundTripper returns an http.RoundTripper that sends each request with
-// t.Do, as for the source schema the request names:
+// inv.Do, as for the source schema the request names:
 //
 //   - the name that WithSourceSchema put in the request's context, if any;
 //     on the sockets path the request's URL must still point at that
@@ -51,8 +51,8 @@ func (t *Transport) Client() *http.Client {
 // nothing is sent. The gateway request travels in the request's context,
 // as for Do; so does the request's deadline. On every error the request's
 // body is closed. After Close, every request fails with ErrClosed.
-func (t *Transport) RoundTripper() http.RoundTripper {
-	return &roundTripper{t: t}
+func (inv *Transport) RoundTripper() http.RoundTripper {
+	return &roundTripper{inv: inv}
 }
 
 // WithSourceSchema returns a copy of ctx that names source schema name:
@@ -70,7 +70,7 @@ type sourceSchemaKey struct{}
 
 // roundTripper is Transport.RoundTripper's RoundTripper.
 type roundTripper struct {
-	t     *Transport            // immutable
+	inv   *Transport            // immutable
 	table atomic.Pointer[table] // the routing table of the last state seen
 }
 
@@ -96,9 +96,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if name, ok := ctx.Value(sourceSchemaKey{}).(string); ok {
-		return rt.t.Do(ctx, name, req)
+		return rt.inv.Do(ctx, name, req)
 	}
-	st := rt.t.state.Load()
+	st := rt.inv.state.Load()
 	if st == nil {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("%s %s: %w", method(req), redact.Request(req.URL), ErrClosed)
@@ -120,7 +120,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), redact.Request(req.URL), t.name, t.also, ErrUnknownSchema)
 	}
-	return rt.t.Do(ctx, t.name, req)
+	return rt.inv.Do(ctx, t.name, req)
 }
 
 func method(req *http.Request) string {

@@ -510,7 +510,7 @@ func TestHostileStaleIdleConnections(t *testing.T) {
 // with a 2s deadline, against a server that takes about 1ms a request.
 // Every request must finish within its deadline. On sockets the pool must
 // serve those that wait exactly in the order they joined its queue: each
-// request is numbered as it joins (sockets.TestHookQueue, under the pool's
+// request is numbered as it joins (transport.WithQueueHook, under the pool's
 // lock), and one served while an older one waits fails the test (overtaken
 // 0). The order in which the server saw the callers, numbered before they
 // reach the pool, is only logged: the scheduler decides it (it once failed
@@ -540,11 +540,8 @@ func TestHostileCrowd(t *testing.T) {
 			cfg.Defaults.MaxIdleConnsPerHost = 4
 			cfg.Defaults.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
 			cfg.ForwardHeaders = []string{"X-Call"}
-			inv := newInvoker(t, cfg)
-			rec := &queueRecorder{}
-			if onSockets(path) {
-				rec.install(t)
-			}
+			rec := &queueRecorder{} // the legacy path has no queue events
+			inv := newInvoker(t, cfg, rec.option())
 			start := make(chan struct{})
 			var failed []error
 			var wg sync.WaitGroup

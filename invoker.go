@@ -228,7 +228,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	so := inv.o.schemas[name]
 	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
 	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log,
-		Resolver: inv.o.resolver, OnAddress: inv.addressChanged(name, path)}
+		Resolver: inv.o.resolver, OnAddress: inv.addressChanged(name, path), OnQueue: inv.o.queueHook}
 	rules, err := headers.New(headers.Spec{
 		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
 		Matching: settings.Headers.ForwardMatching,

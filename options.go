@@ -9,6 +9,7 @@ import (
 	"net/netip"
 
 	"github.com/fusiongo/transport/canary"
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -31,6 +32,10 @@ type options struct {
 	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
+
+	// queueHook is set by tests only (WithQueueHook, export_test.go); it
+	// becomes backend.Schema.OnQueue.
+	queueHook func(ctx context.Context, event backend.QueueEvent)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

@@ -15,37 +15,33 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
-	"github.com/fusiongo/transport/internal/sockets"
 )
 
-// queueRecorder records a pool's queue events (sockets.TestHookQueue) per
+// queueRecorder records a pool's queue events (transport.WithQueueHook) per
 // caller, numbered by the X-Call header of the gateway request in the
 // request's context, and checks them against a model of the queue: a
 // request joins at the tail, goes back to the head when requeued, and must
 // be the head when it is served (or, if it never waited, the queue must be
-// empty). Install sets the hook for the test and removes it at its end;
-// the test must not be parallel.
+// empty). option gives the invoker the hook.
 type queueRecorder struct {
 	mu        sync.Mutex
 	queue     []int // the model: callers waiting, oldest first
 	joined    int   // callers that joined the queue
-	served    int   // QueueServed events
-	refused   int   // QueueRefused events
-	left      int   // QueueLeft events: gave up waiting
+	served    int   // backend.QueueServed events
+	refused   int   // backend.QueueRefused events
+	left      int   // backend.QueueLeft events: gave up waiting
 	overtaken int   // served while not the model's head: must stay 0
 	firstBad  string
 	// onEvent, when set, runs after each event with mu held.
-	onEvent func(r *queueRecorder, ev string)
+	onEvent func(r *queueRecorder, ev backend.QueueEvent)
 }
 
-func (r *queueRecorder) install(t *testing.T) {
-	t.Helper()
-	sockets.TestHookQueue = r.event
-	t.Cleanup(func() { sockets.TestHookQueue = nil })
-}
+// option has the invoker report its pools' queue events to r.
+func (r *queueRecorder) option() transport.Option { return transport.WithQueueHook(r.event) }
 
-func (r *queueRecorder) event(ctx context.Context, ev string) {
+func (r *queueRecorder) event(ctx context.Context, ev backend.QueueEvent) {
 	g := gateway.Request(ctx)
 	if g == nil || g.Header.Get("X-Call") == "" {
 		return // another test's request
@@ -55,12 +51,12 @@ func (r *queueRecorder) event(ctx context.Context, ev string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev {
-	case sockets.QueueJoined:
+	case backend.QueueJoined:
 		r.joined++
 		r.queue = append(r.queue, n)
-	case sockets.QueueRequeued:
+	case backend.QueueRequeued:
 		r.queue = append([]int{n}, r.queue...)
-	case sockets.QueueServed:
+	case backend.QueueServed:
 		r.served++
 		switch {
 		case len(r.queue) > 0 && r.queue[0] == n:
@@ -81,12 +77,12 @@ func (r *queueRecorder) event(ctx context.Context, ev string) {
 				r.queue = append(r.queue[:at], r.queue[at+1:]...)
 			}
 		}
-	case sockets.QueueLeft:
+	case backend.QueueLeft:
 		r.left++
 		if i := slices.Index(r.queue, n); i >= 0 {
 			r.queue = slices.Delete(r.queue, i, i+1)
 		}
-	case sockets.QueueRefused:
+	case backend.QueueRefused:
 		r.refused++
 	}
 	if r.onEvent != nil {
@@ -126,16 +122,14 @@ func TestMaxPendingRequests(t *testing.T) {
 			s.MaxPendingRequests = pending
 		})
 		cfg.ForwardHeaders = []string{"X-Call"}
-		var buf logBuffer
-		inv := newInvoker(t, cfg, infoLog(&buf))
-
 		full := make(chan struct{})
-		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
-			if ev == sockets.QueueRefused && r.refused == callers-conns-pending {
+		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev backend.QueueEvent) {
+			if ev == backend.QueueRefused && r.refused == callers-conns-pending {
 				close(full)
 			}
 		}}
-		rec.install(t)
+		var buf logBuffer
+		inv := newInvoker(t, cfg, infoLog(&buf), rec.option())
 
 		type result struct {
 			body string
@@ -263,8 +257,9 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 			cfg.SourceSchemas["products"] = s
 		}
 		cfg.ForwardHeaders = []string{"X-Call", "X-Hold"}
-		inv := newInvoker(t, cfg)
-		rec, wg := fillQueue(t, inv, arrived)
+		rec := &queueRecorder{}
+		inv := newInvoker(t, cfg, rec.option())
+		wg := fillQueue(t, inv, rec, arrived)
 		legacyBefore, _ := countPaths(srv)
 		post := func() (*http.Response, error) {
 			return inv.Post(gatewayCtx("X-Call", "2"), "products", []byte(body))
@@ -303,18 +298,20 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 
 // fillQueue fills the queue of a schema with max_conns_per_host 1 and
 // max_pending_requests 1 whose server reports each held request (X-Hold)
-// on arrived: one call in flight, one waiting. The caller releases the
-// server, then waits on the returned group for both calls; the recorder
-// has the pool's queue events.
-func fillQueue(t *testing.T, inv transport.Invoker, arrived <-chan struct{}) (*queueRecorder, *sync.WaitGroup) {
+// on arrived: one call in flight, one waiting. rec is the recorder whose
+// option inv was built with; fillQueue sets its onEvent. The caller
+// releases the server, then waits on the returned group for both calls;
+// rec has the pool's queue events.
+func fillQueue(t *testing.T, inv transport.Invoker, rec *queueRecorder, arrived <-chan struct{}) *sync.WaitGroup {
 	t.Helper()
 	joined := make(chan struct{}, 1)
-	rec := &queueRecorder{onEvent: func(r *queueRecorder, ev string) {
-		if ev == sockets.QueueJoined {
+	rec.mu.Lock()
+	rec.onEvent = func(r *queueRecorder, ev backend.QueueEvent) {
+		if ev == backend.QueueJoined {
 			joined <- struct{}{}
 		}
-	}}
-	rec.install(t)
+	}
+	rec.mu.Unlock()
 	wg := &sync.WaitGroup{}
 	for i, step := range []<-chan struct{}{arrived, joined} {
 		wg.Go(func() {
@@ -332,7 +329,7 @@ func fillQueue(t *testing.T, inv transport.Invoker, arrived <-chan struct{}) (*q
 			t.Fatalf("held call %d neither reached the server nor the queue", i)
 		}
 	}
-	return rec, wg
+	return wg
 }
 
 // TestOverloadedLeavesBreakerClosed (issue 29, defect 1): the pool's own
@@ -361,8 +358,9 @@ func TestOverloadedLeavesBreakerClosed(t *testing.T) {
 		})
 		cfg.ForwardHeaders = []string{"X-Call", "X-Hold"}
 		var evs resilienceEvents
-		inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook))
-		_, wg := fillQueue(t, inv, arrived)
+		rec := &queueRecorder{}
+		inv := newInvoker(t, cfg, transport.WithResilienceHook(evs.hook), rec.option())
+		wg := fillQueue(t, inv, rec, arrived)
 		for i := range 8 {
 			_, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(10+i)), "products", []byte(`{"query":"{ ok }"}`))
 			if !errors.Is(err, transport.ErrOverloaded) || errors.Is(err, transport.ErrCircuitOpen) {

@@ -15,7 +15,7 @@ import (
 	"github.com/fusiongo/transport/internal/redact"
 )
 
-// StatusHandler serves the state of t for people and for machines, on one
+// StatusHandler serves the state of inv for people and for machines, on one
 // URL: per source schema its path, the engine, the canary share with its
 // windows and recent changes, each route's circuit breaker, pool
 // connections and addresses (in-flight requests, ejections), and the
@@ -30,8 +30,8 @@ import (
 // behind the gateway's own authentication, on an admin listener (see
 // docs/rollout.md, "The status page"). Unlike CanaryHandler it answers
 // without a canary too.
-func (t *Transport) StatusHandler() http.Handler {
-	return http.HandlerFunc(t.serveStatus)
+func (inv *Transport) StatusHandler() http.Handler {
+	return http.HandlerFunc(inv.serveStatus)
 }
 
 // status is the document StatusHandler serves.
@@ -94,22 +94,22 @@ type addressStatus struct {
 }
 
 // statusNow gathers the state in force.
-func (t *Transport) statusNow() status {
-	s := status{Path: string(t.path), Mode: "plain", At: time.Now().UTC(), Events: t.recent.snapshot()}
+func (inv *Transport) statusNow() status {
+	s := status{Path: string(inv.path), Mode: "plain", At: time.Now().UTC(), Events: inv.recent.snapshot()}
 	switch {
-	case t.canary != nil:
+	case inv.canary != nil:
 		s.Mode = "canary"
-	case t.shadow != nil:
+	case inv.shadow != nil:
 		s.Mode = "shadow"
 	}
-	st := t.state.Load()
+	st := inv.state.Load()
 	if st == nil {
 		s.Closed = true
 		return s
 	}
 	var cs canary.State
-	if t.canary != nil {
-		cs = t.canary.judge.State()
+	if inv.canary != nil {
+		cs = inv.canary.judge.State()
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.schemas)) {
 		e := st.schemas[name]
@@ -172,7 +172,7 @@ func formatShare(f float64) string {
 	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
 }
 
-func (t *Transport) serveStatus(w http.ResponseWriter, r *http.Request) {
+func (inv *Transport) serveStatus(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -181,7 +181,7 @@ func (t *Transport) serveStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Vary", "Accept")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	s := t.statusNow()
+	s := inv.statusNow()
 	if wantsJSON(r) {
 		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {

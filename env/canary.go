@@ -108,15 +108,6 @@ func (c Config) EffectiveCanary() CanarySettings {
 	return s
 }
 
-// Canaried reports whether source schema name takes part in the canary:
-// the canary is on, and its schema list is empty or names it.
-func (c Config) Canaried(name string) bool {
-	if c.Canary.Rate <= 0 {
-		return false
-	}
-	return len(c.Canary.Schemas) == 0 || contains(c.Canary.Schemas, name)
-}
-
 // parseShare reads a share written as a number (0.05) or a percentage
 // (5%). ok is false if it is neither.
 func parseShare(s string) (float64, bool) {

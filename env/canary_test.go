@@ -119,19 +119,3 @@ func TestLoadCanary(t *testing.T) {
 		})
 	}
 }
-
-// TestCanaried: which schemas take part.
-func TestCanaried(t *testing.T) {
-	c := env.Config{Canary: env.CanarySettings{Rate: 0.1, Schemas: []string{"products"}}}
-	if !c.Canaried("products") || c.Canaried("reviews") {
-		t.Error("a listed canary must cover products only")
-	}
-	c.Canary.Schemas = nil
-	if !c.Canaried("reviews") {
-		t.Error("an unlisted canary must cover every schema")
-	}
-	c.Canary.Rate = 0
-	if c.Canaried("products") {
-		t.Error("rate 0 is off")
-	}
-}

@@ -203,7 +203,14 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 		h.observe(start, err)
 		return resp, err
 	}
-	ctx := req.Context()
+	return h.race(req.Context(), c, delay)
+}
+
+// race sends c's first attempt and then, each delay that passes with no
+// attempt answered, a hedge, up to MaxExtra as the budget allows. The
+// first attempt that succeeds wins (won); when every attempt failed, the
+// last one's error goes back.
+func (h *hedger) race(ctx context.Context, c classified, delay time.Duration) (*http.Response, error) {
 	results := make(chan hedgeResult, 1+h.cfg.MaxExtra)
 	cancels := make([]context.CancelFunc, 0, 1+h.cfg.MaxExtra)
 	launch := func(r *http.Request, hedge bool) {
@@ -233,19 +240,7 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 				h.settle(res.err)
 			}
 			if res.err == nil {
-				for i, cancel := range cancels {
-					if i != res.idx {
-						cancel()
-					}
-				}
-				if pending > 0 {
-					go h.discard(results, pending)
-				}
-				if res.hedge && h.cfg.OnWon != nil {
-					h.cfg.OnWon()
-				}
-				res.resp.Body = &cancelOnClose{ReadCloser: res.resp.Body, cancel: res.cancel}
-				return res.resp, nil
+				return h.won(res, cancels, results, pending), nil
 			}
 			res.cancel()
 			if pending == 0 {
@@ -264,6 +259,25 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+}
+
+// won returns the response of res, the first attempt that succeeded: it
+// cancels every other attempt, leaves the pending of them to discard, and
+// ties res's context to the response's body.
+func (h *hedger) won(res hedgeResult, cancels []context.CancelFunc, results <-chan hedgeResult, pending int) *http.Response {
+	for i, cancel := range cancels {
+		if i != res.idx {
+			cancel()
+		}
+	}
+	if pending > 0 {
+		go h.discard(results, pending)
+	}
+	if res.hedge && h.cfg.OnWon != nil {
+		h.cfg.OnWon()
+	}
+	res.resp.Body = &cancelOnClose{ReadCloser: res.resp.Body, cancel: res.cancel}
+	return res.resp
 }
 
 // settle reports a hedge once its attempt ended: sent (OnSent), unless

@@ -72,31 +72,6 @@ const (
 // slice on every call: 429, 502, 503, 504.
 func DefaultRetryStatuses() []int { return defaults.RetryStatuses() }
 
-// Validate reports the fields of c that are out of range, all at once. Retry
-// does not call it: it treats out-of-range values as documented on each
-// field.
-func (c RetryConfig) Validate() error {
-	var errs []error
-	if c.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("RetryConfig.MaxAttempts: %d: must not be negative", c.MaxAttempts))
-	}
-	if c.WaitMin < 0 {
-		errs = append(errs, fmt.Errorf("RetryConfig.WaitMin: %s: must not be negative", c.WaitMin))
-	}
-	if c.WaitMax < 0 {
-		errs = append(errs, fmt.Errorf("RetryConfig.WaitMax: %s: must not be negative", c.WaitMax))
-	}
-	if c.waitMin() > c.waitMax() {
-		errs = append(errs, fmt.Errorf("RetryConfig.WaitMin: %s: must not exceed WaitMax (%s)", c.waitMin(), c.waitMax()))
-	}
-	for _, s := range c.Statuses {
-		if s < 100 || s > 599 {
-			errs = append(errs, fmt.Errorf("RetryConfig.Statuses: %d: allowed 100 to 599", s))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func (c RetryConfig) waitMin() time.Duration {
 	if c.WaitMin <= 0 {
 		return DefaultRetryWaitMin

@@ -250,44 +250,6 @@ func TestRetryLargeBody(t *testing.T) {
 	}
 }
 
-func TestRetryConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  middleware.RetryConfig
-		want []string // substrings of the error; none: valid
-	}{
-		{"zero", middleware.RetryConfig{}, nil},
-		{"full", middleware.RetryConfig{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: time.Second, Statuses: []int{503}}, nil},
-		{"WaitMin over default WaitMax", middleware.RetryConfig{WaitMin: 3 * time.Second}, []string{"RetryConfig.WaitMin: 3s: must not exceed WaitMax (2s)"}},
-		{"all wrong", middleware.RetryConfig{MaxAttempts: -1, WaitMin: -1, WaitMax: -1, Statuses: []int{99, 600}}, []string{
-			"RetryConfig.MaxAttempts: -1: must not be negative",
-			"RetryConfig.WaitMin: -1ns: must not be negative",
-			"RetryConfig.WaitMax: -1ns: must not be negative",
-			"RetryConfig.Statuses: 99: allowed 100 to 599",
-			"RetryConfig.Statuses: 600: allowed 100 to 599",
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Errorf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("Validate succeeded, want an error")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-		})
-	}
-}
-
 // TestRetryRefusedUnsentRefunds: a retry that the breaker or rate limit
 // further in refuses unsent gives its budget back. The budget has room
 // for one retry (ratio 0.5 over one primed first try and each query's

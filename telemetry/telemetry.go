@@ -146,6 +146,21 @@ func New(opts Options) (*Telemetry, error) {
 		}
 	}
 	m := t.meter
+	t.newRequestInstruments(m, check)
+	t.newReloadInstruments(m, check)
+	t.canary = newCanaryInstruments(m, check)
+	t.resilience = newResilienceInstruments(m, check)
+	t.addresses = newAddressInstruments(m, check)
+	t.shaping = newShapingInstruments(m, check)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
+	}
+	return t, nil
+}
+
+// newRequestInstruments creates the instruments of requests and
+// connections, passing each error to check.
+func (t *Telemetry) newRequestInstruments(m metric.Meter, check func(error)) {
 	var err error
 	t.duration, err = m.Float64Histogram(MetricRequestDuration,
 		metric.WithUnit("s"),
@@ -172,6 +187,12 @@ func New(opts Options) (*Telemetry, error) {
 		metric.WithUnit("{connection}"),
 		metric.WithDescription("Idle connections to a source schema, a subset of the open ones."))
 	check(err)
+}
+
+// newReloadInstruments creates the instruments of reloads, passing each
+// error to check.
+func (t *Telemetry) newReloadInstruments(m metric.Meter, check func(error)) {
+	var err error
 	t.reloads, err = m.Int64Counter(MetricReloads,
 		metric.WithUnit("{reload}"),
 		metric.WithDescription("Configuration reloads applied."))
@@ -188,12 +209,4 @@ func New(opts Options) (*Telemetry, error) {
 		metric.WithUnit("{transport}"),
 		metric.WithDescription("Source schema transports that a reload dropped because their schema was removed."))
 	check(err)
-	t.canary = newCanaryInstruments(m, check)
-	t.resilience = newResilienceInstruments(m, check)
-	t.addresses = newAddressInstruments(m, check)
-	t.shaping = newShapingInstruments(m, check)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
-	}
-	return t, nil
 }

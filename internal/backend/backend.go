@@ -94,7 +94,32 @@ type Schema struct {
 	// OnAddress receives the ejections of the schema's addresses and their
 	// returns (sockets path); nil: none. It must be quick.
 	OnAddress func(AddressEvent)
+	// OnQueue is for tests only; nil in production. The sockets path's
+	// pool calls it under its lock, with the request's context, on each
+	// event of its wait queue (see QueueEvent). It must not call into the
+	// pool.
+	OnQueue func(ctx context.Context, event QueueEvent)
 }
+
+// QueueEvent is what happened to a request in the wait queue of a sockets
+// pool (Schema.OnQueue).
+type QueueEvent string
+
+// The events of a pool's wait queue. A request joins the tail
+// (QueueJoined), goes back to the head after the connection it was handed
+// failed its reservation (QueueRequeued), is handed a connection or leave
+// to dial (QueueServed, also when a dial whose requester gave up hands its
+// connection to the head), leaves unserved (QueueLeft: its context ended,
+// its queue deadline passed, or the pool drained), or is refused at
+// max_pending_requests (QueueRefused). A request served without waiting
+// (nobody waited) reports QueueServed only.
+const (
+	QueueJoined   QueueEvent = "joined"
+	QueueRequeued QueueEvent = "requeued"
+	QueueServed   QueueEvent = "served"
+	QueueLeft     QueueEvent = "left"
+	QueueRefused  QueueEvent = "refused"
+)
 
 // Resolver resolves a host to its addresses, as *net.Resolver does.
 type Resolver interface {

@@ -208,14 +208,6 @@ func needsEscape(p string) bool {
 	return false
 }
 
-// AppendChunk appends p as one chunk of a chunked body.
-func AppendChunk(dst, p []byte) []byte {
-	dst = strconv.AppendInt(dst, int64(len(p)), 16)
-	dst = append(dst, "\r\n"...)
-	dst = append(dst, p...)
-	return append(dst, "\r\n"...)
-}
-
 // LastChunk ends a chunked body with no trailer.
 const LastChunk = "0\r\n\r\n"
 

@@ -179,23 +179,6 @@ func (r Rules) Equal(o Rules) bool {
 		slices.EqualFunc(r.values, o.values, func(a, b valueRule) bool { return a.name == b.name })
 }
 
-// Added returns the names of the headers the rules can add, canonical:
-// forwarded, renamed, static and computed ones (not those that match an
-// expression, which depend on the gateway request).
-func (r Rules) Added() []string {
-	out := slices.Clone(r.names)
-	for _, p := range r.rename {
-		out = append(out, p.to)
-	}
-	for _, p := range r.set {
-		out = append(out, p.from)
-	}
-	for _, v := range r.values {
-		out = append(out, v.name)
-	}
-	return out
-}
-
 // Len returns an estimate of the headers the rules add, for sizing maps.
 func (r Rules) Len() int { return len(r.names) + len(r.rename) + len(r.set) + len(r.values) }
 

@@ -396,20 +396,7 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 		c.stop = context.AfterFunc(ctx, c.interrupt)
 	}
 	deadline, hasDeadline := ctx.Deadline()
-	if hasDeadline {
-		c.nc.SetDeadline(deadline)
-		c.timed, c.lingers = true, false
-	}
-	var headerBy time.Time
-	if d > 0 {
-		headerBy = time.Now().Add(d)
-		if !hasDeadline || headerBy.Before(deadline) {
-			c.nc.SetReadDeadline(headerBy)
-			c.timed, c.lingers = true, false
-		} else {
-			headerBy = time.Time{} // the context's deadline comes first
-		}
-	}
+	headerBy := c.setDeadlines(deadline, hasDeadline, d)
 	readBefore, writtenBefore := c.read, c.written.Load()
 	if err := c.write(req); err != nil {
 		return nil, c.failed(err, reused, writtenBefore, readBefore, headerBy)
@@ -432,27 +419,53 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 		borrow.Keep(lent)
 	}
 	if !headerBy.IsZero() {
-		// The header bound ends with the header: the body has the
-		// context's deadline, if any.
-		switch {
-		case hasDeadline:
-			c.nc.SetReadDeadline(deadline)
-		case c.tls == nil:
-			// Over plain TCP the bound's deadline lingers (see lingers):
-			// no read but readerOf's sees it, as the stale check peeks
-			// at the socket itself. Over TLS, stale reads through
-			// crypto/tls, where a past deadline would hide what the
-			// socket holds, so it is cleared.
-			c.lingers, c.timed = true, false
-		default:
-			c.nc.SetReadDeadline(time.Time{})
-		}
+		c.endHeaderBound(deadline, hasDeadline)
 	}
 	resp.TLS = c.tls
 	if resp.Body == http.NoBody {
 		c.BodyDone(!resp.Close && c.br.Buffered() == 0)
 	}
 	return resp, nil
+}
+
+// setDeadlines sets the connection's deadlines for a request: the
+// context's deadline (when hasDeadline) for the whole exchange, and the
+// header bound d (when d > 0) for the response head. headerBy is the
+// bound's end, zero when there is none or the context's deadline comes
+// first.
+func (c *h1Conn) setDeadlines(deadline time.Time, hasDeadline bool, d time.Duration) (headerBy time.Time) {
+	if hasDeadline {
+		c.nc.SetDeadline(deadline)
+		c.timed, c.lingers = true, false
+	}
+	if d > 0 {
+		headerBy = time.Now().Add(d)
+		if !hasDeadline || headerBy.Before(deadline) {
+			c.nc.SetReadDeadline(headerBy)
+			c.timed, c.lingers = true, false
+		} else {
+			headerBy = time.Time{} // the context's deadline comes first
+		}
+	}
+	return headerBy
+}
+
+// endHeaderBound ends the header bound once the response head is in: the
+// body has the context's deadline, if any.
+func (c *h1Conn) endHeaderBound(deadline time.Time, hasDeadline bool) {
+	switch {
+	case hasDeadline:
+		c.nc.SetReadDeadline(deadline)
+	case c.tls == nil:
+		// Over plain TCP the bound's deadline lingers (see lingers):
+		// no read but readerOf's sees it, as the stale check peeks
+		// at the socket itself. Over TLS, stale reads through
+		// crypto/tls, where a past deadline would hide what the
+		// socket holds, so it is cleared.
+		c.lingers, c.timed = true, false
+	default:
+		c.nc.SetReadDeadline(time.Time{})
+	}
 }
 
 // check refuses what net/http refuses before writing, and what the h1

@@ -126,29 +126,14 @@ type pool struct {
 	// arrives and before it takes p.mu to look. Set before the pool's first
 	// get; nil in production.
 	testHookWoken func()
+
+	// onQueue, set by tests only (backend.Schema.OnQueue), is called with
+	// p.mu held, with the request's context, on each event of the wait
+	// queue (backend.QueueEvent; a request is requeued when the
+	// connection it was handed failed Reserve). It must not call into the
+	// pool. Set before the pool's first get; nil in production.
+	onQueue func(ctx context.Context, event backend.QueueEvent)
 }
-
-// TestHookQueue is for tests only; nil in production, and set before the
-// pools it watches get their first request. When set, every pool calls it
-// with p.mu held, with the request's context, as a request joins the
-// tail of the wait queue (QueueJoined), goes back to its head after the
-// connection it was handed failed Reserve (QueueRequeued), is handed a
-// connection or leave to dial (QueueServed, also when a dial whose
-// requester gave up hands its connection to the head), leaves the queue
-// unserved (QueueLeft: its context ended, its queue deadline passed, or the
-// pool drained), or is refused at max_pending_requests (QueueRefused).
-// Requests served without waiting (nobody waited) report QueueServed only.
-// It must not call into the pool.
-var TestHookQueue func(ctx context.Context, event string)
-
-// The events of TestHookQueue.
-const (
-	QueueJoined   = "joined"
-	QueueRequeued = "requeued"
-	QueueServed   = "served"
-	QueueLeft     = "left"
-	QueueRefused  = "refused"
-)
 
 // waiter is one request waiting in the pool's queue.
 type waiter struct {
@@ -160,7 +145,7 @@ type waiter struct {
 	// reservation, and took w out of the queue; get returns it, or leave
 	// gives it back. Guarded by pool.mu.
 	handed *conn
-	ctx    context.Context // the request's, for TestHookQueue; immutable
+	ctx    context.Context // the request's, for onQueue; immutable
 }
 
 // pendingDial is one dial under way for the pool (dialFor): the request
@@ -433,8 +418,8 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (c *conn, pending bo
 				closeAll(stale)
 				return nil, false, err
 			}
-		} else if TestHookQueue != nil {
-			TestHookQueue(ctx, QueueServed)
+		} else if p.onQueue != nil {
+			p.onQueue(ctx, backend.QueueServed)
 		}
 		p.mu.Unlock()
 		closeAll(stale)
@@ -474,8 +459,8 @@ func (p *pool) leaveDrained(ctx context.Context, w *waiter) {
 	if w == nil || !w.queued {
 		return
 	}
-	if TestHookQueue != nil {
-		TestHookQueue(ctx, QueueLeft)
+	if p.onQueue != nil {
+		p.onQueue(ctx, backend.QueueLeft)
 	}
 	p.unlink(w)
 	p.signal()
@@ -487,15 +472,15 @@ func (p *pool) leaveDrained(ctx context.Context, w *waiter) {
 // a waiter keeps its place. p.mu is held.
 func (p *pool) queue(ctx context.Context, w *waiter) (*waiter, error) {
 	if w == nil && p.maxPending > 0 && p.nwait >= p.maxPending {
-		if TestHookQueue != nil {
-			TestHookQueue(ctx, QueueRefused)
+		if p.onQueue != nil {
+			p.onQueue(ctx, backend.QueueRefused)
 		}
 		return nil, p.overloaded
 	}
 	joined := w == nil
 	w = p.enqueue(ctx, w)
-	if TestHookQueue != nil && joined {
-		TestHookQueue(ctx, QueueJoined)
+	if p.onQueue != nil && joined {
+		p.onQueue(ctx, backend.QueueJoined)
 	}
 	return w, nil
 }
@@ -590,8 +575,8 @@ func (p *pool) wait(ctx context.Context, w *waiter, expired <-chan time.Time) er
 func (p *pool) requeueFirst(ctx context.Context, w *waiter) *waiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if TestHookQueue != nil {
-		TestHookQueue(ctx, QueueRequeued)
+	if p.onQueue != nil {
+		p.onQueue(ctx, backend.QueueRequeued)
 	}
 	if w == nil {
 		w = &waiter{wake: make(chan struct{}, 1), ctx: ctx}
@@ -684,8 +669,8 @@ func (p *pool) unlink(w *waiter) (woken bool) {
 // idle.
 func (p *pool) leave(w *waiter) {
 	p.mu.Lock()
-	if TestHookQueue != nil && w.queued {
-		TestHookQueue(w.ctx, QueueLeft)
+	if p.onQueue != nil && w.queued {
+		p.onQueue(w.ctx, backend.QueueLeft)
 	}
 	if p.unlink(w) {
 		p.signal()
@@ -1055,8 +1040,8 @@ func (p *pool) handOver(c *conn) {
 		}
 		w.handed = c
 		c.reused.Store(true)
-		if TestHookQueue != nil {
-			TestHookQueue(w.ctx, QueueServed)
+		if p.onQueue != nil {
+			p.onQueue(w.ctx, backend.QueueServed)
 		}
 		select {
 		case w.wake <- struct{}{}:

@@ -76,7 +76,7 @@ func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error)
 	if err != nil {
 		return nil, err
 	}
-	p.schema, p.log = s.Name, s.Log
+	p.schema, p.log, p.onQueue = s.Name, s.Log, s.OnQueue
 	if s.Options.Dial == nil {
 		// A Dial hook decides where the schema's connections go.
 		p.resolveFrom(kk, s.Resolver, s.OnAddress)

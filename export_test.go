@@ -1,0 +1,15 @@
+package transport
+
+import (
+	"context"
+
+	"github.com/fusiongo/transport/internal/backend"
+)
+
+// WithQueueHook calls hook on each event of a sockets pool's wait queue,
+// for every source schema of the invoker (backend.Schema.OnQueue): under
+// the pool's lock, with the request's context. hook must not block or
+// call into the invoker.
+func WithQueueHook(hook func(ctx context.Context, event backend.QueueEvent)) Option {
+	return func(o *options) { o.queueHook = hook }
+}
