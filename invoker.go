@@ -94,7 +94,7 @@ type route struct {
 	// transport writes the whole request before RoundTrip returns (h1),
 	// the request path arms no timer of its own, and no middleware can
 	// hold the request or the response once the pipeline has returned
-	// (no hedge, dedupe, telemetry, request log, user or backend
+	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
 	// middleware).
 	lends bool
 }
@@ -284,11 +284,23 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	if c := settings.RequestCompression; c.On() {
 		r.compressMin = max(c.MinBytes, 1)
 	}
-	traced, beMW := inv.traced(name, path), be.Middleware(s)
-	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 && !settings.Dedupe.On() && !settings.Hedge.Enabled.On() &&
-		len(traced) == 0 && len(inv.o.middleware) == 0 && len(so.Middleware) == 0 && len(beMW) == 0
-	mws := slices.Concat(traced, inv.o.middleware, so.Middleware, inv.builtins(r.res, settings, name, path), beMW)
-	pipeline := middleware.Chain(sender{r}, mws...)
+	var l layers
+	if inv.o.telemetry != nil {
+		l.add(stageTelemetry, inv.o.telemetry.Middleware(name, string(path)))
+	}
+	if inv.o.requestLog != nil {
+		l.add(stageRequestLog, middleware.Logging(inv.o.requestLog, name))
+	}
+	l.add(stageMiddleware, inv.o.middleware...)
+	l.add(stageSchemaMiddleware, so.Middleware...)
+	inv.builtins(&l, r.res, settings, name, path)
+	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
+	l.add(stageBackendMiddleware, be.Middleware(s)...)
+	// Retry, the breaker, compression and the rate limit let go of the
+	// request and the response when they return; the other stages may not.
+	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 &&
+		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
+	pipeline := l.chain(sender{r})
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {
 		r.entry, r.front = f, true
@@ -329,44 +341,26 @@ type hookTransport struct{ http.RoundTripper }
 
 func (*hookTransport) Drain() {}
 
-// traced returns the telemetry and request log middleware of a schema, if
-// configured.
-func (inv *Transport) traced(name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
-	var out []func(http.RoundTripper) http.RoundTripper
-	if inv.o.telemetry != nil {
-		out = append(out, inv.o.telemetry.Middleware(name, string(path)))
-	}
-	if inv.o.requestLog != nil {
-		out = append(out, middleware.Logging(inv.o.requestLog, name))
-	}
-	return out
-}
-
-// builtins returns the built-in middleware that settings switch on, in the
-// order they run: Dedupe (identical in-flight queries share one request;
-// its key holds every header of the request, the rules' and the caller's,
-// so two users never share an answer), then Compress (the body compressed
-// once per call, so that what follows resends the same bytes), then Retry
-// (each attempt goes on through the rest of the pipeline; its retries
-// spend the retry budget), then Hedge (a late query sent once more, each
-// hedge paid from the same budget), then the circuit breaker, which every
-// attempt and every hedge passes (resilience.go), then the rate limit,
-// where every attempt and hedge the breaker let through takes a turn
-// (shaping.go; docs/design.md, "Traffic shaping").
-func (inv *Transport) builtins(res resilience, settings env.Settings, name string, path env.Path) []func(http.RoundTripper) http.RoundTripper {
-	var out []func(http.RoundTripper) http.RoundTripper
+// builtins adds to l the built-in middleware that settings switch on, each
+// at its stage (see stage for the order, docs/design.md "Pipeline" for
+// why): dedupe (identical in-flight queries share one request; its key
+// holds every header of the request, the rules' and the caller's, so two
+// users never share an answer), compression (once per call, so that every
+// attempt resends the same bytes), retry and hedge (each attempt goes on
+// through the rest of the pipeline and is paid from the retry budget), the
+// circuit breaker, which every attempt and hedge passes (resilience.go),
+// and the rate limit, where every attempt and hedge the breaker let
+// through takes a turn (shaping.go).
+func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, name string, path env.Path) {
 	if settings.Dedupe.On() {
-		out = append(out, middleware.Dedupe())
+		l.add(stageDedupe, middleware.Dedupe())
 	}
-	compress := inv.compression(settings.RequestCompression, name, path)
+	l.add(stageCompress, inv.compression(settings.RequestCompression, name, path))
 	retry, hedge, breaker := inv.resilient(res, settings, name, path)
-	limit := inv.limited(res.limiter, name, path)
-	for _, m := range []middleware.Middleware{compress, retry, hedge, breaker, limit} {
-		if m != nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	l.add(stageRetry, retry)
+	l.add(stageHedge, hedge)
+	l.add(stageBreaker, breaker)
+	l.add(stageRateLimit, inv.limited(res.limiter, name, path))
 }
 
 // rejected wraps the reason a reload was refused.

@@ -84,8 +84,25 @@ type SchemaOptions struct {
 	RoundTripper http.RoundTripper
 
 	// Middleware wraps this source schema's requests, the first entry
-	// outermost, inside the global middleware (WithMiddleware). Nil: none.
+	// outermost, inside the global middleware (WithMiddleware) and outside
+	// dedupe and retry: it sees each call once. Nil: none.
 	Middleware []func(http.RoundTripper) http.RoundTripper
+
+	// AttemptMiddleware wraps each attempt of this source schema's
+	// requests, the first entry outermost (both paths, every engine): it
+	// runs inside retry and hedge, once per attempt (the first try, each
+	// retry, each hedge), where Middleware runs once per call. The place
+	// for middleware.Token, so that every attempt carries a token fetched
+	// for it. It sits inside the circuit breaker and the rate limit, so an
+	// attempt they refuse, unsent, never reaches it (Token fetches no
+	// token for it) and a token fetched after a rate-limit wait is fresh;
+	// and outside the backend's own middleware (decompression). An error
+	// it returns is the attempt's own: retry may try again, the breaker
+	// counts it as a failure as it would the transport's, and the attempt
+	// has taken its rate-limit turn. It sees the body compressed when
+	// request_compression is on. On the legacy path it runs on each
+	// redirect hop, as the whole pipeline does. Nil: none.
+	AttemptMiddleware []func(http.RoundTripper) http.RoundTripper
 
 	// HeaderValues computes headers per request from the gateway request,
 	// after the configured header rules (both paths): the key is the

@@ -140,9 +140,9 @@ func equalBreaker(a, b env.BreakerSettings) bool {
 }
 
 // resilient returns the breaker, retry and hedge middleware of a route,
-// in the order builtins places them: Retry (outermost of the three), then
-// Hedge, then the breaker, so that every attempt and every hedge passes
-// the breaker.
+// in the order of their stages (pipeline.go): Retry (outermost of the
+// three), then Hedge, then the breaker, so that every attempt and every
+// hedge passes the breaker.
 func (inv *Transport) resilient(res resilience, settings env.Settings, name string, path env.Path) (retry, hedge, breaker middleware.Middleware) {
 	log := inv.log.With("source_schema", name)
 	r := settings.Retry

@@ -23,9 +23,12 @@
 //   - Dedupe sits outside Retry so that the callers that share a request
 //     share its whole retried result, not each attempt; inside, each caller
 //     of one query would run its own retries.
-//   - Retry sits outside Token so that each attempt gets a fresh token: a
-//     token that expires during a wait (Retry-After may ask for seconds) is
-//     not sent again.
+//   - Retry and Hedge sit outside Token so that each attempt and each hedge
+//     gets a fresh token: a token that expires during a wait (Retry-After
+//     may ask for seconds) is not sent again. Token sits inside Breaker and
+//     RateLimiter, so that an attempt they refuse fetches no token. Under a
+//     transport.Invoker, whose pipeline has Retry and Hedge built in, that
+//     place is transport.SchemaOptions.AttemptMiddleware.
 //   - Hedge sits inside Retry, so that a retried attempt may be hedged and
 //     both spend one RetryBudget, and outside Breaker, so that every
 //     attempt and every hedge passes the breaker and counts as one outcome.

@@ -13,9 +13,10 @@ import (
 
 // TokenFunc returns the whole Authorization header value for a source
 // schema request, scheme included ("Bearer abc"). It is called with the
-// request's context for every request that Token sends (for every attempt,
-// inside Retry), so it should cache: a function that fetches a token each
-// time fetches it per request. It must be safe for concurrent use.
+// request's context for every request that Token sends (for every attempt
+// and hedge when Token sits inside Retry and Hedge), so it should cache: a
+// function that fetches a token each time fetches it per attempt. It must
+// be safe for concurrent use.
 type TokenFunc func(ctx context.Context) (string, error)
 
 // Token returns a middleware that sets the Authorization header of every
@@ -25,6 +26,14 @@ type TokenFunc func(ctx context.Context) (string, error)
 // included: the source schema sees the gateway's own credentials. If src
 // fails, or returns an empty value, the request is not sent and fails with
 // an error that says the token did. Token panics if src is nil.
+//
+// Token belongs inside Retry and Hedge, so that every attempt carries a
+// token fetched for it, and inside Breaker and RateLimiter, so that an
+// attempt they refuse fetches none (see Order in the package doc). Under a
+// transport.Invoker that place is transport.SchemaOptions.AttemptMiddleware;
+// in SchemaOptions.Middleware or transport.WithMiddleware, which run once
+// per call outside the built-in retry, every attempt of a call carries the
+// same token.
 func Token(src TokenFunc) Middleware {
 	if src == nil {
 		panic("middleware.Token: nil TokenFunc")
