@@ -253,37 +253,56 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		headerTimeout:  env.Bound(settings.HeaderTimeout),
 		requestTimeout: env.Bound(settings.RequestTimeout),
 	}
-	if so.RoundTripper != nil {
-		// A pointer: the request path keys maps by Transport, and the
-		// caller's RoundTripper may be of a type that cannot be a key.
-		r.key, r.transport = hookKey{}, &hookTransport{so.RoundTripper}
-		if prev != nil && prev.key.Equal(hookKey{}) {
-			r.transport = prev.transport
-		}
-	} else {
-		if r.key, err = be.Key(s); err != nil {
-			return nil, nil, err
-		}
-		if prev != nil && prev.path == path && prev.key.Equal(r.key) {
-			r.transport = prev.transport
-		} else {
-			if opened, err = be.Open(s, r.key); err != nil {
-				return nil, nil, err
-			}
-			r.transport = opened
-		}
-		if ab, ok := r.transport.(backend.AnyBody); ok && ab.WritesAnyBody() {
-			r.anyBody = true
-		}
-		if ht, ok := r.transport.(backend.HeaderTimed); ok && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
-			r.timed = ht
-		}
+	if opened, err = inv.attachTransport(r, s, be, so.RoundTripper, prev); err != nil {
+		return nil, nil, err
 	}
 	r.res = inv.resilienceOf(r, settings, prev)
 	r.res.limiter = lim
 	if c := settings.RequestCompression; c.On() {
 		r.compressMin = max(c.MinBytes, 1)
 	}
+	inv.assemble(r, s, be, so, settings, rules)
+	return r, opened, nil
+}
+
+// attachTransport gives r its transport: the caller's RoundTripper hook,
+// prev's when it is on the same path with an equal key, or one that be
+// opens (returned as opened, for the caller to drain if the build fails).
+func (inv *Transport) attachTransport(r *route, s *backend.Schema, be backend.Backend, hook http.RoundTripper, prev *route) (opened backend.Transport, err error) {
+	if hook != nil {
+		// A pointer: the request path keys maps by Transport, and the
+		// caller's RoundTripper may be of a type that cannot be a key.
+		r.key, r.transport = hookKey{}, &hookTransport{hook}
+		if prev != nil && prev.key.Equal(hookKey{}) {
+			r.transport = prev.transport
+		}
+		return nil, nil
+	}
+	if r.key, err = be.Key(s); err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.path == r.path && prev.key.Equal(r.key) {
+		r.transport = prev.transport
+	} else {
+		if opened, err = be.Open(s, r.key); err != nil {
+			return nil, err
+		}
+		r.transport = opened
+	}
+	if ab, ok := r.transport.(backend.AnyBody); ok && ab.WritesAnyBody() {
+		r.anyBody = true
+	}
+	if ht, ok := r.transport.(backend.HeaderTimed); ok && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
+		r.timed = ht
+	}
+	return opened, nil
+}
+
+// assemble stacks r's pipeline by stage (pipeline.go) in front of its
+// transport and sets r.entry, and r.front when the backend puts its own
+// front (legacy's http.Client) before it.
+func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, so SchemaOptions, settings env.Settings, rules headers.Rules) {
+	name, path := r.name, r.path
 	var l layers
 	if inv.o.telemetry != nil {
 		l.add(stageTelemetry, inv.o.telemetry.Middleware(name, string(path)))
@@ -305,7 +324,6 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	if f := be.Front(s, rules, pipeline); f != nil {
 		r.entry, r.front = f, true
 	}
-	return r, opened, nil
 }
 
 // forBackend returns settings as a backend gets them: without the keys
