@@ -25,6 +25,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -122,30 +123,7 @@ func newReplicas(t *testing.T, n int, opts ...replicaOption) *replicaSet {
 // newReplicasTLS is newReplicas serving TLS when tlsOpt is not nil.
 func newReplicasTLS(t *testing.T, n int, tlsOpt *withTLS, opts ...replicaOption) *replicaSet {
 	t.Helper()
-	var ls []net.Listener
-	var port string
-	for try := 0; try < 20 && len(ls) < n; try++ {
-		for _, l := range ls {
-			l.Close()
-		}
-		ls = ls[:0]
-		l, err := net.Listen("tcp", "127.0.0.2:0")
-		if err != nil {
-			t.Skipf("no second loopback address: %v", err)
-		}
-		ls = append(ls, l)
-		_, port, _ = net.SplitHostPort(l.Addr().String())
-		for i := 1; i < n; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%s", i+2, port))
-			if err != nil {
-				break // the port is taken there: another try
-			}
-			ls = append(ls, l)
-		}
-	}
-	if len(ls) < n {
-		t.Fatalf("could not listen on %d loopback addresses with one port", n)
-	}
+	ls, port := wiretest.ListenLoopbacks(t, n)
 	set := &replicaSet{port: port, url: "http://replicas.test:" + port + "/graphql", closedSig: make(chan struct{}, 1)}
 	if tlsOpt != nil {
 		set.url = "https://replicas.test:" + port + "/graphql"

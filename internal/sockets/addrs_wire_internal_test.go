@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // The addresses of a pool on the wire, in this package's own tests: a
@@ -53,30 +54,7 @@ type wireReplica struct {
 
 func newWireSet(t *testing.T, n int) *wireSet {
 	t.Helper()
-	var ls []net.Listener
-	var port string
-	for try := 0; try < 20 && len(ls) < n; try++ {
-		for _, l := range ls {
-			l.Close()
-		}
-		ls = ls[:0]
-		l, err := net.Listen("tcp", "127.0.0.2:0")
-		if err != nil {
-			t.Skipf("no second loopback address: %v", err)
-		}
-		ls = append(ls, l)
-		_, port, _ = net.SplitHostPort(l.Addr().String())
-		for i := 1; i < n; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%s", i+2, port))
-			if err != nil {
-				break // the port is taken there: another try
-			}
-			ls = append(ls, l)
-		}
-	}
-	if len(ls) < n {
-		t.Fatalf("could not listen on %d loopback addresses with one port", n)
-	}
+	ls, port := wiretest.ListenLoopbacks(t, n)
 	s := &wireSet{
 		url: "http://replicas.test:" + port + "/graphql", port: port,
 		changed: make(chan struct{}), hold: make(chan struct{}), held: make(chan int, 16),
