@@ -15,7 +15,7 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rounds := fs.Int("rounds", benchrun.DefaultRounds, "rounds per mode; each round runs a fresh gateway per side of -paths, in order")
+	rounds := fs.Int("rounds", benchrun.DefaultRounds, "rounds per mode; each round runs a fresh gateway per side of -sides, in order")
 	duration := fs.Duration("duration", benchrun.DefaultDuration, "measured window of each run")
 	warmup := fs.Duration("warmup", benchrun.DefaultWarmup, "warm-up before each measured window (0: none)")
 	vus := fs.Int("vus", benchrun.DefaultVUs, "virtual users of the closed-loop load")
@@ -24,8 +24,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	htmlFile := fs.String("html", "", "also write the report as a self-contained HTML page to `file`: per mode the latency percentile curves, CPU and allocations per round, the targets")
 	profileDir := fs.String("profile", "", "write CPU and allocation profiles of the gateway, per mode and path, from the last round to `dir`")
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
-	paths := fs.String("paths", "legacy,sockets", "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with")
-	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -paths does")
+	sidesList := "legacy,sockets"
+	fs.StringVar(&sidesList, "sides", sidesList, "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with (as compare -sides)")
+	fs.StringVar(&sidesList, "paths", sidesList, "the old name of -sides, still read")
+	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -sides does")
 	subgraphs := fs.String("subgraphs", string(benchrun.SubgraphsReplay), "the source `schemas` the gateways call: replay (the embedded schemas' recorded answers, costing next to nothing) or schemas (the embedded schemas, executing every request)")
 	distinct := fs.Bool("distinct", false, "every gateway request its own X-Request-Id, forwarded to the source schemas, so that none is identical to another in flight (real traffic); default: all the same, as the public benchmark")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
@@ -44,9 +46,9 @@ source schema calls per request, idle and peak RSS, startup time and binary
 size, with Before = legacy, After = sockets and their ratio, then the
 targets. Progress goes to stderr. Linux only (it reads /proc).
 
--paths sets other sides side by side: sockets:nethttp and sockets:h1 run the
+-sides sets other sides side by side: sockets:nethttp and sockets:h1 run the
 sockets path with that engine for every source schema (the gateway's
--engine), sockets with the configuration's own. With three, e.g. -paths
+-engine), sockets with the configuration's own. With three, e.g. -sides
 legacy,sockets:nethttp,sockets:h1, each round runs them in turn (ABCABC...)
 and the table has a column per side, the ratio of each to the first and
 sockets:h1/sockets:nethttp; the targets are checked for each sockets side
@@ -66,9 +68,9 @@ Flags:
 		fmt.Fprintf(stderr, "bench: -modes: %v\n", err)
 		return 2
 	}
-	sides, err := benchrun.ParseSides(*paths)
+	sides, err := benchrun.ParseSides(sidesList)
 	if err != nil {
-		fmt.Fprintf(stderr, "bench: -paths %q: %v\n", *paths, err)
+		fmt.Fprintf(stderr, "bench: -sides %q: %v\n", sidesList, err)
 		return 2
 	}
 	subgraphList, err := benchrun.ParseSubgraphs(*subgraphs)

@@ -68,7 +68,7 @@ type compareSide struct {
 // pair legacy vs sockets, as it always was.
 const defaultSides = "legacy,sockets"
 
-// parseSides parses -sides with the grammar bench's -paths shares
+// parseSides parses -sides with the grammar bench's -sides shares
 // (benchrun.ParseSides): two or three side names, each at most once.
 func parseSides(list string) ([]compareSide, error) {
 	parsed, err := benchrun.ParseSides(list)

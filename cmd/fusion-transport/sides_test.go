@@ -465,12 +465,14 @@ func TestGatewayEngine(t *testing.T) {
 	}
 }
 
-// TestBenchPathsInvalid: a bad -paths exits 2 naming the flag and the value,
-// before anything starts.
-func TestBenchPathsInvalid(t *testing.T) {
-	code, stdout, stderr := runCmd("bench", "-paths", "legacy,sockets:h3")
-	want := `bench: -paths "legacy,sockets:h3": unknown side "sockets:h3": want legacy, sockets (the configuration's own engine), sockets:nethttp or sockets:h1` + "\n"
-	if code != 2 || stderr != want || stdout != "" {
-		t.Errorf("exit %d, stderr %q, stdout %q; want 2 and %q", code, stderr, stdout, want)
+// TestBenchSidesInvalid: a bad -sides (or -paths, its old name) exits 2
+// naming the flag and the value, before anything starts.
+func TestBenchSidesInvalid(t *testing.T) {
+	for _, flag := range []string{"-sides", "-paths"} {
+		code, stdout, stderr := runCmd("bench", flag, "legacy,sockets:h3")
+		want := `bench: -sides "legacy,sockets:h3": unknown side "sockets:h3": want legacy, sockets (the configuration's own engine), sockets:nethttp or sockets:h1` + "\n"
+		if code != 2 || stderr != want || stdout != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want 2 and %q", flag, code, stderr, stdout, want)
+		}
 	}
 }
