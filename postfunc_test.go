@@ -245,3 +245,58 @@ func TestPostFuncAllocs(t *testing.T) {
 		t.Errorf("PostFunc allocates %v a call, want at most 1", allocs)
 	}
 }
+
+// TestPostFuncOwnAnswerUnderReload: while 8 callers borrow answers, the
+// configuration is reloaded back and forth between the h1 and nethttp
+// engines and between the legacy and sockets paths, so that calls are
+// moved from a transport that lends its memory to one that may not; every
+// callback still sees its own answer, and every call succeeds.
+func TestPostFuncOwnAnswerUnderReload(t *testing.T) {
+	srv := echoServer(t)
+	configs := []env.Config{config(pathH1, "products", srv.URL()), config(env.PathSockets, "products", srv.URL()), config(env.PathLegacy, "products", srv.URL())}
+	inv := newInvoker(t, configs[0])
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("q%d-%d", g, i)
+				err := inv.PostFunc(context.Background(), "products", []byte(id), func(resp *http.Response) error {
+					body, err := io.ReadAll(resp.Body)
+					if err != nil {
+						return err
+					}
+					if got := resp.Header.Get("X-Echo"); got != id || string(body) != echoBody(id) {
+						return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, got, body)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for n := range 60 {
+		if err := inv.Reload(configs[(n+1)%len(configs)]); err != nil {
+			t.Errorf("reload %d: %v", n, err)
+			break
+		}
+		// Each configuration serves a call before the next reload.
+		if err := inv.PostFunc(context.Background(), "products", []byte("between"), func(resp *http.Response) error {
+			_, err := io.Copy(io.Discard, resp.Body)
+			return err
+		}); err != nil {
+			t.Errorf("after reload %d: %v", n, err)
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
