@@ -86,8 +86,9 @@ type route struct {
 	transport      backend.Transport
 	entry          http.RoundTripper   // what Do and Post call: the backend's front, or the pipeline
 	front          bool                // the backend has a front: it applies the rules, any target goes
-	timed          backend.HeaderTimed // non-nil: the transport bounds the header wait itself
-	anyBody        bool                // the transport writes Post's body in one write as it is (backend.AnyBody)
+	desc           backend.Description // what the transport said of itself (Describe) when the route was built
+	timed          backend.HeaderTimer // non-nil: the transport bounds the header wait itself
+	anyBody        bool                // the transport writes Post's body in one write as it is (Description.WritesAnyBody)
 	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
 	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
 	// lends: PostFunc pools its calls on this route (lentCall): the
@@ -276,23 +277,22 @@ func (inv *Transport) attachTransport(r *route, s *backend.Schema, be backend.Ba
 		if prev != nil && prev.key.Equal(hookKey{}) {
 			r.transport = prev.transport
 		}
-		return nil, nil
-	}
-	if r.key, err = be.Key(s); err != nil {
-		return nil, err
-	}
-	if prev != nil && prev.path == r.path && prev.key.Equal(r.key) {
-		r.transport = prev.transport
 	} else {
-		if opened, err = be.Open(s, r.key); err != nil {
+		if r.key, err = be.Key(s); err != nil {
 			return nil, err
 		}
-		r.transport = opened
+		if prev != nil && prev.path == r.path && prev.key.Equal(r.key) {
+			r.transport = prev.transport
+		} else {
+			if opened, err = be.Open(s, r.key); err != nil {
+				return nil, err
+			}
+			r.transport = opened
+		}
 	}
-	if ab, ok := r.transport.(backend.AnyBody); ok && ab.WritesAnyBody() {
-		r.anyBody = true
-	}
-	if ht, ok := r.transport.(backend.HeaderTimed); ok && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
+	r.desc = r.transport.Describe()
+	r.anyBody = r.desc.WritesAnyBody
+	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
 		r.timed = ht
 	}
 	return opened, nil
@@ -358,6 +358,9 @@ func (hookKey) Equal(o backend.Key) bool { _, ok := o.(hookKey); return ok }
 type hookTransport struct{ http.RoundTripper }
 
 func (*hookTransport) Drain() {}
+
+// Describe: the request path knows nothing of the caller's RoundTripper.
+func (*hookTransport) Describe() backend.Description { return backend.Description{} }
 
 // builtins adds to l the built-in middleware that settings switch on, each
 // at its stage (see stage for the order, docs/design.md "Pipeline" for
@@ -500,8 +503,8 @@ func (inv *Transport) routesOn(path env.Path) iter.Seq2[string, *route] {
 func (inv *Transport) connections(path env.Path) func(yield func(schema string, open, idle int)) {
 	return func(yield func(schema string, open, idle int)) {
 		for name, r := range inv.routesOn(path) {
-			if c, ok := r.transport.(backend.Conns); ok {
-				open, idle := c.Conns()
+			if conns := r.desc.Conns; conns != nil {
+				open, idle := conns()
 				yield(name, open, idle)
 			}
 		}
@@ -513,8 +516,8 @@ func (inv *Transport) connections(path env.Path) func(yield func(schema string, 
 func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []telemetry.Address)) {
 	return func(yield func(schema string, addrs []telemetry.Address)) {
 		for name, r := range inv.routesOn(path) {
-			if as, ok := r.transport.(backend.Addresses); ok {
-				if stats := as.Addresses(); len(stats) > 0 {
+			if addrs := r.desc.Addresses; addrs != nil {
+				if stats := addrs(); len(stats) > 0 {
 					yield(name, telemetryAddresses(stats))
 				}
 			}

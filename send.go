@@ -201,7 +201,8 @@ type doCall struct {
 }
 
 // postBody is a Post's body as a transport that writes any body in one
-// write gets it (backend.AnyBody): the call's reader, with no allocation.
+// write gets it (backend.Description.WritesAnyBody): the call's reader,
+// with no allocation.
 type postBody postCall
 
 func (b *postBody) Read(p []byte) (int, error)         { return b.body.Read(p) }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/canary"
-	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/redact"
 )
 
@@ -143,12 +142,12 @@ func routeStatusOf(r *route) routeStatus {
 	if b := r.res.breaker; b != nil {
 		rs.Breaker = b.State().String()
 	}
-	if c, ok := r.transport.(backend.Conns); ok {
-		open, idle := c.Conns()
+	if conns := r.desc.Conns; conns != nil {
+		open, idle := conns()
 		rs.Conns = &connStatus{Open: open, Idle: idle}
 	}
-	if as, ok := r.transport.(backend.Addresses); ok {
-		for _, a := range as.Addresses() {
+	if addrs := r.desc.Addresses; addrs != nil {
+		for _, a := range addrs() {
 			rs.Addrs = append(rs.Addrs, addressStatus{Address: a.Address.String(), Conns: a.Conns, Idle: a.Idle,
 				InFlight: a.InFlight, Ejected: a.Ejected, Ejections: a.Ejections, Gone: a.Gone})
 		}

@@ -146,12 +146,6 @@ type AddressStats struct {
 	Gone      bool // no longer in DNS's answer; its connections drain
 }
 
-// Addresses is implemented by a Transport that knows its schema's
-// addresses (the sockets pool).
-type Addresses interface {
-	Addresses() []AddressStats
-}
-
 // Key says what a Transport was built from. The request path keeps a
 // schema's Transport across a reload when the new Key is Equal to the old.
 type Key interface {
@@ -170,6 +164,14 @@ type Transport interface {
 	// their requests end. The request path calls it once, after a reload
 	// that replaced or removed the Transport's schema, or on Close.
 	Drain()
+
+	// Describe says what the Transport is and can do. The request path
+	// calls it once, when it builds a route on the Transport, and keeps the
+	// answer for the route's life (the status page and the gauges read it
+	// there); it must not change while the Transport is in use. A
+	// Transport that offers nothing beyond RoundTrip returns the zero
+	// Description.
+	Describe() Description
 }
 
 // Backend is one path's implementation. Its methods are called by the request path under

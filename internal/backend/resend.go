@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/fusiongo/transport/internal/bound"
 )
@@ -178,41 +177,4 @@ func Rewind(req *http.Request) (*http.Request, error) {
 	r2 := *req
 	r2.Body = body
 	return &r2, nil
-}
-
-// AnyBody is implemented by a Transport that sends a request body of known
-// length with the request's head in one write whatever the body's type (the
-// sockets path's h1 engine). The request path then hands Post's body over
-// as it is; for another Transport it wraps it as net/http recognises a body
-// held in memory (io.NopCloser around a *bytes.Reader, golang/go#22088),
-// which costs an allocation.
-type AnyBody interface {
-	Transport
-
-	// WritesAnyBody reports whether the Transport does so for every
-	// request.
-	WritesAnyBody() bool
-}
-
-// HeaderTimed is implemented by a Transport that can bound the wait for a
-// request's response headers itself, more cheaply than the request path's
-// context and timer (the sockets path arms its HTTP/1 connection's own
-// timer: 9 allocations a call fewer).
-type HeaderTimed interface {
-	Transport
-
-	// TimesHeaders reports whether RoundTripWithin bounds the header wait
-	// for every request of s (for the sockets path: HTTP/1.1 over http).
-	TimesHeaders(s *Schema) bool
-
-	// RoundTripWithin sends req, which has no deadline, and fails with a
-	// *bound.HeaderTimeoutError if its response headers have not arrived
-	// within d, counting the time it waits for a connection.
-	RoundTripWithin(req *http.Request, d time.Duration) (*http.Response, error)
-}
-
-// Conns is implemented by a Transport that can count its connections, for
-// the open and idle connection gauges.
-type Conns interface {
-	Conns() (open, idle int)
 }

@@ -135,6 +135,10 @@ func (h *handle) RoundTrip(req *http.Request) (*http.Response, error) { return h
 // Requests already sent run to their end on it.
 func (h *handle) Drain() { h.once.Do(func() { h.b.release(h.r) }) }
 
+// Describe: a handle only sends; the shared http.Transport counts no
+// connections it could report per schema.
+func (h *handle) Describe() backend.Description { return backend.Description{} }
+
 // propagator is the header propagation middleware of a schema's client and
 // the first handler of its pipeline, as Go gateways' header middlewares
 // are: it adds the configured gateway request headers to each request that

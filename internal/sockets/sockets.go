@@ -286,10 +286,18 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 	return resp, err
 }
 
-// WritesAnyBody reports whether the pool's engine is h1, which writes a
-// body of known length with the head whatever its type
-// (backend.AnyBody).
-func (t *poolTransport) WritesAnyBody() bool { return t.pool.h1 != nil }
+// Describe says what the pool can do: on the h1 engine it writes a body
+// of known length with the head whatever its type; it bounds the header
+// wait itself (TimesHeaders says for which schemas); it counts its
+// connections and knows its addresses.
+func (t *poolTransport) Describe() backend.Description {
+	return backend.Description{
+		WritesAnyBody: t.pool.h1 != nil,
+		Timed:         t,
+		Conns:         t.Conns,
+		Addresses:     t.Addresses,
+	}
+}
 
 // Drain stops the pool: see pool.drain.
 func (t *poolTransport) Drain() { t.pool.drain() }
