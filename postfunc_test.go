@@ -50,16 +50,7 @@ func TestPostFuncOwnAnswer(t *testing.T) {
 				wg.Go(func() {
 					for i := range 40 {
 						id := fmt.Sprintf("q%d-%d", g, i)
-						err := inv.PostFunc(context.Background(), "products", []byte(id), func(resp *http.Response) error {
-							body, err := io.ReadAll(resp.Body)
-							if err != nil {
-								return err
-							}
-							if got := resp.Header.Get("X-Echo"); got != id || string(body) != echoBody(id) {
-								return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, got, body)
-							}
-							return nil
-						})
+						err := inv.PostFunc(context.Background(), "products", []byte(id), ownEcho(id))
 						if err != nil {
 							t.Error(err)
 							return
@@ -266,16 +257,7 @@ func TestPostFuncOwnAnswerUnderReload(t *testing.T) {
 				default:
 				}
 				id := fmt.Sprintf("q%d-%d", g, i)
-				err := inv.PostFunc(context.Background(), "products", []byte(id), func(resp *http.Response) error {
-					body, err := io.ReadAll(resp.Body)
-					if err != nil {
-						return err
-					}
-					if got := resp.Header.Get("X-Echo"); got != id || string(body) != echoBody(id) {
-						return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, got, body)
-					}
-					return nil
-				})
+				err := inv.PostFunc(context.Background(), "products", []byte(id), ownEcho(id))
 				if err != nil {
 					t.Error(err)
 					return
@@ -299,4 +281,19 @@ func TestPostFuncOwnAnswerUnderReload(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// ownEcho is a PostFunc callback that wants the echo server's answer to
+// id, and nothing else, in the borrowed response.
+func ownEcho(id string) func(*http.Response) error {
+	return func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if got := resp.Header.Get("X-Echo"); got != id || string(body) != echoBody(id) {
+			return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, got, body)
+		}
+		return nil
+	}
 }
