@@ -24,6 +24,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
@@ -738,7 +739,7 @@ func TestOutlierEveryAddressFailing(t *testing.T) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			open = errors.Is(err, transport.ErrCircuitOpen)
+			open = errors.Is(err, fault.ErrCircuitOpen)
 		}
 		if !open {
 			t.Fatal("the breaker did not open while every address failed")

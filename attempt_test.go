@@ -15,6 +15,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -150,7 +151,7 @@ func TestAttemptMiddlewareRefusedUnsent(t *testing.T) {
 			if st, err := call(inv, queryBody); err != nil || st != http.StatusOK {
 				t.Fatalf("first Post: %d, %v", st, err)
 			}
-			if _, err := call(inv, queryBody); !errors.Is(err, transport.ErrRateLimited) {
+			if _, err := call(inv, queryBody); !errors.Is(err, fault.ErrRateLimited) {
 				t.Fatalf("second Post: %v; want ErrRateLimited", err)
 			}
 			if diff := cmp.Diff([]string{"Bearer t1"}, authorizations(srv)); diff != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/gqlhttp"
@@ -242,8 +243,8 @@ func spentOnSockets(bctx context.Context, err error) bool {
 	}
 	// Only the call's own bounds: a dial timeout (connect_timeout) sent
 	// nothing and leaves the bounds for legacy.
-	var hte *bound.HeaderTimeoutError
-	var rte *bound.RequestTimeoutError
+	var hte *fault.HeaderTimeoutError
+	var rte *fault.RequestTimeoutError
 	return errors.As(err, &hte) || errors.As(err, &rte)
 }
 
@@ -328,8 +329,8 @@ func resendable(req *http.Request) (*http.Request, bool) {
 }
 
 // refusedOnSockets reports whether the sockets side refused a call
-// unsent: its circuit breaker was open (ErrCircuitOpen) or its pool had
-// max_pending_requests waiting (ErrOverloaded). Legacy may serve it.
+// unsent: its circuit breaker was open (fault.ErrCircuitOpen) or its pool had
+// max_pending_requests waiting (fault.ErrOverloaded). Legacy may serve it.
 func refusedOnSockets(err error) bool {
-	return errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrOverloaded)
+	return errors.Is(err, fault.ErrCircuitOpen) || errors.Is(err, fault.ErrOverloaded)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
@@ -38,7 +39,7 @@ func (inv *Transport) Client() *http.Client {
 //
 //   - the name that WithSourceSchema put in the request's context, if any;
 //     on the sockets path the request's URL must still point at that
-//     schema (ErrWrongTarget otherwise);
+//     schema (fault.ErrWrongTarget otherwise);
 //   - else the source schema whose configured url has the request's
 //     scheme, host and port (compared as URLs are: host without case,
 //     default ports filled in) and the longest path prefix, compared by
@@ -47,10 +48,10 @@ func (inv *Transport) Client() *http.Client {
 //     follows Reload.
 //
 // A request that matches no source schema, or two at the same URL, fails
-// with an error that names its redacted URL and wraps ErrUnknownSchema;
+// with an error that names its redacted URL and wraps fault.ErrUnknownSchema;
 // nothing is sent. The gateway request travels in the request's context,
 // as for Do; so does the request's deadline. On every error the request's
-// body is closed. After Close, every request fails with ErrClosed.
+// body is closed. After Close, every request fails with fault.ErrClosed.
 func (inv *Transport) RoundTripper() http.RoundTripper {
 	return &roundTripper{inv: inv}
 }
@@ -101,7 +102,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := rt.inv.state.Load()
 	if st == nil {
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: %w", method(req), redact.Request(req.URL), ErrClosed)
+		return nil, fmt.Errorf("%s %s: %w", method(req), redact.Request(req.URL), fault.ErrClosed)
 	}
 	tb := rt.table.Load()
 	if tb == nil || tb.st != st {
@@ -115,10 +116,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case t == nil:
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: no source schema is configured at this scheme, host, port and path: %w", method(req), redact.Request(req.URL), ErrUnknownSchema)
+		return nil, fmt.Errorf("%s %s: no source schema is configured at this scheme, host, port and path: %w", method(req), redact.Request(req.URL), fault.ErrUnknownSchema)
 	case t.also != "":
 		gqlhttp.CloseBody(req)
-		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), redact.Request(req.URL), t.name, t.also, ErrUnknownSchema)
+		return nil, fmt.Errorf("%s %s: source schemas %q and %q share this URL; name one with transport.WithSourceSchema: %w", method(req), redact.Request(req.URL), t.name, t.also, fault.ErrUnknownSchema)
 	}
 	return rt.inv.Do(ctx, t.name, req)
 }

@@ -15,6 +15,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -153,7 +154,7 @@ func TestRoundTripperRefusesUnknownURL(t *testing.T) {
 					t.Fatalf("%s: sent, want refused", u)
 				}
 				redacted := strings.Replace(u, "user:secret@", "", 1) // errors show no userinfo
-				if !errors.Is(err, transport.ErrUnknownSchema) || !strings.Contains(err.Error(), redacted) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "user") {
+				if !errors.Is(err, fault.ErrUnknownSchema) || !strings.Contains(err.Error(), redacted) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "user") {
 					t.Errorf("%s: error %q; want ErrUnknownSchema naming %s", u, err, redacted)
 				}
 				if !body.closed.Load() {
@@ -188,7 +189,7 @@ func TestRoundTripperRouteFollowsReload(t *testing.T) {
 			if err := send(before.URL()); err != nil {
 				t.Fatalf("before the reload: %v", err)
 			}
-			if err := send(after.URL()); !errors.Is(err, transport.ErrUnknownSchema) {
+			if err := send(after.URL()); !errors.Is(err, fault.ErrUnknownSchema) {
 				t.Fatalf("before the reload, to the new URL: %v; want ErrUnknownSchema", err)
 			}
 			if err := inv.Reload(tagged(config(path, "products", after.URL()))); err != nil {
@@ -197,7 +198,7 @@ func TestRoundTripperRouteFollowsReload(t *testing.T) {
 			if err := send(after.URL()); err != nil {
 				t.Fatalf("after the reload: %v", err)
 			}
-			if err := send(before.URL()); !errors.Is(err, transport.ErrUnknownSchema) {
+			if err := send(before.URL()); !errors.Is(err, fault.ErrUnknownSchema) {
 				t.Fatalf("after the reload, to the old URL: %v; want ErrUnknownSchema", err)
 			}
 			if n := len(before.Requests()); n != 1 {
@@ -235,7 +236,7 @@ func TestRoundTripperContextRouteWins(t *testing.T) {
 			resp, err := clientPost(t, c, ctx, elsewhere.Server.URL+"/a")
 			switch path {
 			case env.PathSockets, pathH1:
-				if !errors.Is(err, transport.ErrWrongTarget) {
+				if !errors.Is(err, fault.ErrWrongTarget) {
 					t.Errorf("another host on sockets: %v; want ErrWrongTarget", err)
 				}
 				if n := len(elsewhere.Requests()); n != 0 {
@@ -250,7 +251,7 @@ func TestRoundTripperContextRouteWins(t *testing.T) {
 					t.Errorf("the other host saw X-Schema %q; want outer's rules", r.Header.Get("X-Schema"))
 				}
 			}
-			if _, err := clientPost(t, c, transport.WithSourceSchema(context.Background(), "nope"), srv.Server.URL+"/a"); !errors.Is(err, transport.ErrUnknownSchema) {
+			if _, err := clientPost(t, c, transport.WithSourceSchema(context.Background(), "nope"), srv.Server.URL+"/a"); !errors.Is(err, fault.ErrUnknownSchema) {
 				t.Errorf("unknown name: %v; want ErrUnknownSchema", err)
 			}
 		})
@@ -443,7 +444,7 @@ func TestRoundTripperRefusesSharedURL(t *testing.T) {
 			inv := newInvoker(t, tagged(config(path, "products", srv.URL(), "reviews", srv.URL())))
 			c := inv.Client()
 			_, err := clientPost(t, c, context.Background(), srv.URL())
-			if !errors.Is(err, transport.ErrUnknownSchema) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"reviews"`) {
+			if !errors.Is(err, fault.ErrUnknownSchema) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"reviews"`) {
 				t.Errorf("error %v; want ErrUnknownSchema naming products and reviews", err)
 			}
 			if n := len(srv.Requests()); n != 0 {

@@ -14,6 +14,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 )
 
 // ExampleNew builds the path the configuration selects and posts a GraphQL
@@ -81,7 +82,7 @@ func ExampleTransport_Client() {
 
 	// A URL that no source schema has is refused, unsent.
 	_, err = client.Get("http://unknown.example/graphql")
-	fmt.Println(errors.Is(err, transport.ErrUnknownSchema))
+	fmt.Println(errors.Is(err, fault.ErrUnknownSchema))
 	// Output:
 	// {"data":{"path":"/graphql"}}
 	// true
@@ -110,7 +111,7 @@ func ExampleHeaderTimeoutError() {
 	defer tr.Close()
 
 	_, err = tr.Post(context.Background(), "slow", []byte(`{"query":"{ ok }"}`))
-	var hte *transport.HeaderTimeoutError
+	var hte *fault.HeaderTimeoutError
 	fmt.Println(errors.As(err, &hte), hte.Bound, errors.Is(err, context.DeadlineExceeded))
 	// Output: true 50ms true
 }
@@ -142,7 +143,7 @@ func ExampleWithResilienceHook() {
 
 	for range 4 {
 		resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ ok }"}`))
-		if errors.Is(err, transport.ErrCircuitOpen) {
+		if errors.Is(err, fault.ErrCircuitOpen) {
 			fmt.Println("refused, not sent")
 			continue
 		}

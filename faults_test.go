@@ -23,7 +23,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/faults"
 )
 
@@ -329,7 +329,7 @@ func controlAnswers(t *testing.T, inv transport.Invoker, srv *faults.Server) boo
 }
 
 // TestFaultsTypedCauses checks the causes that only a type can say, on both
-// paths: a header timeout is a *bound.HeaderTimeoutError and a net.Error
+// paths: a header timeout is a *fault.HeaderTimeoutError and a net.Error
 // with Timeout(); a TLS failure is a *tls.CertificateVerificationError
 // around an x509.UnknownAuthorityError; a refused dial is a *net.OpError.
 func TestFaultsTypedCauses(t *testing.T) {
@@ -349,10 +349,10 @@ func TestFaultsTypedCauses(t *testing.T) {
 			inv := newInvoker(t, cfg)
 
 			_, err := inv.Post(context.Background(), "noheaders", nil)
-			var hte *bound.HeaderTimeoutError
+			var hte *fault.HeaderTimeoutError
 			var ne net.Error
 			if !errors.As(err, &hte) || hte.Bound != shortHeaders || !errors.As(err, &ne) || !ne.Timeout() {
-				t.Errorf("no headers: %v (chain: %s), want a *bound.HeaderTimeoutError of %v", err, chain(err), shortHeaders)
+				t.Errorf("no headers: %v (chain: %s), want a *fault.HeaderTimeoutError of %v", err, chain(err), shortHeaders)
 			}
 
 			_, err = inv.Post(context.Background(), "tls", nil)

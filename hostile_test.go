@@ -19,6 +19,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -80,7 +81,7 @@ func readRequest(br *bufio.Reader) (*http.Request, error) {
 // TestHostileUnaskedUpgrade: a server that answers a Post with 101
 // Switching Protocols and then keeps the connection open, sending bytes
 // now and then. The caller gets an error that names the schema and wraps
-// transport.ErrUnaskedUpgrade, the connection is closed at once (the
+// fault.ErrUnaskedUpgrade, the connection is closed at once (the
 // server sees the close while the caller's deadline is still far away),
 // and it leaves the pool: with max_conns_per_host 1, the next request gets
 // a new connection.
@@ -122,7 +123,7 @@ func TestHostileUnaskedUpgrade(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("Post got %s, want an error for the unasked 101", resp.Status)
 			}
-			if !errors.Is(err, transport.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), `source schema "products"`) {
+			if !errors.Is(err, fault.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), `source schema "products"`) {
 				t.Fatalf("error %q: want it to wrap ErrUnaskedUpgrade and name the schema", err)
 			}
 			select {
@@ -632,10 +633,10 @@ func TestDoTargetComparedAsURLs(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Fatalf("the server saw %d requests, want 1", n)
 	}
-	if err := do("web", "http://127.0.0.1/x"); errors.Is(err, transport.ErrWrongTarget) {
+	if err := do("web", "http://127.0.0.1/x"); errors.Is(err, fault.ErrWrongTarget) {
 		t.Errorf("default port 80 against :80: %v", err)
 	}
-	if err := do("products", "http://127.0.0.2:"+port+"/graphql"); !errors.Is(err, transport.ErrWrongTarget) {
+	if err := do("products", "http://127.0.0.2:"+port+"/graphql"); !errors.Is(err, fault.ErrWrongTarget) {
 		t.Errorf("another host: %v, want ErrWrongTarget", err)
 	}
 	if n := len(srv.Requests()); n != 1 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
@@ -398,7 +399,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	defer inv.mu.Unlock()
 	old := inv.state.Load()
 	if old == nil {
-		return ErrClosed
+		return fault.ErrClosed
 	}
 	if err := inv.switchKept(&cfg); err != nil {
 		return rejected(err)
@@ -453,7 +454,7 @@ func drainAll(ts []backend.Transport) {
 
 // Close waits for the shadow comparisons in flight, then drains every
 // transport: idle connections close at once, the others when their
-// requests end. Requests after Close fail with ErrClosed.
+// requests end. Requests after Close fail with fault.ErrClosed.
 func (inv *Transport) Close() error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
 )
@@ -183,7 +184,7 @@ func TestMaxPendingRequests(t *testing.T) {
 				if want := fmt.Sprintf(`{"data":{"call":"%d"}}`, i); r.body != want {
 					t.Errorf("call %d got %s, want %s", i, r.body, want)
 				}
-			case errors.Is(r.err, transport.ErrOverloaded):
+			case errors.Is(r.err, fault.ErrOverloaded):
 				overloaded++
 				if !strings.Contains(r.err.Error(), `source schema "products"`) || !strings.Contains(r.err.Error(), "max_pending_requests 100") {
 					t.Errorf("call %d: error %q does not name the schema and the bound", i, r.err)
@@ -277,7 +278,7 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 				} else {
 					readAll(t, resp)
 				}
-			} else if !errors.Is(err, transport.ErrOverloaded) {
+			} else if !errors.Is(err, fault.ErrOverloaded) {
 				t.Errorf("error %v, want ErrOverloaded", err)
 			}
 		}
@@ -363,7 +364,7 @@ func TestOverloadedLeavesBreakerClosed(t *testing.T) {
 		wg := fillQueue(t, inv, rec, arrived)
 		for i := range 8 {
 			_, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(10+i)), "products", []byte(`{"query":"{ ok }"}`))
-			if !errors.Is(err, transport.ErrOverloaded) || errors.Is(err, transport.ErrCircuitOpen) {
+			if !errors.Is(err, fault.ErrOverloaded) || errors.Is(err, fault.ErrCircuitOpen) {
 				t.Errorf("refused call %d: error %v, want ErrOverloaded (the breaker must not open on it)", i, err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 )
 
@@ -121,7 +122,7 @@ func TestPostFuncCallbackError(t *testing.T) {
 			}
 			called := false
 			err = inv.PostFunc(context.Background(), "nowhere", []byte("x"), func(*http.Response) error { called = true; return nil })
-			if !errors.Is(err, transport.ErrUnknownSchema) || called {
+			if !errors.Is(err, fault.ErrUnknownSchema) || called {
 				t.Errorf("PostFunc to an unknown schema = %v (callback called %t), want ErrUnknownSchema and no call", err, called)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 )
 
 func withLifetime(cfg env.Config, name string, d time.Duration) env.Config {
@@ -267,7 +268,7 @@ func TestReloadRemovedSchemaClosesConnections(t *testing.T) {
 	if closed[0] != warm {
 		t.Errorf("connection %s closed, want b's warm connection %s", closed[0], warm)
 	}
-	if _, err := inv.Post(context.Background(), "b", []byte(`{}`)); !errors.Is(err, transport.ErrUnknownSchema) {
+	if _, err := inv.Post(context.Background(), "b", []byte(`{}`)); !errors.Is(err, fault.ErrUnknownSchema) {
 		t.Errorf("Post to the removed schema: %v, want ErrUnknownSchema", err)
 	}
 }
@@ -390,7 +391,7 @@ func TestReloadMovesWaitingRequest(t *testing.T) {
 				release()
 				<-busy
 				if tc.wantErr {
-					if r.err == nil || !errors.Is(r.err, transport.ErrReloaded) || !strings.Contains(r.err.Error(), `"products"`) {
+					if r.err == nil || !errors.Is(r.err, fault.ErrReloaded) || !strings.Contains(r.err.Error(), `"products"`) {
 						t.Errorf("got %q, %v; want an error naming the schema that wraps ErrReloaded", r.body, r.err)
 					}
 					if retried && !strings.Contains(r.err.Error(), "after 1 attempt(s)") {

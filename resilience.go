@@ -63,7 +63,7 @@ type ResilienceEvent struct {
 	For time.Duration
 }
 
-// ErrCircuitOpen: see errors.go.
+// fault.ErrCircuitOpen: see errors.go.
 
 // resilience is a route's circuit breaker, retry budget and hedge latency
 // record, with the settings they were made from: a reload keeps each one

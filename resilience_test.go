@@ -23,6 +23,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -124,7 +125,7 @@ const queryBody = `{"query":"query { ok }"}`
 // schema.
 func checkRefused(t *testing.T, err error) {
 	t.Helper()
-	if !errors.Is(err, transport.ErrCircuitOpen) {
+	if !errors.Is(err, fault.ErrCircuitOpen) {
 		t.Fatalf("error %v, want one that matches ErrCircuitOpen", err)
 	}
 	if !strings.Contains(err.Error(), `"products"`) {
@@ -262,7 +263,7 @@ func TestResilienceBreakerStatuses(t *testing.T) {
 				for range 20 {
 					st, err := call(inv, queryBody)
 					switch {
-					case errors.Is(err, transport.ErrCircuitOpen):
+					case errors.Is(err, fault.ErrCircuitOpen):
 						refused++
 					case err != nil || st != tc.status:
 						t.Fatalf("call: %d, %v; want the server's %d", st, err, tc.status)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
@@ -21,11 +22,11 @@ import (
 func (inv *Transport) entryOf(name string) (*entry, error) {
 	st := inv.state.Load()
 	if st == nil {
-		return nil, fmt.Errorf("source schema %q: %w", name, ErrClosed)
+		return nil, fmt.Errorf("source schema %q: %w", name, fault.ErrClosed)
 	}
 	e, ok := st.schemas[name]
 	if !ok {
-		return nil, fmt.Errorf("source schema %q: %w", name, ErrUnknownSchema)
+		return nil, fmt.Errorf("source schema %q: %w", name, fault.ErrUnknownSchema)
 	}
 	return e, nil
 }
@@ -39,7 +40,7 @@ func (inv *Transport) lookup(name string, candidate bool) (*route, error) {
 	}
 	if candidate {
 		if e.candidate == nil {
-			return nil, fmt.Errorf("source schema %q: not shadowed: %w", name, ErrUnknownSchema)
+			return nil, fmt.Errorf("source schema %q: not shadowed: %w", name, fault.ErrUnknownSchema)
 		}
 		return e.candidate, nil
 	}
@@ -114,7 +115,7 @@ func (r *route) do(ctx context.Context, req *http.Request) (*http.Response, erro
 	if !r.front {
 		if !backend.SameTarget(req.URL, r.url) {
 			gqlhttp.CloseBody(req)
-			return nil, t.Err(fmt.Errorf("%w: request is for %s://%s, source schema %q is at %s", ErrWrongTarget, req.URL.Scheme, req.URL.Host, r.name, r.target))
+			return nil, t.Err(fmt.Errorf("%w: request is for %s://%s, source schema %q is at %s", fault.ErrWrongTarget, req.URL.Scheme, req.URL.Host, r.name, r.target))
 		}
 		var err error
 		if h, err = r.rules.Apply(ctx, req.Header, false); err != nil {
@@ -278,7 +279,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if next.transport == r.transport {
 				gqlhttp.CloseBody(req)
-				return nil, ErrClosed // drained, not replaced
+				return nil, fault.ErrClosed // drained, not replaced
 			}
 			moved, merr := r.moveTo(next, req)
 			if merr != nil {
@@ -338,11 +339,11 @@ func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response
 	case !gqlhttp.AsksUpgrade(req):
 		// The body is the raw connection: no bound would reach it, it
 		// would leave the pool's count, and it would outlive Close.
-		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", fault.ErrUnaskedUpgrade, resp.Status)
 	case resp.StatusCode != http.StatusSwitchingProtocols || !writable:
-		err = fmt.Errorf("%w: %s with a body that cannot be written; the connection is closed", ErrUnaskedUpgrade, resp.Status)
+		err = fmt.Errorf("%w: %s with a body that cannot be written; the connection is closed", fault.ErrUnaskedUpgrade, resp.Status)
 	case !strings.EqualFold(asked, got):
-		err = fmt.Errorf("%w: the server switched to protocol %q when %q was asked; the connection is closed", ErrUnaskedUpgrade, got, asked)
+		err = fmt.Errorf("%w: the server switched to protocol %q when %q was asked; the connection is closed", fault.ErrUnaskedUpgrade, got, asked)
 	}
 	if err != nil {
 		resp.Body.Close()
@@ -370,7 +371,7 @@ func upgradeType(h http.Header) string {
 //     are equal.
 //
 // Any other request fails, unsent, with an error that names the schema and
-// wraps ErrReloaded. Its bounds stay those the call began with.
+// wraps fault.ErrReloaded. Its bounds stay those the call began with.
 func (r *route) moveTo(next *route, req *http.Request) (*http.Request, error) {
 	out := req
 	if req.URL.String() == r.url.String() && (req.Host == "" || req.Host == r.postTemplate.Host) {
@@ -378,10 +379,10 @@ func (r *route) moveTo(next *route, req *http.Request) (*http.Request, error) {
 		*out = *req
 		out.URL, out.Host = next.url, next.postTemplate.Host
 	} else if !backend.SameTarget(req.URL, next.url) {
-		return nil, fmt.Errorf("source schema %q: %w to %s before the request for %s was sent; it was not sent", r.name, ErrReloaded, redact.Request(next.url), redact.Request(req.URL))
+		return nil, fmt.Errorf("source schema %q: %w to %s before the request for %s was sent; it was not sent", r.name, fault.ErrReloaded, redact.Request(next.url), redact.Request(req.URL))
 	}
 	if !backend.SameTarget(r.url, next.url) && !r.rules.Equal(next.rules) {
-		return nil, fmt.Errorf("source schema %q: %w to %s with other header rules before the request was sent; it was not sent", r.name, ErrReloaded, redact.Request(next.url))
+		return nil, fmt.Errorf("source schema %q: %w to %s with other header rules before the request was sent; it was not sent", r.name, fault.ErrReloaded, redact.Request(next.url))
 	}
 	return out, nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -67,5 +67,5 @@ func (inv *Transport) compression(s env.RequestCompressionSettings, name string,
 // limit refused it, unsent. Under a canary such a call says nothing about
 // either path and is not sent on the other: the limit is the schema's.
 func rateLimited(err error) bool {
-	return err != nil && errors.Is(err, bound.ErrRateLimited)
+	return err != nil && errors.Is(err, fault.ErrRateLimited)
 }

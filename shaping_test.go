@@ -21,6 +21,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
@@ -360,7 +361,7 @@ func TestShapingRateLimitFailFast(t *testing.T) {
 					if n != 1 {
 						t.Errorf("%s succeeded and reached the server %d times, want once", r.id, n)
 					}
-				case errors.Is(r.err, transport.ErrRateLimited):
+				case errors.Is(r.err, fault.ErrRateLimited):
 					refused++
 					limited.Add(1)
 					if n != 0 {
@@ -454,7 +455,7 @@ func TestShapingRateLimitWait(t *testing.T) {
 					if n != 1 {
 						t.Errorf("%s succeeded and reached the server %d times", r.id, n)
 					}
-				case errors.Is(r.err, transport.ErrRateLimited):
+				case errors.Is(r.err, fault.ErrRateLimited):
 					refused++
 					if n != 0 {
 						t.Errorf("%s was refused but reached the server", r.id)
@@ -487,13 +488,13 @@ func TestShapingRateLimitRetryAndBreaker(t *testing.T) {
 			// Two tries reach the server (the burst), the third is refused
 			// and the call ends: refusals are not retried.
 			_, err := call(inv, queryBody)
-			if !errors.Is(err, transport.ErrRateLimited) {
+			if !errors.Is(err, fault.ErrRateLimited) {
 				t.Fatalf("error %v, want ErrRateLimited on the third try", err)
 			}
 			// Had the breaker counted the refusal, it would hold three
 			// failures and be open now.
 			for i := range 3 {
-				if _, err = call(inv, queryBody); !errors.Is(err, transport.ErrRateLimited) {
+				if _, err = call(inv, queryBody); !errors.Is(err, fault.ErrRateLimited) {
 					t.Errorf("call %d after: %v, want ErrRateLimited (the breaker counts no refusal)", i+2, err)
 				}
 			}
@@ -520,7 +521,7 @@ func TestShapingRateLimitReloadKeepsLimiter(t *testing.T) {
 	if err := inv.Reload(limit(0.01)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := call(inv, queryBody); !errors.Is(err, transport.ErrRateLimited) {
+	if _, err := call(inv, queryBody); !errors.Is(err, fault.ErrRateLimited) {
 		t.Fatalf("after a reload with the same limit: %v, want ErrRateLimited (the burst was spent)", err)
 	}
 	if err := inv.Reload(limit(0.02)); err != nil {
@@ -543,7 +544,7 @@ func TestShapingCanary(t *testing.T) {
 		t.Fatalf("first call: %d, %v", st, err)
 	}
 	for _, body := range []string{queryBody, `{"query":"mutation { m }"}`} {
-		if _, err := call(inv, body); !errors.Is(err, transport.ErrRateLimited) {
+		if _, err := call(inv, body); !errors.Is(err, fault.ErrRateLimited) {
 			t.Fatalf("call beyond the limit: %v, want ErrRateLimited", err)
 		}
 	}
@@ -601,7 +602,7 @@ func TestShapingTelemetry(t *testing.T) {
 			if _, err := call(inv, body); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := call(inv, body); !errors.Is(err, transport.ErrRateLimited) {
+			if _, err := call(inv, body); !errors.Is(err, fault.ErrRateLimited) {
 				t.Fatalf("second call: %v, want ErrRateLimited", err)
 			}
 			var rm metricdata.ResourceMetrics

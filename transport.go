@@ -40,7 +40,7 @@ type Invoker interface {
 	// request is sent with ctx. The gateway request headers that the
 	// configuration names are added unless req already has them. On the
 	// sockets path req.URL must have the schema's scheme, host and port
-	// (ErrWrongTarget otherwise). The error names the source schema; on
+	// (fault.ErrWrongTarget otherwise). The error names the source schema; on
 	// every error req's body is closed, as http.Client.Do does.
 	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
 
@@ -62,7 +62,7 @@ type Invoker interface {
 	Reload(cfg env.Config) error
 
 	// Close closes every connection once its in-flight requests end. After
-	// Close, Do and Post fail with ErrClosed.
+	// Close, Do and Post fail with fault.ErrClosed.
 	Close() error
 }
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 )
 
 // echoUpgrade is a source schema that switches a request asking for
@@ -152,7 +152,7 @@ func TestUpgradeWrongProtocol(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("a 101 to h2c for Upgrade: echo-test was returned as an answer")
 			}
-			if !errors.Is(err, transport.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"h2c"`) {
+			if !errors.Is(err, fault.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), `"h2c"`) {
 				t.Errorf("error %v, want ErrUnaskedUpgrade naming the schema and the protocol", err)
 			}
 			select {

@@ -198,7 +198,7 @@ type Settings struct {
 	// MaxPendingRequests bounds the requests that wait for a connection of
 	// one source schema (sockets path; at max_conns_per_host): a request
 	// that finds this many waiting already fails at once, unsent, with an
-	// error that names the schema and matches transport.ErrOverloaded.
+	// error that names the schema and matches fault.ErrOverloaded.
 	// Those that wait are served in the order they came. NoLimit (0 in
 	// files) means no bound. The legacy path ignores it.
 	// Default: DefaultMaxPendingRequests (1024, Envoy's).
@@ -339,7 +339,7 @@ type RequestCompressionSettings struct {
 // (middleware.RateLimit), a token bucket kept per schema and per gateway
 // replica: a fleet of N replicas sends up to N times the rate. A request
 // beyond the limit waits up to Wait for its turn, never past its own
-// deadline, or fails at once, unsent (transport.ErrRateLimited). Every
+// deadline, or fails at once, unsent (fault.ErrRateLimited). Every
 // attempt counts: a retry and a hedge each take a token. Every zero field
 // inherits.
 type RateLimitSettings struct {
@@ -391,7 +391,7 @@ func (s RateLimitSettings) EffectiveBurst() int {
 // BreakerSettings configure a source schema's circuit breaker
 // (middleware.Breaker): once MinRequests outcomes in Window are
 // FailureRatio failures or more, the breaker opens and calls fail at once,
-// unsent (transport.ErrCircuitOpen); after OpenFor, HalfOpenRequests trial
+// unsent (fault.ErrCircuitOpen); after OpenFor, HalfOpenRequests trial
 // calls go through, and their outcome closes or reopens it. A failure is a
 // transport error, a header or request timeout, or one of Statuses; a call
 // whose caller left counts as neither. Every zero field inherits.

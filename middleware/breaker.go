@@ -10,13 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/defaults"
 )
-
-// ErrCircuitOpen is wrapped by the error of a request that a Breaker
-// refused: it was not sent. Retry does not send it again.
-var ErrCircuitOpen = bound.ErrCircuitOpen
 
 // BreakerState is the state of a Breaker.
 type BreakerState int
@@ -219,9 +215,9 @@ func NewBreaker(cfg BreakerConfig) *Breaker {
 		b.statuses = DefaultBreakerStatuses()
 	}
 	if cfg.Schema != "" {
-		b.refusal = fmt.Errorf("%w for source schema %q: not sent", ErrCircuitOpen, cfg.Schema)
+		b.refusal = fmt.Errorf("%w for source schema %q: not sent", fault.ErrCircuitOpen, cfg.Schema)
 	} else {
-		b.refusal = fmt.Errorf("%w: not sent", ErrCircuitOpen)
+		b.refusal = fmt.Errorf("%w: not sent", fault.ErrCircuitOpen)
 	}
 	b.cur.Store(newBreakerPhase(BreakerClosed, time.Now()))
 	return b
@@ -409,13 +405,13 @@ func (b *Breaker) settle(p *breakerPhase, v breakerVerdict) {
 
 // Middleware returns the middleware that sends requests through b: a
 // refused request fails at once, unsent, with an error that wraps
-// ErrCircuitOpen and names the schema; every other request's outcome is
+// fault.ErrCircuitOpen and names the schema; every other request's outcome is
 // counted. A failure is a transport error, the request's header or
-// request timeout (bound.HeaderTimeoutError, bound.RequestTimeoutError),
+// request timeout (fault.HeaderTimeoutError, fault.RequestTimeoutError),
 // or a response with one of the statuses; a request whose context the
 // caller ended (cancelled, or its own deadline) counts as neither success
 // nor failure, as does one that a reload overtook before it was sent,
-// that a rate limit further in refused (ErrRateLimited) or that the
+// that a rate limit further in refused (fault.ErrRateLimited) or that the
 // sockets path's max_pending_requests turned away (ErrOverloaded).
 // A RoundTripper below that panics counts as a failure.
 func (b *Breaker) Middleware() Middleware {
@@ -481,9 +477,9 @@ func timedOut(err error) bool {
 	if err == nil {
 		return false
 	}
-	if _, ok := errors.AsType[*bound.HeaderTimeoutError](err); ok {
+	if _, ok := errors.AsType[*fault.HeaderTimeoutError](err); ok {
 		return true
 	}
-	_, ok := errors.AsType[*bound.RequestTimeoutError](err)
+	_, ok := errors.AsType[*fault.RequestTimeoutError](err)
 	return ok
 }

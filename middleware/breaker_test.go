@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -131,7 +131,7 @@ func mustRefuse(t *testing.T, rt http.RoundTripper, h *heldTransport, what strin
 	go func() { done <- roundTrip(rt) }()
 	select {
 	case err := <-done:
-		if !errors.Is(err, middleware.ErrCircuitOpen) {
+		if !errors.Is(err, fault.ErrCircuitOpen) {
 			t.Fatalf("%s: %v, want ErrCircuitOpen", what, err)
 		}
 	case <-h.arrived:
@@ -320,7 +320,7 @@ func TestBreakerConcurrent(t *testing.T) {
 				switch err := roundTrip(rt); {
 				case err == nil:
 					passed.Add(1)
-				case errors.Is(err, middleware.ErrCircuitOpen):
+				case errors.Is(err, fault.ErrCircuitOpen):
 					refused.Add(1)
 				default:
 					t.Errorf("unexpected error %v", err)
@@ -370,8 +370,8 @@ func TestBreakerTimeoutCause(t *testing.T) {
 		cause error
 		open  bool
 	}{
-		{"header timeout", &bound.HeaderTimeoutError{Bound: time.Millisecond}, true},
-		{"request timeout", &bound.RequestTimeoutError{Bound: time.Millisecond}, true},
+		{"header timeout", &fault.HeaderTimeoutError{Bound: time.Millisecond}, true},
+		{"request timeout", &fault.RequestTimeoutError{Bound: time.Millisecond}, true},
 		{"caller cancelled", context.Canceled, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

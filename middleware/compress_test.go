@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -347,9 +347,9 @@ func TestCompressOnCompressed(t *testing.T) {
 	}{
 		{"answered", nil, true},
 		{"transport error", errors.New("connection reset by peer"), true},
-		{"circuit open", middleware.ErrCircuitOpen, false},
-		{"rate limited", middleware.ErrRateLimited, false},
-		{"overloaded", bound.ErrOverloaded, false},
+		{"circuit open", fault.ErrCircuitOpen, false},
+		{"rate limited", fault.ErrRateLimited, false},
+		{"overloaded", fault.ErrOverloaded, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent int

@@ -33,14 +33,14 @@
 //     both spend one RetryBudget, and outside Breaker, so that every
 //     attempt and every hedge passes the breaker and counts as one outcome.
 //     Retry does not send again a request the breaker refused
-//     (ErrCircuitOpen): it was not sent.
+//     (fault.ErrCircuitOpen): it was not sent.
 //   - Compress sits outside Retry and Hedge, so that a call is compressed
 //     once and every attempt sends the same bytes, and inside Dedupe, so
 //     that the calls that share a request are keyed on their own bodies.
 //   - RateLimiter sits inside Retry and Hedge, so that every attempt and
 //     every hedge takes a turn, and inside Breaker, so that a call the open
 //     breaker refused takes none; neither Retry nor Breaker counts its
-//     refusals (ErrRateLimited): they were not sent.
+//     refusals (fault.ErrRateLimited): they were not sent.
 //
 // # What is retried and shared
 //

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 )
 
 // Middleware wraps a RoundTripper of a source schema's pipeline: it
@@ -58,6 +58,6 @@ func (w wrapped) CloseIdleConnections() {
 // compression saved nothing by it. Every policy asks this one function,
 // so that a refusal added later is left out by all of them.
 func refusedUnsent(err error) bool {
-	return err != nil && (errors.Is(err, bound.ErrCircuitOpen) || errors.Is(err, bound.ErrRateLimited) ||
-		errors.Is(err, bound.ErrOverloaded) || errors.Is(err, bound.ErrReloaded))
+	return err != nil && (errors.Is(err, fault.ErrCircuitOpen) || errors.Is(err, fault.ErrRateLimited) ||
+		errors.Is(err, fault.ErrOverloaded) || errors.Is(err, fault.ErrReloaded))
 }

@@ -7,14 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fusiongo/transport/fault"
 	"golang.org/x/time/rate"
-
-	"github.com/fusiongo/transport/internal/bound"
 )
-
-// ErrRateLimited is wrapped by the error of a request that a RateLimiter
-// refused: it was not sent. Retry does not send it again.
-var ErrRateLimited = bound.ErrRateLimited
 
 // RateLimitConfig configures NewRateLimiter. Read once, by NewRateLimiter.
 type RateLimitConfig struct {
@@ -70,9 +65,9 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 	}
 	l := &RateLimiter{lim: rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), burst), wait: max(cfg.Wait, 0), onLimited: cfg.OnLimited}
 	if cfg.Schema != "" {
-		l.refusal = fmt.Errorf("%w for source schema %q (%s): not sent", ErrRateLimited, cfg.Schema, limit)
+		l.refusal = fmt.Errorf("%w for source schema %q (%s): not sent", fault.ErrRateLimited, cfg.Schema, limit)
 	} else {
-		l.refusal = fmt.Errorf("%w (%s): not sent", ErrRateLimited, limit)
+		l.refusal = fmt.Errorf("%w (%s): not sent", fault.ErrRateLimited, limit)
 	}
 	return l
 }
@@ -94,7 +89,7 @@ func (l *RateLimiter) Observed(onLimited func()) Middleware {
 // request beyond the limit waits its turn, in the order the requests came,
 // if that turn comes within the configured wait and before the request's
 // deadline; otherwise it fails at once, unsent, with an error that wraps
-// ErrRateLimited and names the schema, and gives its place back. It never
+// fault.ErrRateLimited and names the schema, and gives its place back. It never
 // sleeps only to fail. A request whose context ends while it waits fails
 // with the context's error, and gives its place back too. A nil l returns
 // next as it is.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -33,7 +34,7 @@ func TestRateLimitFailsAtOnce(t *testing.T) {
 			resp.Body.Close()
 			continue
 		}
-		if !errors.Is(err, middleware.ErrRateLimited) {
+		if !errors.Is(err, fault.ErrRateLimited) {
 			t.Fatalf("request %d: error %v, want ErrRateLimited", i, err)
 		}
 		want := `rate limit exceeded for source schema "products" (0.001/s, burst 3): not sent`
@@ -71,7 +72,7 @@ func TestRateLimitWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	err := send(ctx)
-	if !errors.Is(err, middleware.ErrRateLimited) || !strings.Contains(err.Error(), "not sent") {
+	if !errors.Is(err, fault.ErrRateLimited) || !strings.Contains(err.Error(), "not sent") {
 		t.Fatalf("error %v, want ErrRateLimited at once", err)
 	}
 	// Its turn was given back: the next caller gets the turn ~50ms
@@ -117,7 +118,7 @@ func TestRateLimitNotRetried(t *testing.T) {
 			resp.Body.Close()
 			continue
 		}
-		if !errors.Is(err, middleware.ErrRateLimited) {
+		if !errors.Is(err, fault.ErrRateLimited) {
 			t.Fatalf("request %d: %v, want ErrRateLimited", i, err)
 		}
 	}
@@ -196,7 +197,7 @@ func TestRateLimitGivesTurnBack(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			return send(ctx)
-		}, middleware.ErrRateLimited},
+		}, fault.ErrRateLimited},
 		{"context ends while it waits", func(t *testing.T, send func(context.Context) error, waiting <-chan struct{}) error {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -267,7 +268,7 @@ func TestRateLimitBurstAndObserved(t *testing.T) {
 			for range tc.burst + 1 {
 				resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
 				if err != nil {
-					if !errors.Is(err, middleware.ErrRateLimited) {
+					if !errors.Is(err, fault.ErrRateLimited) {
 						t.Fatalf("error %v, want ErrRateLimited", err)
 					}
 					refused++

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -99,14 +99,14 @@ func TestBreakerOutcomes(t *testing.T) {
 		}}, "success", nil},
 		{outcome{"200", func(t *testing.T, rt http.RoundTripper, url string) { sendWith(t, rt, context.Background(), url) }}, "success", nil},
 		{outcome{"connection refused", func(t *testing.T, rt http.RoundTripper, _ string) { sendWith(t, rt, context.Background(), refusedURL) }}, "failure", nil},
-		{outcome{"header timeout", cancelledBy(&bound.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
-		{outcome{"request timeout", cancelledBy(&bound.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
+		{outcome{"header timeout", cancelledBy(&fault.HeaderTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
+		{outcome{"request timeout", cancelledBy(&fault.RequestTimeoutError{Bound: 20 * time.Millisecond})}, "failure", nil},
 		{outcome{"caller cancelled", cancelledBy(context.Canceled)}, "excluded", nil},
 		// Refusals of the gateway's own, further in: the schema never saw them.
-		{outcome{"overloaded", sendRefused}, "excluded", bound.ErrOverloaded},
-		{outcome{"rate limited", sendRefused}, "excluded", bound.ErrRateLimited},
-		{outcome{"reloaded", sendRefused}, "excluded", bound.ErrReloaded},
-		{outcome{"circuit open further in", sendRefused}, "excluded", bound.ErrCircuitOpen},
+		{outcome{"overloaded", sendRefused}, "excluded", fault.ErrOverloaded},
+		{outcome{"rate limited", sendRefused}, "excluded", fault.ErrRateLimited},
+		{outcome{"reloaded", sendRefused}, "excluded", fault.ErrReloaded},
+		{outcome{"circuit open further in", sendRefused}, "excluded", fault.ErrCircuitOpen},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestBreakerRefusesUnsent(t *testing.T) {
 		t.Fatalf("the server saw %d requests, want 1", n)
 	}
 	_, err := rt.RoundTrip(newRequest(t, context.Background(), srv.URL, queryBody, true))
-	if !errors.Is(err, middleware.ErrCircuitOpen) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), "giving up after 1 attempt(s)") {
+	if !errors.Is(err, fault.ErrCircuitOpen) || !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), "giving up after 1 attempt(s)") {
 		t.Errorf("error %v, want ErrCircuitOpen naming products after 1 attempt", err)
 	}
 	if n := seen.Load(); n != 1 {
@@ -660,7 +660,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 // its hedge came, then fails it, so that the hedger waits for both
 // attempts and settles each hedge before it returns.
 func TestHedgeRefusedUnsent(t *testing.T) {
-	for _, refusal := range []error{middleware.ErrRateLimited, middleware.ErrCircuitOpen} {
+	for _, refusal := range []error{fault.ErrRateLimited, fault.ErrCircuitOpen} {
 		t.Run(refusal.Error(), func(t *testing.T) {
 			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1})
 			budget.First()

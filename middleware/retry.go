@@ -102,9 +102,9 @@ func (c RetryConfig) waitMax() time.Duration {
 // With cfg.Budget, each query's first try is counted in the budget and each
 // retry paid from it; a retry it has no room for is not made, and the
 // failure goes back as it is. A request that a circuit breaker further in
-// refused (ErrCircuitOpen), that a rate limit further in refused
-// (ErrRateLimited), or that the sockets path refused at
-// max_pending_requests (transport.ErrOverloaded), is not retried.
+// refused (fault.ErrCircuitOpen), that a rate limit further in refused
+// (fault.ErrRateLimited), or that the sockets path refused at
+// max_pending_requests (fault.ErrOverloaded), is not retried.
 //
 // Between tries, the failed response's body is drained a little and closed.
 // When the tries run out on a retryable status, that last response is

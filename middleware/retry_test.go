@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -263,7 +264,7 @@ func TestRetryRefusedUnsentRefunds(t *testing.T) {
 		id := req.Header.Get("X-Id")
 		calls[id]++
 		if calls[id] == 2 && id == "q1" {
-			return nil, fmt.Errorf("%w: not sent", middleware.ErrCircuitOpen)
+			return nil, fmt.Errorf("%w: not sent", fault.ErrCircuitOpen)
 		}
 		status := http.StatusServiceUnavailable
 		if calls[id] == 2 {

@@ -30,22 +30,9 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 )
 
-// Errors the request path reports, whichever backend produced them. The
-// root package exports the same values (transport.ErrClosed, ...), so that
-// errors.Is matches whatever path a request took.
+// ErrDrained is the backends' own error; the errors the request path
+// reports to callers are package fault's.
 var (
-	// ErrClosed is returned for a request after the invoker was closed.
-	ErrClosed = errors.New("transport closed")
-
-	// ErrUnknownSchema is wrapped by the error for a request to a source
-	// schema that the configuration does not name.
-	ErrUnknownSchema = errors.New("unknown source schema")
-
-	// ErrWrongTarget is wrapped by Do's error for a request whose URL does
-	// not point at its source schema's scheme and address, on a backend that
-	// is bound to that address (see Backend.Front).
-	ErrWrongTarget = errors.New("request URL does not match the source schema")
-
 	// ErrDrained is returned by a Transport whose RoundTrip found it
 	// draining before anything was sent: a reload replaced it, or removed
 	// its source schema. The request path then sends the request on the
@@ -193,7 +180,7 @@ type Backend interface {
 	//
 	// A backend bound to one address returns nil: the request path applies
 	// the header rules once, before next, and Do sends only to the schema's
-	// scheme and address (ErrWrongTarget otherwise).
+	// scheme and address (fault.ErrWrongTarget otherwise).
 	//
 	// A backend with a client of its own (legacy: redirects) returns the
 	// RoundTripper that the request path calls instead of next: it must

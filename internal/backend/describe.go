@@ -45,7 +45,7 @@ type HeaderTimer interface {
 	TimesHeaders(s *Schema) bool
 
 	// RoundTripWithin sends req, which has no deadline, and fails with a
-	// *bound.HeaderTimeoutError if its response headers have not arrived
+	// *fault.HeaderTimeoutError if its response headers have not arrived
 	// within d, counting the time it waits for a connection.
 	RoundTripWithin(req *http.Request, d time.Duration) (*http.Response, error)
 }

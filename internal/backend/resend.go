@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 )
 
 // AttemptError is what a Transport returns for an attempt whose failure
@@ -101,7 +101,7 @@ func Resend(req *http.Request, err error, t *Tries) Reason {
 		t.moved++
 		return Moved
 	}
-	var hte *bound.HeaderTimeoutError
+	var hte *fault.HeaderTimeoutError
 	if errors.As(err, &hte) || !replayableBody(req) {
 		return NoResend
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 )
 
 // newRequest returns a request to a source schema. body "" sends none;
@@ -46,7 +46,7 @@ func TestResend(t *testing.T) {
 	cancel()
 	key := http.Header{"Idempotency-Key": {"k-1"}}
 	reset := errors.New("read: connection reset by peer")
-	headerTimeout := fmt.Errorf("net/http: request canceled: %w", &bound.HeaderTimeoutError{Bound: 1})
+	headerTimeout := fmt.Errorf("net/http: request canceled: %w", &fault.HeaderTimeoutError{Bound: 1})
 	for _, tc := range []struct {
 		name       string
 		ctx        context.Context
@@ -70,7 +70,7 @@ func TestResend(t *testing.T) {
 
 		{"header timeout", nil, http.MethodGet, "", false, nil, headerTimeout, backend.NoResend, 0},
 		{"header timeout on a reused connection", nil, http.MethodGet, "", false, nil, &backend.AttemptError{Err: headerTimeout, Reused: true}, backend.NoResend, 0},
-		{"header timeout, refused text", nil, http.MethodPost, "q", true, nil, fmt.Errorf("%w: %w", refusedErr, &bound.HeaderTimeoutError{Bound: 1}), backend.NoResend, 0},
+		{"header timeout, refused text", nil, http.MethodPost, "q", true, nil, fmt.Errorf("%w: %w", refusedErr, &fault.HeaderTimeoutError{Bound: 1}), backend.NoResend, 0},
 
 		{"unsent POST with GetBody", nil, http.MethodPost, "q", true, nil, &backend.AttemptError{Err: reset, Unsent: true}, backend.Unsent, backend.MaxUnsent},
 		{"unsent POST on a reused connection", nil, http.MethodPost, "q", true, nil, &backend.AttemptError{Err: reset, Reused: true, Unsent: true}, backend.Unsent, backend.MaxUnsent},

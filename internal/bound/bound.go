@@ -17,76 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/redact"
 )
-
-// ErrReloaded is the cause of a request that a Reload overtook before it
-// was sent and that cannot go as it is under the new configuration
-// (transport.ErrReloaded). Retry does not send it again. It lives here, the
-// leaf package of the request's bounds and errors, so that package
-// middleware can know it.
-var ErrReloaded = errors.New("reloaded")
-
-// ErrCircuitOpen is the cause of a request that a source schema's circuit
-// breaker refused, unsent (transport.ErrCircuitOpen): the breaker is open,
-// or half-open with its trial requests all in flight. Retry does not send
-// it again. It lives here for the reason ErrReloaded does.
-var ErrCircuitOpen = errors.New("circuit breaker open")
-
-// ErrOverloaded is the cause of a request that the sockets path refused,
-// unsent, because max_pending_requests requests already waited for a
-// connection of its source schema (transport.ErrOverloaded). Retry does not
-// send it again. It lives here for the reason ErrReloaded does.
-var ErrOverloaded = errors.New("too many requests waiting for a connection")
-
-// ErrRateLimited is the cause of a request that its source schema's rate
-// limit refused, unsent (transport.ErrRateLimited). Retry does not send it
-// again. It lives here for the reason ErrReloaded does.
-var ErrRateLimited = errors.New("rate limit exceeded")
-
-// HeaderTimeoutError is the cause of a request cancelled because its
-// response headers did not arrive within the bound. It matches
-// context.DeadlineExceeded with errors.Is and reports Timeout() true.
-type HeaderTimeoutError struct {
-	// Bound is the header timeout that passed. It counts the time the
-	// request waited for a connection.
-	Bound time.Duration
-	// Queued is how much of Bound the request spent waiting for a
-	// connection (at max_conns_per_host), where the path knows it; zero
-	// otherwise.
-	Queued time.Duration
-}
-
-func (e *HeaderTimeoutError) Error() string {
-	if e.Queued > 0 {
-		return fmt.Sprintf("no response headers within %s (header_timeout), %s of it waiting for a connection", e.Bound, e.Queued.Round(time.Millisecond))
-	}
-	return fmt.Sprintf("no response headers within %s (header_timeout)", e.Bound)
-}
-
-// Timeout reports true, as net.Error does for timeouts.
-func (e *HeaderTimeoutError) Timeout() bool { return true }
-
-// Is makes errors.Is(err, context.DeadlineExceeded) true.
-func (e *HeaderTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
-
-// RequestTimeoutError is the cause of a request cancelled by its
-// request_timeout. It matches context.DeadlineExceeded with errors.Is and
-// reports Timeout() true.
-type RequestTimeoutError struct {
-	// Bound is the request timeout that passed.
-	Bound time.Duration
-}
-
-func (e *RequestTimeoutError) Error() string {
-	return fmt.Sprintf("request not complete within %s (request_timeout)", e.Bound)
-}
-
-// Timeout reports true, as net.Error does for timeouts.
-func (e *RequestTimeoutError) Timeout() bool { return true }
-
-// Is makes errors.Is(err, context.DeadlineExceeded) true.
-func (e *RequestTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Target names what a request is for, so that an error reading its body
 // names the source schema as the request's own errors do.
@@ -124,7 +57,7 @@ func urlErrorOp(method string) string {
 // goroutine, before anyone reads the body.
 type Guard struct {
 	target      Target
-	headerCause HeaderTimeoutError // its Bound is zero without a header bound
+	headerCause fault.HeaderTimeoutError // its Bound is zero without a header bound
 	cancel      context.CancelCauseFunc
 	stopRequest context.CancelFunc // nil: no request bound
 	timer       *time.Timer        // nil: no header bound
@@ -203,7 +136,7 @@ func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Durati
 		return ctx
 	}
 	if requestBound {
-		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &RequestTimeoutError{Bound: request})
+		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &fault.RequestTimeoutError{Bound: request})
 	}
 	if headerBound {
 		g.outer, _ = ctx.Value(guardKey{}).(*Guard)
@@ -224,7 +157,7 @@ func (g *Guard) expire() {
 
 // Finish takes the round trip's result. It stops the header timer; the
 // context stays alive until the response body is closed. If the header
-// bound passed, the error carries the HeaderTimeoutError: the transport's
+// bound passed, the error carries the fault.HeaderTimeoutError: the transport's
 // error if it already does (net/http reports a context's cause), else that
 // error with the timeout added, or the timeout alone if the headers came
 // just too late. The caller names the source schema around it; the body's
@@ -233,7 +166,7 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 	fired := g.timer != nil && g.headersIn()
 	if err != nil {
 		g.release()
-		var hte *HeaderTimeoutError
+		var hte *fault.HeaderTimeoutError
 		if fired && !errors.As(err, &hte) {
 			return nil, fmt.Errorf("%w (%w)", err, &g.headerCause)
 		}

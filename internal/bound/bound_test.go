@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/bound"
 )
 
@@ -135,8 +136,8 @@ type which int
 
 const (
 	none         which = iota // no bound of ours: the caller's deadline
-	headerBound               // *bound.HeaderTimeoutError
-	requestBound              // *bound.RequestTimeoutError
+	headerBound               // *fault.HeaderTimeoutError
+	requestBound              // *fault.RequestTimeoutError
 )
 
 // checkTimeout asserts that err is a deadline error that names exactly the
@@ -149,8 +150,8 @@ func checkTimeout(t *testing.T, err error, want which, d time.Duration) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("errors.Is(%q, context.DeadlineExceeded) = false", err)
 	}
-	var hte *bound.HeaderTimeoutError
-	var rte *bound.RequestTimeoutError
+	var hte *fault.HeaderTimeoutError
+	var rte *fault.RequestTimeoutError
 	gotHeader, gotRequest := errors.As(err, &hte), errors.As(err, &rte)
 	if gotHeader != (want == headerBound) {
 		t.Errorf("error %q: names the header bound = %v, want %v", err, gotHeader, want == headerBound)
@@ -165,36 +166,11 @@ func checkTimeout(t *testing.T, err error, want which, d time.Duration) {
 	switch {
 	case gotHeader && want == headerBound:
 		if hte.Bound != d || !hte.Timeout() {
-			t.Errorf("HeaderTimeoutError{Bound: %v}.Timeout() = %v, want Bound %v and true", hte.Bound, hte.Timeout(), d)
+			t.Errorf("fault.HeaderTimeoutError{Bound: %v}.Timeout() = %v, want Bound %v and true", hte.Bound, hte.Timeout(), d)
 		}
 	case gotRequest && want == requestBound:
 		if rte.Bound != d || !rte.Timeout() {
-			t.Errorf("RequestTimeoutError{Bound: %v}.Timeout() = %v, want Bound %v and true", rte.Bound, rte.Timeout(), d)
-		}
-	}
-}
-
-// TestTimeoutErrors: both bounds' errors say which setting passed (and, for
-// the header bound, how much of it went to waiting for a connection), match
-// context.DeadlineExceeded and report a timeout, as net.Error does.
-func TestTimeoutErrors(t *testing.T) {
-	for _, tc := range []struct {
-		err  interface{ Timeout() bool }
-		want string
-	}{
-		{&bound.HeaderTimeoutError{Bound: 2 * time.Second}, "no response headers within 2s (header_timeout)"},
-		{&bound.HeaderTimeoutError{Bound: 2 * time.Second, Queued: 1500*time.Millisecond + 400*time.Microsecond}, "no response headers within 2s (header_timeout), 1.5s of it waiting for a connection"},
-		{&bound.RequestTimeoutError{Bound: 3 * time.Second}, "request not complete within 3s (request_timeout)"},
-	} {
-		err := tc.err.(error)
-		if err.Error() != tc.want {
-			t.Errorf("Error() = %q, want %q", err, tc.want)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			t.Errorf("%q: errors.Is matches DeadlineExceeded = %v, Canceled = %v; want true, false", err, errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled))
-		}
-		if !tc.err.Timeout() {
-			t.Errorf("%q: Timeout() = false", err)
+			t.Errorf("fault.RequestTimeoutError{Bound: %v}.Timeout() = %v, want Bound %v and true", rte.Bound, rte.Timeout(), d)
 		}
 	}
 }
@@ -329,7 +305,7 @@ func bodyAfterHeaders(t *testing.T, deadline, header, request time.Duration, hea
 	var r result
 	if headersFirst {
 		r = <-results
-		var hte *bound.HeaderTimeoutError
+		var hte *fault.HeaderTimeoutError
 		if errors.As(r.err, &hte) && !last {
 			return false
 		}
@@ -456,9 +432,9 @@ func TestFinish(t *testing.T) {
 		check     func(t *testing.T, in, err error)
 	}{
 		{"headers just too late", short, true, nil, func(t *testing.T, _, err error) {
-			var hte *bound.HeaderTimeoutError
+			var hte *fault.HeaderTimeoutError
 			if !errors.As(err, &hte) || error(hte) != err {
-				t.Errorf("error = %#v, want the *HeaderTimeoutError itself", err)
+				t.Errorf("error = %#v, want the *fault.HeaderTimeoutError itself", err)
 			}
 			checkTimeout(t, err, headerBound, short)
 		}},
@@ -707,8 +683,8 @@ func TestHeadersIn(t *testing.T) {
 			case <-ctx.Done():
 			}
 			err := context.Cause(ctx)
-			var hte *bound.HeaderTimeoutError
-			var rte *bound.RequestTimeoutError
+			var hte *fault.HeaderTimeoutError
+			var rte *fault.RequestTimeoutError
 			switch {
 			case tc.late:
 				if !errors.As(err, &hte) {

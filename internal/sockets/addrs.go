@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 )
 
 // The addresses of a pool (docs/design.md, "The pool with addresses").
@@ -466,14 +466,14 @@ func judge(req *http.Request, resp *http.Response, err error) verdict {
 		}
 		return succeeded
 	}
-	if _, ok := errors.AsType[*bound.HeaderTimeoutError](err); ok {
+	if _, ok := errors.AsType[*fault.HeaderTimeoutError](err); ok {
 		return failed
 	}
 	if _, ok := errors.AsType[*backend.AttemptError](err); ok {
 		return unjudged
 	}
 	if ctx := req.Context(); ctx.Err() != nil {
-		if _, ok := errors.AsType[*bound.RequestTimeoutError](context.Cause(ctx)); ok {
+		if _, ok := errors.AsType[*fault.RequestTimeoutError](context.Cause(ctx)); ok {
 			return failed
 		}
 		return unjudged

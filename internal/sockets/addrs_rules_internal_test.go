@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 )
 
 // The rules of addrs.go and upgrade.go that the root package's tests
@@ -100,7 +100,7 @@ func TestJudge(t *testing.T) {
 	cancel()
 	left := req.WithContext(gone)
 	timedOut, cancel2 := context.WithCancelCause(context.Background())
-	cancel2(&bound.RequestTimeoutError{})
+	cancel2(&fault.RequestTimeoutError{})
 	late := req.WithContext(timedOut)
 	for _, tc := range []struct {
 		name string
@@ -113,7 +113,7 @@ func TestJudge(t *testing.T) {
 		{"499", req, 499, nil, succeeded},
 		{"500", req, 500, nil, failed},
 		{"503", req, 503, nil, failed},
-		{"header timeout", req, 0, &bound.HeaderTimeoutError{}, failed},
+		{"header timeout", req, 0, &fault.HeaderTimeoutError{}, failed},
 		{"attempt to send again", req, 0, &backend.AttemptError{Err: io.EOF}, unjudged},
 		{"caller left", left, 0, context.Canceled, unjudged},
 		{"request timeout", late, 0, context.Canceled, failed},
@@ -288,7 +288,7 @@ func upgradeServer(t *testing.T) (*wireSet, *wireResolver) {
 // address the resolver gave (the name resolves nowhere), within its
 // header bound gets the connection handed over (a writable body that
 // echoes), and a server that answers no header within the bound ends it
-// with a *bound.HeaderTimeoutError.
+// with a *fault.HeaderTimeoutError.
 func TestWireUpgrade(t *testing.T) {
 	set, res := upgradeServer(t)
 	tr := openWire(t, env.EngineH1, set, res, nil, nil)
@@ -341,8 +341,8 @@ func TestWireUpgrade(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if _, ok := errors.AsType[*bound.HeaderTimeoutError](err); !ok {
-			t.Errorf("an upgrade whose headers never came got %v, want a *bound.HeaderTimeoutError", err)
+		if _, ok := errors.AsType[*fault.HeaderTimeoutError](err); !ok {
+			t.Errorf("an upgrade whose headers never came got %v, want a *fault.HeaderTimeoutError", err)
 		}
 	case <-time.After(testTimeout):
 		t.Fatalf("an upgrade whose headers never came was not ended by its bound within %v", testTimeout)

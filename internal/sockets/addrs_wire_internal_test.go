@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -433,7 +433,7 @@ func TestWireMaxPending(t *testing.T) {
 		}()
 		select {
 		case err := <-refused:
-			if !errors.Is(err, bound.ErrOverloaded) {
+			if !errors.Is(err, fault.ErrOverloaded) {
 				t.Errorf("the request over max_pending_requests got %v, want the overload error", err)
 			}
 		case <-time.After(testTimeout):

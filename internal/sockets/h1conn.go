@@ -154,7 +154,7 @@ type h1Conn struct {
 type stateHook struct{ f func(*http.ClientConn) }
 
 // errH1HeaderTimeout is the h1 engine's header timeout: poolTransport
-// turns it into a *bound.HeaderTimeoutError.
+// turns it into a *fault.HeaderTimeoutError.
 var errH1HeaderTimeout = errors.New("response header timeout")
 
 // errH1Stale is Reserve's error for an idle connection that the server

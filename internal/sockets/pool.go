@@ -64,7 +64,7 @@ type pool struct {
 	// while maxPending wait already fails at once with overloaded. 0: no
 	// bound.
 	maxPending int
-	overloaded error // get's refusal at maxPending, made once: wraps bound.ErrOverloaded
+	overloaded error // get's refusal at maxPending, made once: wraps fault.ErrOverloaded
 	// schema and log name the schema in noSocket's line (nethttp; nil log:
 	// a pool built by a test). Set by newPool.
 	schema string

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 )
 
 // TestHeaderTimeoutCountsTheQueue: at max_conns_per_host 1, a request that
 // waited for the connection for most of header_timeout and then meets
-// slow headers fails with a *bound.HeaderTimeoutError, its Queued above
+// slow headers fails with a *fault.HeaderTimeoutError, its Queued above
 // zero, about one header_timeout after it was sent, not one after it left
 // the queue. The first request holds the connection until 300ms after the
 // second was sent; the second's headers never come. With a 400ms bound the
@@ -91,9 +91,9 @@ func TestHeaderTimeoutCountsTheQueue(t *testing.T) {
 			if err == nil {
 				resp.Body.Close()
 			}
-			var hte *bound.HeaderTimeoutError
+			var hte *fault.HeaderTimeoutError
 			if !errors.As(err, &hte) {
-				t.Fatalf("second request: %v, want a *bound.HeaderTimeoutError", err)
+				t.Fatalf("second request: %v, want a *fault.HeaderTimeoutError", err)
 			}
 			if hte.Queued <= 0 || hte.Bound != headerTimeout {
 				t.Errorf("HeaderTimeoutError{Bound: %v, Queued: %v}, want Bound %v and Queued above 0", hte.Bound, hte.Queued, headerTimeout)

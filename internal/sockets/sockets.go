@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 )
@@ -152,7 +152,7 @@ func (t *poolTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // RoundTripWithin sends req, which has no deadline, on a pooled connection
-// and fails with a *bound.HeaderTimeoutError if the headers take longer
+// and fails with a *fault.HeaderTimeoutError if the headers take longer
 // than d, counting the time req waits for a connection (the error says how
 // much of it). On a connection that only ever carries one request at a
 // time (HTTP/1.1 over http), the bound is the connection's own timer,
@@ -187,7 +187,7 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		resp, err := hc.roundTrip(req, d-queued)
 		t.pool.doneWith(c, pending, judge(req, resp, err))
 		if errors.Is(err, errH1HeaderTimeout) {
-			return nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+			return nil, &fault.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
 		return resp, err
 	}
@@ -210,7 +210,7 @@ func (t *poolTransport) connFor(req *http.Request, d time.Duration) (c *conn, pe
 		case errors.Is(err, errDrained):
 			return nil, false, 0, backend.ErrDrained
 		case errors.Is(err, errQueueTimeout):
-			return nil, false, 0, &bound.HeaderTimeoutError{Bound: d, Queued: time.Since(start)}
+			return nil, false, 0, &fault.HeaderTimeoutError{Bound: d, Queued: time.Since(start)}
 		}
 		return nil, false, 0, err
 	}
@@ -222,7 +222,7 @@ func (t *poolTransport) connFor(req *http.Request, d time.Duration) (c *conn, pe
 			}
 			t.pool.done(c, pending)
 			gqlhttp.CloseBody(req)
-			return nil, false, 0, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+			return nil, false, 0, &fault.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
 	}
 	return c, pending, queued, nil
@@ -261,7 +261,7 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 			if err == nil {
 				resp.Body.Close()
 			}
-			resp, err = nil, &bound.HeaderTimeoutError{Bound: d, Queued: queued}
+			resp, err = nil, &fault.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
 	} else {
 		resp, err = c.cc.RoundTrip(req)
@@ -270,7 +270,7 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 		c.setH2() // one stream at a time so far; HTTP/2 all the same
 	}
 	if err != nil {
-		var hte *bound.HeaderTimeoutError
+		var hte *fault.HeaderTimeoutError
 		if !errors.As(err, &hte) {
 			unsent := watched && c.written.Load() == written
 			answered := watched && c.wc.got.Load() != got

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/redact"
 )
 
@@ -107,7 +107,7 @@ func poolRules(k *key) pool {
 		dialStop:       dialStop,
 		cancelDialStop: cancelDialStop,
 		maxPending:     maxPending,
-		overloaded:     fmt.Errorf("%w (max_pending_requests %d): not sent", bound.ErrOverloaded, maxPending),
+		overloaded:     fmt.Errorf("%w (max_pending_requests %d): not sent", fault.ErrOverloaded, maxPending),
 		scheme:         k.scheme,
 		addr:           k.addr,
 		lifetime:       lifetime,

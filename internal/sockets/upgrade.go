@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/fault"
 )
 
 // The h1 engine does not switch protocols itself: a request that asks to
@@ -53,7 +53,7 @@ func (u *upgrader) transport(p *pool) *http.Transport {
 
 // upgrade sends req, which asks to switch protocols, on the upgrade
 // Transport, its response headers bounded by within when positive (a
-// *bound.HeaderTimeoutError past it). After a 101 no bound of the request
+// *fault.HeaderTimeoutError past it). After a 101 no bound of the request
 // reaches the connection.
 func (p *pool) upgrade(req *http.Request, within time.Duration) (*http.Response, error) {
 	tr := p.upgrades.transport(p)
@@ -61,7 +61,7 @@ func (p *pool) upgrade(req *http.Request, within time.Duration) (*http.Response,
 		return tr.RoundTrip(req)
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	cause := &bound.HeaderTimeoutError{Bound: within}
+	cause := &fault.HeaderTimeoutError{Bound: within}
 	timer := time.AfterFunc(within, func() { cancel(cause) })
 	resp, err := tr.RoundTrip(req.WithContext(ctx))
 	if !timer.Stop() {
