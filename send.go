@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/fusiongo/transport/fault"
@@ -260,7 +259,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := r.attempt(req)
 		if err == nil {
-			if turnsOver(resp) {
+			if backend.TurnsOver(resp) {
 				return r.switched(req, resp)
 			}
 			return resp, nil
@@ -314,48 +313,16 @@ func (r *route) attempt(req *http.Request) (*http.Response, error) {
 	return r.transport.RoundTrip(req)
 }
 
-// turnsOver reports a response that hands the connection to the caller: a
-// 101 Switching Protocols, whose body net/http makes writable.
-func turnsOver(resp *http.Response) bool {
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return true
-	}
-	_, writable := resp.Body.(io.Writer)
-	return writable
-}
-
-// switched takes a response that hands the connection over (a 101): the
-// answer to a request that asked to switch to the protocol it names, as
-// httputil.ReverseProxy checks it, with a body the caller can write to; the
-// connection is then the caller's, counted by the invoker so that Close
-// closes it. Anything else is refused and its connection closed: an unasked
-// switch, another protocol than the one asked for, a body that cannot be
-// written.
+// switched takes a response that hands the connection over: judged by
+// backend.Switched, the connection is then the caller's, counted by the
+// invoker so that Close closes it.
 func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response, error) {
-	asked, got := upgradeType(req.Header), resp.Header.Get("Upgrade")
-	rwc, writable := resp.Body.(io.ReadWriteCloser)
-	var err error
-	switch {
-	case !gqlhttp.AsksUpgrade(req):
-		// The body is the raw connection: no bound would reach it, it
-		// would leave the pool's count, and it would outlive Close.
-		err = fmt.Errorf("%w: %s to a request that asked for no upgrade; the connection is closed", fault.ErrUnaskedUpgrade, resp.Status)
-	case resp.StatusCode != http.StatusSwitchingProtocols || !writable:
-		err = fmt.Errorf("%w: %s with a body that cannot be written; the connection is closed", fault.ErrUnaskedUpgrade, resp.Status)
-	case !strings.EqualFold(asked, got):
-		err = fmt.Errorf("%w: the server switched to protocol %q when %q was asked; the connection is closed", fault.ErrUnaskedUpgrade, got, asked)
-	}
+	rwc, err := backend.Switched(req, resp)
 	if err != nil {
-		resp.Body.Close()
 		return nil, err
 	}
 	resp.Body = r.inv.upgrades.add(rwc)
 	return resp, nil
-}
-
-// upgradeType returns the protocol h asks to switch to, "" if none.
-func upgradeType(h http.Header) string {
-	return strings.TrimSpace(h.Get("Upgrade"))
 }
 
 // moveTo returns req, which r's transport was drained before sending, as

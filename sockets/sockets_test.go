@@ -1,0 +1,336 @@
+package sockets_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/sockets"
+)
+
+var engines = []string{env.EngineH1, env.EngineNetHTTP}
+
+// server is a loopback source schema that counts the connections it
+// accepted and closed.
+type server struct {
+	*httptest.Server
+	opened, closed atomic.Int64
+	closedCh       chan struct{} // one send per closed connection
+}
+
+func newServer(t *testing.T, h http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{closedCh: make(chan struct{}, 1024)}
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.opened.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.closed.Add(1)
+			s.closedCh <- struct{}{}
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newTransport(t *testing.T, engine, url string, edit func(*sockets.Config)) *sockets.Transport {
+	t.Helper()
+	c := sockets.Config{Name: "products", URL: url, Settings: env.Settings{Engine: engine}}
+	if edit != nil {
+		edit(&c)
+	}
+	rt, err := sockets.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func post(t *testing.T, rt http.RoundTripper, url, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// TestSendsOnlyWhatIsAsked: the source schema receives the request's own
+// headers and nothing the transport made up (no Accept-Encoding, no
+// Cookie, no proxy headers); a redirect comes back as it is, followed by
+// nobody; the second request reuses the first one's warm connection.
+func TestSendsOnlyWhatIsAsked(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			var got []http.Header
+			var mu sync.Mutex
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				got = append(got, r.Header.Clone())
+				mu.Unlock()
+				http.SetCookie(w, &http.Cookie{Name: "session", Value: "s"})
+				http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			})
+			rt := newTransport(t, engine, srv.URL+"/graphql", nil)
+			for range 2 {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/graphql", strings.NewReader(`{}`))
+				req.Header.Set("X-Asked", "1")
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/elsewhere" {
+					t.Fatalf("status %d, Location %q: want the 302 itself", resp.StatusCode, resp.Header.Get("Location"))
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 2 {
+				t.Fatalf("server saw %d requests, want 2 (no redirect followed)", len(got))
+			}
+			for i, h := range got {
+				for name := range h {
+					switch name {
+					case "X-Asked", "Content-Length", "User-Agent":
+					default:
+						t.Errorf("request %d carried %s: %q, which nobody asked for", i, name, h[name])
+					}
+				}
+				if h.Get("X-Asked") != "1" {
+					t.Errorf("request %d lost X-Asked", i)
+				}
+			}
+			if n := srv.opened.Load(); n != 1 {
+				t.Errorf("server accepted %d connections for two sequential requests, want 1 (warm reuse)", n)
+			}
+			if st := rt.Stats(); st.Engine != engine || st.Conns != 1 || st.Idle != 1 {
+				t.Errorf("Stats() = %+v, want engine %s, 1 connection, idle", st, engine)
+			}
+		})
+	}
+}
+
+// TestOwnAnswers: callers on many goroutines each get their own answer,
+// whole, over the shared pool.
+func TestOwnAnswers(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body) // whole, before the answer: net/http's server is not full duplex
+				w.Write(b)
+			})
+			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.MaxConnsPerHost = 3 })
+			var wg sync.WaitGroup
+			errs := make(chan error, 8*40)
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 40 {
+						want := fmt.Sprintf(`{"caller":%d,"call":%d,"pad":%q}`, g, i, strings.Repeat("x", g*97+i))
+						req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(want))
+						resp, err := rt.RoundTrip(req)
+						if err != nil {
+							errs <- err
+							return
+						}
+						got, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil || string(got) != want {
+							errs <- fmt.Errorf("caller %d call %d got %q (%v), want %q", g, i, got, err, want)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if st := rt.Stats(); st.Conns > 3 {
+				t.Errorf("%d connections open, max_conns_per_host is 3", st.Conns)
+			}
+		})
+	}
+}
+
+// TestWrongTarget: a request for another address is refused unsent, with
+// an error naming the schema.
+func TestWrongTarget(t *testing.T) {
+	var hits atomic.Int64
+	srv := newServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
+	other := newServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
+	rt := newTransport(t, env.EngineH1, srv.URL, nil)
+	req, _ := http.NewRequest(http.MethodGet, other.URL, nil)
+	_, err := rt.RoundTrip(req)
+	if !errors.Is(err, fault.ErrWrongTarget) || !strings.Contains(err.Error(), `"products"`) {
+		t.Fatalf("err = %v, want fault.ErrWrongTarget naming products", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached a server", n)
+	}
+}
+
+// TestHeaderTimeout: a source schema that never answers is cut at
+// header_timeout, with the bound in the error, on both engines; a caller's
+// own deadline wins over the bound.
+func TestHeaderTimeout(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+			defer close(release)
+			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.HeaderTimeout = 20 * time.Millisecond })
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			_, err := rt.RoundTrip(req)
+			var hte *fault.HeaderTimeoutError
+			if !errors.As(err, &hte) || hte.Bound != 20*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v, want a *fault.HeaderTimeoutError of 20ms", err)
+			}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			if _, err = rt.RoundTrip(req); !errors.Is(err, context.Canceled) || errors.As(err, &hte) {
+				t.Fatalf("err = %v, want the caller's context.Canceled", err)
+			}
+		})
+	}
+}
+
+// TestNoDecompression: a gzip answer reaches the caller as the server
+// sent it; with decompression: [gzip] it is asked for and decoded.
+func TestNoDecompression(t *testing.T) {
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	io.WriteString(zw, `{"data":{}}`)
+	zw.Close()
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("X-Asked-Encoding", r.Header.Get("Accept-Encoding"))
+		w.Write(zipped.Bytes())
+	})
+	for _, tc := range []struct {
+		codings           []string
+		wantBody, wantAsk string
+	}{
+		{nil, zipped.String(), ""},
+		{[]string{"gzip"}, `{"data":{}}`, "gzip"},
+	} {
+		rt := newTransport(t, env.EngineH1, srv.URL, func(c *sockets.Config) { c.Settings.Decompression = tc.codings })
+		resp, body := post(t, rt, srv.URL, `{}`)
+		if body != tc.wantBody || resp.Header.Get("X-Asked-Encoding") != tc.wantAsk {
+			t.Errorf("decompression %v: body %q, asked %q; want %q, %q", tc.codings, body, resp.Header.Get("X-Asked-Encoding"), tc.wantBody, tc.wantAsk)
+		}
+	}
+}
+
+// TestClose: Close closes the idle connection at once, and a later
+// request fails with fault.ErrClosed, unsent.
+func TestClose(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			var hits atomic.Int64
+			srv := newServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
+			rt := newTransport(t, engine, srv.URL, nil)
+			post(t, rt, srv.URL, `{}`)
+			rt.Close()
+			select {
+			case <-srv.closedCh:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the idle connection was not closed by Close")
+			}
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{}`))
+			if _, err := rt.RoundTrip(req); !errors.Is(err, fault.ErrClosed) {
+				t.Fatalf("after Close: err = %v, want fault.ErrClosed", err)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Errorf("server saw %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestUnaskedUpgrade: a 101 to a request that asked for no upgrade never
+// reaches the caller, and its connection is closed.
+func TestUnaskedUpgrade(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		c, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: evil\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+		bufio.NewReader(c).ReadByte() // until the client closes
+	})
+	for _, engine := range engines {
+		rt := newTransport(t, engine, srv.URL, nil)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{}`))
+		if resp, err := rt.RoundTrip(req); !errors.Is(err, fault.ErrUnaskedUpgrade) {
+			if err == nil {
+				resp.Body.Close()
+			}
+			t.Fatalf("%s: err = %v, want fault.ErrUnaskedUpgrade", engine, err)
+		}
+		select {
+		case <-srv.closedCh:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the switched connection was not closed", engine)
+		}
+	}
+}
+
+// TestNewErrors: New names what is wrong and opens nothing.
+func TestNewErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    sockets.Config
+		want string
+	}{
+		{"no url", sockets.Config{}, "url"},
+		{"relative url", sockets.Config{URL: "/graphql"}, "url"},
+		{"request path key", sockets.Config{URL: "http://127.0.0.1:1", Settings: env.Settings{Retry: env.RetrySettings{MaxAttempts: 3}}}, "retry.max_attempts is applied by the request path"},
+		{"breaker", sockets.Config{URL: "http://127.0.0.1:1", Settings: env.Settings{CircuitBreaker: env.BreakerSettings{Enabled: env.Enabled}}}, "circuit_breaker.enabled"},
+		{"bad engine", sockets.Config{Name: "p", URL: "http://127.0.0.1:1", Settings: env.Settings{Engine: "fast"}}, "engine"},
+		{"missing ca", sockets.Config{URL: "https://127.0.0.1:1", Settings: env.Settings{TLS: env.TLSSettings{CAFile: "/nonexistent/ca.pem"}}}, "/nonexistent/ca.pem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := sockets.New(tc.c)
+			if err == nil {
+				rt.Close()
+				t.Fatalf("New(%+v) succeeded", tc.c)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v; want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
