@@ -146,7 +146,7 @@ func (c *canaryRouter) publish(ev canary.Event) {
 //
 // A call the schema's rate limit refused is not counted either: the limit
 // is shared by both paths and says nothing about either (shaping.go).
-func record(ctx context.Context, s *canary.Schema, p canary.Path, resp *http.Response, err error, start time.Time) {
+func record(ctx context.Context, s *canary.Schema, p canary.Side, resp *http.Response, err error, start time.Time) {
 	if ctx.Err() != nil || rateLimited(err) {
 		return
 	}
@@ -168,11 +168,11 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	}
 	s := e.judge
 	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
-		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.serve.post(ctx, body) })
+		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.primary.post(ctx, body) })
 	}
 	// One guard over both attempts: a re-send spends what is left of the
 	// header and request bounds, it never starts them again.
-	g, bctx := e.serve.spanBounds(ctx, http.MethodPost, e.serve.url)
+	g, bctx := e.primary.spanBounds(ctx, http.MethodPost, e.primary.url)
 	start := s.Start()
 	resp, err := e.candidate.post(bctx, body)
 	record(ctx, s, canary.Sockets, resp, err, start)
@@ -181,7 +181,7 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	if !spentOnSockets(bctx, err) && !rateLimited(err) && (refusedOnSockets(err) || operation.Of(body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
-		resp, err = e.serve.post(bctx, body)
+		resp, err = e.primary.post(bctx, body)
 		record(ctx, s, canary.Legacy, resp, err, start)
 	}
 	return g.finish(resp, err)
@@ -211,9 +211,9 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	}
 	s := e.judge
 	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
-		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.serve.do(ctx, req) })
+		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.primary.do(ctx, req) })
 	}
-	g, bctx := e.serve.spanBounds(ctx, req.Method, req.URL)
+	g, bctx := e.primary.spanBounds(ctx, req.Method, req.URL)
 	start := s.Start()
 	resp, err := e.candidate.do(bctx, req)
 	record(ctx, s, canary.Sockets, resp, err, start)
@@ -225,7 +225,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 		if ok {
 			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 			start = s.Start()
-			resp, err = e.serve.do(bctx, again)
+			resp, err = e.primary.do(bctx, again)
 			record(ctx, s, canary.Legacy, resp, err, start)
 		}
 	}

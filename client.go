@@ -136,7 +136,7 @@ func method(req *http.Request) string {
 func newTable(st *state) *table {
 	tb := &table{st: st, targets: make([]target, 0, len(st.schemas))}
 	for name, e := range st.schemas {
-		tb.targets = append(tb.targets, target{name: name, url: e.serve.url, prefix: strings.TrimRight(e.serve.url.EscapedPath(), "/")})
+		tb.targets = append(tb.targets, target{name: name, url: e.primary.url, prefix: strings.TrimRight(e.primary.url.EscapedPath(), "/")})
 	}
 	slices.SortFunc(tb.targets, func(a, b target) int {
 		return cmp.Or(cmp.Compare(len(b.prefix), len(a.prefix)), cmp.Compare(a.name, b.name))

@@ -23,7 +23,7 @@ func ExampleTransport_PostFunc() {
 	defer products.Close()
 
 	inv, err := transport.New(env.Config{
-		Transport:     env.PathSockets,
+		Path:          env.PathSockets,
 		SourceSchemas: map[string]env.SourceSchema{"products": {URL: products.URL + "/graphql"}},
 	})
 	if err != nil {

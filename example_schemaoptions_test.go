@@ -27,7 +27,7 @@ func ExampleWithSchemaOptions() {
 	products := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"data":{"tenant":%q}}`, r.Header.Get("X-Tenant"))
 	})
-	cfg := env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{
+	cfg := env.Config{Path: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{
 		"products": {URL: "http://products.internal/graphql", Settings: env.Settings{
 			Headers: env.HeaderSettings{Set: map[string]string{"X-Tenant": "acme"}},
 		}},

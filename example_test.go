@@ -27,7 +27,7 @@ func ExampleNew() {
 	defer products.Close()
 
 	cfg := env.Config{
-		Transport:      env.PathSockets, // or FUSION_SOCKETS_TRANSPORT=1 with env.Load
+		Path:           env.PathSockets, // or FUSION_SOCKETS_TRANSPORT=1 with env.Load
 		ForwardHeaders: []string{"Authorization"},
 		SourceSchemas:  map[string]env.SourceSchema{"products": {URL: products.URL + "/graphql"}},
 	}
@@ -37,7 +37,7 @@ func ExampleNew() {
 	}
 	defer inv.Close()
 
-	// In a gateway, transport.Middleware puts the incoming request into the
+	// In a gateway, transport.GatewayRequestHandler puts the incoming request into the
 	// context; here we do it by hand.
 	gatewayReq, _ := http.NewRequest("POST", "http://gateway/graphql", nil)
 	gatewayReq.Header.Set("Authorization", "Bearer user-1")
@@ -63,7 +63,7 @@ func ExampleTransport_Client() {
 	defer reviews.Close()
 
 	tr, err := transport.New(env.Config{
-		Transport:     env.PathSockets,
+		Path:          env.PathSockets,
 		SourceSchemas: map[string]env.SourceSchema{"reviews": {URL: reviews.URL + "/graphql"}},
 	})
 	if err != nil {
@@ -99,7 +99,7 @@ func ExampleHeaderTimeoutError() {
 	defer close(release)
 
 	tr, err := transport.New(env.Config{
-		Transport: env.PathSockets,
+		Path: env.PathSockets,
 		SourceSchemas: map[string]env.SourceSchema{"slow": {
 			URL:      slow.URL,
 			Settings: env.Settings{HeaderTimeout: 50 * time.Millisecond},

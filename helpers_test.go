@@ -62,13 +62,13 @@ func newWireServer(t *testing.T, o wiretest.Options) *wireServer {
 // config is a Config for path with the named source schemas at urls
 // (name, url, name, url, ...).
 func config(path env.Path, nameURL ...string) env.Config {
-	cfg := env.Config{Transport: path, SourceSchemas: map[string]env.SourceSchema{}}
+	cfg := env.Config{Path: path, SourceSchemas: map[string]env.SourceSchema{}}
 	switch path {
 	case env.PathSockets:
 		// "sockets" in paths is the nethttp engine; pathH1 the default, h1.
 		cfg.Defaults.Engine = env.EngineNetHTTP
 	case pathH1:
-		cfg.Transport = env.PathSockets
+		cfg.Path = env.PathSockets
 		cfg.Defaults.Engine = env.EngineH1
 	}
 	for i := 0; i+1 < len(nameURL); i += 2 {

@@ -61,7 +61,7 @@ type state struct {
 
 // entry is one source schema in one state.
 type entry struct {
-	serve     *route // answers the caller
+	primary   *route // answers the caller
 	candidate *route // shadow and canary: the sockets route; nil otherwise
 
 	judge *canary.Schema // canary: the schema's canary state; nil otherwise
@@ -173,13 +173,13 @@ func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Tran
 		if old != nil {
 			prev = old.schemas[name]
 		}
-		serve, candidate := inv.assign(name)
+		primary, candidate := inv.assign(name)
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
 		var err error
 		var opened backend.Transport
-		e.serve, opened, err = inv.buildRoute(cfg, name, serve, false, prev.route(false), e.limit.limiter)
+		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter)
 		if opened != nil {
 			fresh = append(fresh, opened)
 		}
@@ -211,7 +211,7 @@ func (e *entry) route(candidate bool) *route {
 	case candidate:
 		return e.candidate
 	}
-	return e.serve
+	return e.primary
 }
 
 // buildRoute builds the route of source schema name on path, keeping
@@ -422,7 +422,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 func retire(old, st *state) (kept, replaced, removed int) {
 	inUse := map[backend.Transport]bool{}
 	for _, e := range st.schemas {
-		inUse[e.serve.transport] = true
+		inUse[e.primary.transport] = true
 		if e.candidate != nil {
 			inUse[e.candidate.transport] = true
 		}
@@ -431,12 +431,12 @@ func retire(old, st *state) (kept, replaced, removed int) {
 		switch n, ok := st.schemas[name]; {
 		case !ok:
 			removed++
-		case n.serve.transport == e.serve.transport:
+		case n.primary.transport == e.primary.transport:
 			kept++
 		default:
 			replaced++
 		}
-		for _, r := range []*route{e.serve, e.candidate} {
+		for _, r := range []*route{e.primary, e.candidate} {
 			if r != nil && !inUse[r.transport] {
 				r.transport.Drain()
 				inUse[r.transport] = true // drained once
@@ -490,7 +490,7 @@ func (inv *Transport) routesOn(path env.Path) iter.Seq2[string, *route] {
 			return
 		}
 		for name, e := range st.schemas {
-			for _, r := range []*route{e.serve, e.candidate} {
+			for _, r := range []*route{e.primary, e.candidate} {
 				if r != nil && r.path == path && !yield(name, r) {
 					return
 				}
@@ -541,7 +541,7 @@ func (inv *Transport) logIgnored(cfg *env.Config) {
 		sub := *cfg
 		sub.SourceSchemas = map[string]env.SourceSchema{}
 		for name, sc := range cfg.SourceSchemas {
-			if serve, candidate := inv.assign(name); serve == p || candidate == p {
+			if primary, candidate := inv.assign(name); primary == p || candidate == p {
 				sub.SourceSchemas[name] = sc
 			}
 		}

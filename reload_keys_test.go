@@ -477,7 +477,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 			}
 			states := make([]int, len(knobs))
 			configFor := func() env.Config {
-				cfg := env.Config{Transport: run.path, SocketsSchemas: run.sockets, SourceSchemas: map[string]env.SourceSchema{}}
+				cfg := env.Config{Path: run.path, SocketsSchemas: run.sockets, SourceSchemas: map[string]env.SourceSchema{}}
 				if run.shadow {
 					cfg.Shadow.Rate = 1
 				}

@@ -138,7 +138,7 @@ func TestReloadRemoveAndReject(t *testing.T) {
 	}
 }
 
-// TestReloadNeverChangesPath: Reload ignores Config.Transport.
+// TestReloadNeverChangesPath: Reload ignores Config.Path.
 func TestReloadNeverChangesPath(t *testing.T) {
 	other := newSchemaServer(t, nil)
 	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -43,7 +43,7 @@ func (inv *Transport) lookup(name string, candidate bool) (*route, error) {
 		}
 		return e.candidate, nil
 	}
-	return e.serve, nil
+	return e.primary, nil
 }
 
 // Do sends req for source schema name; see Invoker.Do.

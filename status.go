@@ -69,7 +69,7 @@ type shareChange struct {
 // routeStatus is one route of a schema: the serving one, and a shadow's
 // or canary's candidate.
 type routeStatus struct {
-	Role    string          `json:"role"` // serve or candidate
+	Role    string          `json:"role"` // primary or candidate
 	Path    string          `json:"path"`
 	Engine  string          `json:"engine,omitempty"`
 	Breaker string          `json:"breaker"` // closed, half_open, open; "off" without a breaker
@@ -112,8 +112,8 @@ func (inv *Transport) statusNow() status {
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.schemas)) {
 		e := st.schemas[name]
-		ss := schemaStatus{Name: name, URL: plainURL(e.serve)}
-		for _, r := range []*route{e.serve, e.candidate} {
+		ss := schemaStatus{Name: name, URL: plainURL(e.primary)}
+		for _, r := range []*route{e.primary, e.candidate} {
 			if r != nil {
 				ss.Routes = append(ss.Routes, routeStatusOf(r))
 			}
@@ -135,7 +135,7 @@ func plainURL(r *route) string {
 }
 
 func routeStatusOf(r *route) routeStatus {
-	rs := routeStatus{Role: "serve", Path: string(r.path), Engine: r.engine, Breaker: "off"}
+	rs := routeStatus{Role: "primary", Path: string(r.path), Engine: r.engine, Breaker: "off"}
 	if r.candidate {
 		rs.Role = "candidate"
 	}

@@ -30,7 +30,7 @@ var paths = map[env.Path]func() backend.Backend{
 // backends they need. It reports whether legacy runs with a shadow
 // candidate.
 func (inv *Transport) choosePaths(cfg *env.Config) (shadowed bool) {
-	inv.path = cfg.Path()
+	inv.path = cfg.EffectivePath()
 	inv.backends = map[env.Path]backend.Backend{}
 	shadowed = inv.path == env.PathLegacy && cfg.Shadow.Rate > 0
 	if inv.path == env.PathMixed {
@@ -52,10 +52,10 @@ func (inv *Transport) choosePaths(cfg *env.Config) (shadowed bool) {
 	return shadowed
 }
 
-// assign returns the paths of source schema name: the one that serves it,
+// assign returns the paths of source schema name: the primary, which serves it,
 // and the shadow or canary candidate's ("" if none). The split is the one
 // chosen at startup.
-func (inv *Transport) assign(name string) (serve, candidate env.Path) {
+func (inv *Transport) assign(name string) (primary, candidate env.Path) {
 	switch {
 	case inv.path == env.PathSockets, inv.onSockets[name]:
 		return env.PathSockets, ""

@@ -240,7 +240,7 @@ func TestMiddleware(t *testing.T) {
 			cfg := config(path, "products", srv.URL())
 			cfg.ForwardHeaders = []string{"X-Request-Id"}
 			inv := newInvoker(t, cfg)
-			gw := httptest.NewServer(transport.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gw := httptest.NewServer(transport.GatewayRequestHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				resp, err := inv.Post(r.Context(), "products", []byte(`{}`))
 				if err != nil {
 					http.Error(w, err.Error(), http.StatusBadGateway)

@@ -56,7 +56,7 @@ type Invoker interface {
 	// configuration stays in force. Source schemas whose transport settings
 	// are equal keep their transport and warm connections, changed ones get
 	// new ones, removed ones are dropped once their in-flight requests end.
-	// The path never changes (cfg.Transport, cfg.SocketsSchemas,
+	// The path never changes (cfg.Path, cfg.SocketsSchemas,
 	// cfg.Shadow.Rate and cfg.Canary are read at startup only); a canary
 	// keeps the state of every schema that stays.
 	Reload(cfg env.Config) error
@@ -67,15 +67,18 @@ type Invoker interface {
 }
 
 // WithGatewayRequest returns a copy of ctx that carries r, the incoming
-// gateway request, so that either path can forward its headers. Middleware
-// does this for every request it serves.
+// gateway request, so that either path can forward its headers.
+// GatewayRequestHandler does this for every request it serves.
 func WithGatewayRequest(ctx context.Context, r *http.Request) context.Context {
 	return gateway.WithRequest(ctx, r)
 }
 
-// Middleware makes the incoming gateway request's headers available to the
-// Invoker for every source schema request made with the request's context.
-func Middleware(next http.Handler) http.Handler {
+// GatewayRequestHandler returns a handler that serves next with the
+// incoming gateway request in its context (WithGatewayRequest), so that
+// the Invoker can forward its headers on every source schema request made
+// with that context. (In this module "middleware" names RoundTripper
+// wrappers only; this is an http.Handler wrapper.)
+func GatewayRequestHandler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(gateway.WithRequest(r.Context(), r)))
 	})

@@ -26,17 +26,17 @@ import (
 	"time"
 )
 
-// Path is one side of a canaried schema.
-type Path uint8
+// Side is one side of a canaried schema.
+type Side uint8
 
 const (
 	// Legacy is the path that serves the rest of the requests.
-	Legacy Path = iota
+	Legacy Side = iota
 	// Sockets is the path under trial.
 	Sockets
 )
 
-func (p Path) String() string {
+func (p Side) String() string {
 	if p == Sockets {
 		return "sockets"
 	}
@@ -230,7 +230,7 @@ func (s *Schema) Start() time.Time { return s.j.now() }
 // Record counts the outcome of one call on path p that started at start
 // (Start), then applies any change of share that is due: a fallback, the
 // end of a cooldown, or a growth.
-func (s *Schema) Record(p Path, failed bool, start time.Time) {
+func (s *Schema) Record(p Side, failed bool, start time.Time) {
 	now := s.j.now()
 	s.win[p].Load().add(failed, now.Sub(start))
 	s.judge(now)

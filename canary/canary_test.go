@@ -47,7 +47,7 @@ func newRig(t *testing.T, st canary.Settings) *rig {
 }
 
 // record counts n outcomes on p, of which failed ones spread evenly.
-func (r *rig) record(p canary.Path, n, failed int) {
+func (r *rig) record(p canary.Side, n, failed int) {
 	for i := range n {
 		r.s.Record(p, (i+1)*failed/n > i*failed/n, r.s.Start())
 	}
@@ -321,7 +321,7 @@ func BenchmarkRecord(b *testing.B) {
 func TestWindowRollsFailuresOut(t *testing.T) {
 	st := canary.Settings{Rate: 0.1, Window: 10, MinRequests: 10, MaxErrorRatioDelta: 0.15, Cooldown: time.Minute}
 	type step struct {
-		path         canary.Path
+		path         canary.Side
 		both         bool // n successes on each path, legacy first, alternating
 		n, failed    int
 		wantFallback bool // a fallback by the end of this step

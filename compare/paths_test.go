@@ -69,13 +69,13 @@ func TestLegacyAgainstSockets(t *testing.T) {
 // them when the test ends.
 func bothPaths(t *testing.T, cfg env.Config) (legacy, sockets transport.Invoker) {
 	t.Helper()
-	cfg.Transport = env.PathLegacy
+	cfg.Path = env.PathLegacy
 	legacy, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { legacy.Close() })
-	cfg.Transport = env.PathSockets
+	cfg.Path = env.PathSockets
 	sockets, err = transport.New(cfg)
 	if err != nil {
 		t.Fatal(err)

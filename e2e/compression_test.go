@@ -50,7 +50,7 @@ func TestEngineDecompresses(t *testing.T) {
 			seen := make(chan []string, 16)
 			sg := startSubgraphs(t, gzipHandler(accounts.GraphQLEndpointHandler(accounts.TestOptions), seen))
 			cfg := sg.transportConfig()
-			cfg.Transport = path
+			cfg.Path = path
 			if path == env.PathSockets {
 				cfg.Defaults.Decompression = []string{"gzip", "zstd"} // legacy always has Go's transparent gzip
 			}
@@ -59,7 +59,7 @@ func TestEngineDecompresses(t *testing.T) {
 				t.Fatalf("transport.New: %v", err)
 			}
 			t.Cleanup(func() { inv.Close() })
-			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.Middleware)
+			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.GatewayRequestHandler)
 
 			status, got := post(t, gw.URL, []byte(`{"query":"{ me { id username } }"}`), nil)
 			if want := `{"data":{"me":{"id":"1234","username":"Me"}}}`; status != http.StatusOK || string(got) != want {

@@ -80,7 +80,7 @@ func TestConcurrentUsers(t *testing.T) {
 				})
 				sg := startSubgraphs(t, accounts)
 				cfg := sg.transportConfig()
-				cfg.Transport = path
+				cfg.Path = path
 				inv, err := transport.New(cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -90,7 +90,7 @@ func TestConcurrentUsers(t *testing.T) {
 				if templated {
 					routerConfig = withHeaderTemplate(t, routerConfig, "Authorization")
 				}
-				gw := startGateway(t, routerConfig, inv.Client(), transport.Middleware)
+				gw := startGateway(t, routerConfig, inv.Client(), transport.GatewayRequestHandler)
 
 				body := []byte(`{"query":"{ me { id username } }"}`)
 				answers := map[string]chan string{"Bearer alice": make(chan string, 1), "Bearer bob": make(chan string, 1)}

@@ -256,11 +256,11 @@ func TestFederation(t *testing.T) {
 		set     func(*env.Config)
 		sockets []string // the schemas the sockets path serves (or shadows)
 	}{
-		{"legacy", func(c *env.Config) { c.Transport = env.PathLegacy }, nil},
-		{"sockets", func(c *env.Config) { c.Transport = env.PathSockets }, all},
-		{"mixed", func(c *env.Config) { c.Transport = env.PathMixed; c.SocketsSchemas = []string{"products"} }, []string{"products"}},
+		{"legacy", func(c *env.Config) { c.Path = env.PathLegacy }, nil},
+		{"sockets", func(c *env.Config) { c.Path = env.PathSockets }, all},
+		{"mixed", func(c *env.Config) { c.Path = env.PathMixed; c.SocketsSchemas = []string{"products"} }, []string{"products"}},
 		{"shadow", func(c *env.Config) {
-			c.Transport = env.PathLegacy
+			c.Path = env.PathLegacy
 			c.Shadow = env.ShadowSettings{Rate: 1, MaxConcurrent: 256}
 		}, all},
 	}
@@ -294,7 +294,7 @@ func TestFederation(t *testing.T) {
 				}
 			})
 			routerConfig := sg.routerConfig()
-			lib := startGateway(t, routerConfig, inv.Client(), transport.Middleware)
+			lib := startGateway(t, routerConfig, inv.Client(), transport.GatewayRequestHandler)
 			ref := startGateway(t, routerConfig, http.DefaultClient, nil)
 
 			auth := "Bearer " + tc.name + "-user"

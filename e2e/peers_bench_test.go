@@ -117,7 +117,7 @@ func BenchmarkPeers(b *testing.B) {
 	} {
 		b.Run(side.name, func(b *testing.B) {
 			cfg := env.Config{
-				Transport:      side.path,
+				Path:           side.path,
 				ForwardHeaders: []string{"Authorization", "X-Request-Id"},
 				Defaults:       env.Settings{Engine: side.engine},
 				SourceSchemas:  map[string]env.SourceSchema{"products": {URL: url}},

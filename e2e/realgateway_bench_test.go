@@ -198,7 +198,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 			cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
 		}
 		if engine, ok := strings.CutPrefix(side, "sockets:"); ok {
-			cfg.Transport = env.PathSockets
+			cfg.Path = env.PathSockets
 			cfg.Defaults.Engine = engine
 		}
 		inv, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))

@@ -141,7 +141,7 @@ func TestRecordAndReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := sg.transportConfig()
-			cfg.Transport = env.PathLegacy
+			cfg.Path = env.PathLegacy
 			var opts []transport.Option
 			for name := range cfg.SourceSchemas {
 				opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{
@@ -152,7 +152,7 @@ func TestRecordAndReplay(t *testing.T) {
 			if err != nil {
 				t.Fatalf("transport.New: %v", err)
 			}
-			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.Middleware)
+			gw := startGateway(t, sg.routerConfig(), inv.Client(), transport.GatewayRequestHandler)
 
 			const auth = "Bearer replay-user"
 			reached := 0 // gateway queries that made a subgraph request

@@ -106,7 +106,7 @@ func startProducts(t *testing.T) (*httptest.Server, <-chan upgrade) {
 // configuration factory, with client as the subgraph client and thus as
 // the subscription client's upgrade client; the same execution engine; the
 // same legacy graphql-ws subscription handler on a gobwas/ws upgrade),
-// wrapped in transport.Middleware, with one difference: the subscriptions
+// wrapped in transport.GatewayRequestHandler, with one difference: the subscriptions
 // of a WebSocket run in the context of the client's upgrade request
 // (without its cancellation, which net/http fires as soon as the handler
 // returns after the hijack), where gateway.NewGateway runs them in
@@ -155,7 +155,7 @@ func startSubscriptionGateway(t *testing.T, routerConfig []byte, client *http.Cl
 			handler.Handle(subCtx) // until the client goes
 		}()
 	})
-	srv := httptest.NewServer(transport.Middleware(h))
+	srv := httptest.NewServer(transport.GatewayRequestHandler(h))
 	t.Cleanup(func() {
 		srv.Close()
 		wg.Wait()
@@ -193,9 +193,9 @@ func TestFederationSubscriptions(t *testing.T) {
 		set  func(*env.Config) // nil: http.DefaultClient, not the library
 	}{
 		{"control", nil},
-		{"legacy", func(c *env.Config) { c.Transport = env.PathLegacy }},
-		{"sockets-nethttp", func(c *env.Config) { c.Transport = env.PathSockets; c.Defaults.Engine = env.EngineNetHTTP }},
-		{"sockets-h1", func(c *env.Config) { c.Transport = env.PathSockets; c.Defaults.Engine = env.EngineH1 }},
+		{"legacy", func(c *env.Config) { c.Path = env.PathLegacy }},
+		{"sockets-nethttp", func(c *env.Config) { c.Path = env.PathSockets; c.Defaults.Engine = env.EngineNetHTTP }},
+		{"sockets-h1", func(c *env.Config) { c.Path = env.PathSockets; c.Defaults.Engine = env.EngineH1 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"/websocket", func(t *testing.T) {

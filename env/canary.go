@@ -245,8 +245,8 @@ func validateCanary(errs *errorList, c Config) {
 	if k.Rate <= 0 {
 		return
 	}
-	if c.Path() != PathLegacy {
-		errs.add("canary.rate", k.Rate, nil, "a canary needs the legacy path serving the rest; transport is %q", c.Path())
+	if c.EffectivePath() != PathLegacy {
+		errs.add("canary.rate", k.Rate, nil, "a canary needs the legacy path serving the rest; transport is %q", c.EffectivePath())
 	}
 	if c.Shadow.Rate > 0 {
 		errs.add("canary.rate", k.Rate, nil, "canary (rate %v) and shadow (shadow.rate %v) cannot run together: choose one", k.Rate, c.Shadow.Rate)

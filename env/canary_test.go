@@ -113,8 +113,8 @@ func TestLoadCanary(t *testing.T) {
 			if got := cfg.EffectiveCanary(); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("EffectiveCanary() = %+v\nwant %+v", got, tt.want)
 			}
-			if cfg.Path() != env.PathLegacy {
-				t.Errorf("path %q, want legacy", cfg.Path())
+			if cfg.EffectivePath() != env.PathLegacy {
+				t.Errorf("path %q, want legacy", cfg.EffectivePath())
 			}
 		})
 	}

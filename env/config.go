@@ -101,13 +101,13 @@ const NoLimit = -1
 
 // Config is the whole transport configuration.
 type Config struct {
-	// Transport selects the path at startup. The zero value selects
+	// Path selects the path at startup. The zero value selects
 	// PathLegacy. FUSION_SOCKETS_TRANSPORT overrides the file's value.
 	// A running Invoker never changes path: Reload ignores this field.
-	Transport Path
+	Path Path
 
 	// SocketsSchemas names the source schemas served by the sockets path
-	// when Transport is PathMixed. Every name must be a configured source
+	// when Path is PathMixed. Every name must be a configured source
 	// schema. Nil otherwise.
 	SocketsSchemas []string
 
@@ -717,12 +717,12 @@ func (c Config) EffectiveDefaults() Settings {
 	return resolve(c.Defaults)
 }
 
-// Path returns the selected path, PathLegacy when Transport is empty.
-func (c Config) Path() Path {
-	if c.Transport == "" {
+// EffectivePath returns the selected path, PathLegacy when Path is empty.
+func (c Config) EffectivePath() Path {
+	if c.Path == "" {
 		return PathLegacy
 	}
-	return c.Transport
+	return c.Path
 }
 
 // Equal reports whether s and o are the same settings.

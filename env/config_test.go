@@ -178,8 +178,8 @@ func TestPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.transport), func(t *testing.T) {
-			if got := (env.Config{Transport: tt.transport}).Path(); got != tt.want {
-				t.Errorf("Config{Transport: %q}.Path() = %q, want %q", tt.transport, got, tt.want)
+			if got := (env.Config{Path: tt.transport}).EffectivePath(); got != tt.want {
+				t.Errorf("Config{Path: %q}.EffectivePath() = %q, want %q", tt.transport, got, tt.want)
 			}
 		})
 	}
@@ -209,7 +209,7 @@ func validateCases() []validateCase {
 	return []validateCase{
 		{name: "zero Config"},
 		{name: "full", cfg: env.Config{
-			Transport:      env.PathSockets,
+			Path:           env.PathSockets,
 			ForwardHeaders: []string{"Authorization", "X-Request-Id"},
 			Defaults:       env.Settings{ConnectTimeout: env.Off, MaxConnsPerHost: env.NoLimit},
 			SourceSchemas: map[string]env.SourceSchema{
@@ -220,14 +220,14 @@ func validateCases() []validateCase {
 		}},
 		{
 			name:    "unknown path",
-			cfg:     env.Config{Transport: "fast"},
+			cfg:     env.Config{Path: "fast"},
 			wantErr: `transport: invalid value "fast": want legacy, sockets or mixed`,
 			want:    []kv{{"transport", "fast"}},
 		},
 		{
-			// Config.Transport holds a Path, not the switch's words.
+			// Config.Path holds a Path, not the switch's words.
 			name:    "switch word as path",
-			cfg:     env.Config{Transport: "on"},
+			cfg:     env.Config{Path: "on"},
 			wantErr: `transport: invalid value "on": want legacy, sockets or mixed`,
 			want:    []kv{{"transport", "on"}},
 		},
@@ -345,8 +345,8 @@ func validateCases() []validateCase {
 		{
 			name: "every problem, schemas in name order",
 			cfg: env.Config{
-				Transport: "both",
-				Defaults:  env.Settings{MaxConnsPerHost: -9},
+				Path:     "both",
+				Defaults: env.Settings{MaxConnsPerHost: -9},
 				SourceSchemas: map[string]env.SourceSchema{
 					"reviews":  {URL: "ftp://reviews", ForwardHeaders: []string{"X\nY"}},
 					"accounts": {Settings: env.Settings{MaxConnsPerHost: -3}},

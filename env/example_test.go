@@ -45,7 +45,7 @@ source_schemas:
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("path:", cfg.Path())
+	fmt.Println("path:", cfg.EffectivePath())
 	fmt.Println("forward headers:", cfg.ForwardHeaders)
 	for _, name := range []string{"products", "reviews"} {
 		s, _ := cfg.Effective(name)

@@ -215,7 +215,7 @@ func decode(raw map[string]any, sw *Switch) (Config, error) {
 // applySwitch sets the path, and the shadow and canary rates, that a
 // switch value picks.
 func (c *Config) applySwitch(sw Switch) {
-	c.Transport, c.SocketsSchemas = sw.Path, sw.Schemas
+	c.Path, c.SocketsSchemas = sw.Path, sw.Schemas
 	c.Shadow.Rate = sw.ShadowRate
 	c.Canary.Rate, c.Canary.Schemas = sw.CanaryRate, sw.CanarySchemas
 }
@@ -245,7 +245,7 @@ func decodeTransport(errs *errorList, v any, cfg *Config) {
 				return
 			}
 		}
-		cfg.Transport, cfg.SocketsSchemas = PathMixed, names
+		cfg.Path, cfg.SocketsSchemas = PathMixed, names
 		return
 	default:
 		text = fmt.Sprint(x)

@@ -107,9 +107,9 @@ func mustLoad(t *testing.T, l env.Loader, files ...string) env.Config {
 
 func TestLoadBuiltinDefaults(t *testing.T) {
 	want := env.Config{
-		Transport: env.PathLegacy,
-		Defaults:  builtinSettings,
-		Legacy:    env.LegacySettings{HandlerLifetime: 2 * time.Minute},
+		Path:     env.PathLegacy,
+		Defaults: builtinSettings,
+		Legacy:   env.LegacySettings{HandlerLifetime: 2 * time.Minute},
 	}
 	tests := []struct {
 		name   string
@@ -137,7 +137,7 @@ func TestLoadBuiltinDefaults(t *testing.T) {
 			if got, want := cfg.EffectiveLegacy().HandlerLifetime, 2*time.Minute; got != want {
 				t.Errorf("EffectiveLegacy().HandlerLifetime = %v, want %v", got, want)
 			}
-			if got := cfg.Path(); got != env.PathLegacy {
+			if got := cfg.EffectivePath(); got != env.PathLegacy {
 				t.Errorf("Path() = %q, want %q", got, env.PathLegacy)
 			}
 		})
@@ -147,7 +147,7 @@ func TestLoadBuiltinDefaults(t *testing.T) {
 func TestLoadIssueExample(t *testing.T) {
 	cfg := mustLoad(t, env.Loader{LookupEnv: lookupEnv(nil)}, writeConfig(t, issueYAML))
 	want := env.Config{
-		Transport:      env.PathLegacy,
+		Path:           env.PathLegacy,
 		ForwardHeaders: []string{"Authorization", "X-Request-Id"},
 		Defaults:       builtinSettings,
 		SourceSchemas: map[string]env.SourceSchema{
@@ -309,7 +309,7 @@ source_schemas:
 	t.Run("later file overrides key by key", func(t *testing.T) {
 		cfg := mustLoad(t, env.Loader{}, writeConfig(t, base), writeConfig(t, overlay))
 		want := env.Config{
-			Transport:      env.PathSockets,
+			Path:           env.PathSockets,
 			ForwardHeaders: []string{"C"}, // a list is replaced, not merged
 			Defaults: env.Settings{
 				ConnectTimeout:  5 * time.Second,
@@ -466,7 +466,7 @@ func FuzzLoad(f *testing.F) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("Load succeeded but Validate() = %v", err)
 		}
-		if p := cfg.Path(); p != env.PathLegacy && p != env.PathSockets {
+		if p := cfg.EffectivePath(); p != env.PathLegacy && p != env.PathSockets {
 			t.Errorf("Path() = %q", p)
 		}
 		resolved(t, "defaults", cfg.EffectiveDefaults())

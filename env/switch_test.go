@@ -73,8 +73,8 @@ func TestLoadSwitchVar(t *testing.T) {
 	for _, tt := range acceptedSwitch {
 		t.Run(fmt.Sprintf("%q", tt.value), func(t *testing.T) {
 			cfg := mustLoad(t, env.Loader{LookupEnv: lookupEnv(map[string]string{env.SwitchVar: tt.value})})
-			if cfg.Transport != tt.want || cfg.Path() != tt.want {
-				t.Errorf("Transport = %q, Path() = %q; want %q", cfg.Transport, cfg.Path(), tt.want)
+			if cfg.Path != tt.want || cfg.EffectivePath() != tt.want {
+				t.Errorf("Transport = %q, Path() = %q; want %q", cfg.Path, cfg.EffectivePath(), tt.want)
 			}
 		})
 	}
@@ -93,8 +93,8 @@ func TestLoadSwitchVar(t *testing.T) {
 	}
 	t.Run("unset", func(t *testing.T) {
 		cfg := mustLoad(t, env.Loader{LookupEnv: lookupEnv(map[string]string{"OTHER": "1"})})
-		if cfg.Path() != env.PathLegacy {
-			t.Errorf("Path() = %q, want %q", cfg.Path(), env.PathLegacy)
+		if cfg.EffectivePath() != env.PathLegacy {
+			t.Errorf("Path() = %q, want %q", cfg.EffectivePath(), env.PathLegacy)
 		}
 	})
 }
@@ -119,8 +119,8 @@ func TestSwitchVarOverridesFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := mustLoad(t, env.Loader{LookupEnv: lookupEnv(tt.vars)}, writeConfig(t, tt.file))
-			if cfg.Path() != tt.want {
-				t.Errorf("Path() = %q, want %q", cfg.Path(), tt.want)
+			if cfg.EffectivePath() != tt.want {
+				t.Errorf("Path() = %q, want %q", cfg.EffectivePath(), tt.want)
 			}
 		})
 	}
@@ -156,8 +156,8 @@ func TestFileTransport(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.yaml, func(t *testing.T) {
 			cfg := mustLoad(t, env.Loader{}, writeConfig(t, tt.yaml+"\n"))
-			if cfg.Transport != tt.want {
-				t.Errorf("Transport = %q, want %q", cfg.Transport, tt.want)
+			if cfg.Path != tt.want {
+				t.Errorf("Transport = %q, want %q", cfg.Path, tt.want)
 			}
 		})
 	}
@@ -243,8 +243,8 @@ func TestSwitchGrammar(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Path() != tt.path || strings.Join(cfg.SocketsSchemas, ",") != strings.Join(tt.list, ",") || cfg.Shadow.Rate != tt.rate {
-				t.Errorf("got path %q, list %q, rate %v; want %q, %q, %v", cfg.Path(), cfg.SocketsSchemas, cfg.Shadow.Rate, tt.path, tt.list, tt.rate)
+			if cfg.EffectivePath() != tt.path || strings.Join(cfg.SocketsSchemas, ",") != strings.Join(tt.list, ",") || cfg.Shadow.Rate != tt.rate {
+				t.Errorf("got path %q, list %q, rate %v; want %q, %q, %v", cfg.EffectivePath(), cfg.SocketsSchemas, cfg.Shadow.Rate, tt.path, tt.list, tt.rate)
 			}
 		})
 	}

@@ -20,14 +20,14 @@ import (
 // valid Config can be passed to transport.New and Invoker.Reload.
 func (c Config) Validate() error {
 	var errs errorList
-	switch c.Transport {
+	switch c.Path {
 	case "", PathLegacy, PathSockets:
 		if len(c.SocketsSchemas) > 0 {
-			errs.add("transport", strings.Join(c.SocketsSchemas, ","), nil, "a list of source schemas on sockets needs transport %q, not %q", PathMixed, c.Path())
+			errs.add("transport", strings.Join(c.SocketsSchemas, ","), nil, "a list of source schemas on sockets needs transport %q, not %q", PathMixed, c.EffectivePath())
 		}
 	case PathMixed:
 		if len(c.SocketsSchemas) == 0 {
-			errs.add("transport", string(c.Transport), nil, "no source schemas named for the sockets path")
+			errs.add("transport", string(c.Path), nil, "no source schemas named for the sockets path")
 		}
 		for _, n := range c.SocketsSchemas {
 			if _, ok := c.SourceSchemas[n]; !ok {
@@ -39,13 +39,13 @@ func (c Config) Validate() error {
 			}
 		}
 	default:
-		errs.add("transport", string(c.Transport), nil, "invalid value %q: want legacy, sockets or mixed", c.Transport)
+		errs.add("transport", string(c.Path), nil, "invalid value %q: want legacy, sockets or mixed", c.Path)
 	}
 	switch {
 	case c.Shadow.Rate < 0 || c.Shadow.Rate > 1:
 		errs.add("shadow.rate", c.Shadow.Rate, nil, "invalid rate %v: want a number from 0 (off) to 1 (every query)", c.Shadow.Rate)
-	case c.Shadow.Rate > 0 && c.Path() != PathLegacy:
-		errs.add("shadow.rate", c.Shadow.Rate, nil, "shadow comparison needs the legacy path serving; transport is %q", c.Path())
+	case c.Shadow.Rate > 0 && c.EffectivePath() != PathLegacy:
+		errs.add("shadow.rate", c.Shadow.Rate, nil, "shadow comparison needs the legacy path serving; transport is %q", c.EffectivePath())
 	}
 	validateCanary(&errs, c)
 	headerNames(&errs, "forward_headers", c.ForwardHeaders)

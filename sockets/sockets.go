@@ -145,7 +145,7 @@ func New(c Config) (*Transport, error) {
 			return nil, fmt.Errorf("sockets: source schema %q: %s is applied by the request path (package transport), not by sockets.Transport: leave it unset", name, key)
 		}
 	}
-	cfg := env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{
+	cfg := env.Config{Path: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{
 		name: {URL: c.URL, Settings: c.Settings},
 	}}
 	if err := cfg.Validate(); err != nil {

@@ -88,7 +88,7 @@ func parseSides(list string) ([]compareSide, error) {
 // schema. cfg itself is left as it is.
 func (s compareSide) config(cfg env.Config) env.Config {
 	c := cfg
-	c.Transport, c.SocketsSchemas, c.Shadow = s.path, nil, env.ShadowSettings{}
+	c.Path, c.SocketsSchemas, c.Shadow = s.path, nil, env.ShadowSettings{}
 	if s.engine != "" {
 		c = withEngine(c, s.engine)
 	}

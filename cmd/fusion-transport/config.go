@@ -59,7 +59,7 @@ Flags:
 		fmt.Fprintf(stderr, "config: %v\n", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "path: %s\n", cfg.Path())
+	fmt.Fprintf(stdout, "path: %s\n", cfg.EffectivePath())
 	fmt.Fprintf(stdout, "legacy.handler_lifetime: %s\n", cfg.EffectiveLegacy().HandlerLifetime)
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range explained {

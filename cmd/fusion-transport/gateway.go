@@ -78,7 +78,7 @@ Flags:
 	}
 	g := benchgw.New(inv)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", transport.Middleware(g))
+	mux.Handle("/graphql", transport.GatewayRequestHandler(g))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		// Allocation counts and profiles are for the benchmark on this
 		// machine, never for a reachable listener.
@@ -94,7 +94,7 @@ Flags:
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
-	fmt.Fprintf(stderr, "gateway: %s path%s, answering the deep-recursion query at http://%s/graphql\n", cfg.Path(), engineNote(cfg), ln.Addr())
+	fmt.Fprintf(stderr, "gateway: %s path%s, answering the deep-recursion query at http://%s/graphql\n", cfg.EffectivePath(), engineNote(cfg), ln.Addr())
 
 	select {
 	case err := <-served:
@@ -129,7 +129,7 @@ func withEngine(cfg env.Config, engine string) env.Config {
 // nothing on the legacy path. A schema that h1 cannot serve as configured
 // still says h1 here; the transport logs that it uses nethttp.
 func engineNote(cfg env.Config) string {
-	if cfg.Path() == env.PathLegacy {
+	if cfg.EffectivePath() == env.PathLegacy {
 		return ""
 	}
 	byEngine := map[string][]string{}

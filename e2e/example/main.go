@@ -37,7 +37,7 @@ func main() {
 	//    and the gateway request headers to forward. In production this is
 	//    env.Load's YAML file and environment.
 	cfg := env.Config{
-		Transport:      env.PathLegacy,
+		Path:           env.PathLegacy,
 		ForwardHeaders: []string{"Authorization", "X-Request-Id"},
 		SourceSchemas: map[string]env.SourceSchema{
 			"accounts": {URL: setup.AccountsUpstreamServer.URL},
@@ -46,7 +46,7 @@ func main() {
 		},
 	}
 	if len(os.Args) > 1 {
-		cfg.Transport = env.Path(os.Args[1])
+		cfg.Path = env.Path(os.Args[1])
 	}
 	inv, err := transport.New(cfg)
 	if err != nil {
@@ -65,10 +65,10 @@ func main() {
 		log.Fatal(err)
 	}
 
-	// 3. transport.Middleware puts each gateway request in its context; the
+	// 3. transport.GatewayRequestHandler puts each gateway request in its context; the
 	//    engine passes that context to its subgraph requests, so the
 	//    library forwards the headers that cfg names.
-	srv := httptest.NewServer(transport.Middleware(gw))
+	srv := httptest.NewServer(transport.GatewayRequestHandler(gw))
 	defer srv.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewBufferString(`{"query":"{ topProducts { name reviews { body author { username } } } }"}`))
@@ -80,5 +80,5 @@ func main() {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	fmt.Printf("%s path: %s %s\n", cfg.Transport, resp.Status, body)
+	fmt.Printf("%s path: %s %s\n", cfg.Path, resp.Status, body)
 }

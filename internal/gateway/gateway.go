@@ -1,6 +1,6 @@
 // Package gateway carries the incoming gateway request through a context, so
 // that both paths can forward its headers to source schemas. The root package
-// re-exports it as transport.WithGatewayRequest and transport.Middleware;
+// re-exports it as transport.WithGatewayRequest and transport.GatewayRequestHandler;
 // it lives here so that the path packages can read it without importing the
 // root package (which imports them).
 package gateway

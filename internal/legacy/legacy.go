@@ -22,7 +22,7 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 )
 
-// Backend is the legacy path's engine: it shares one rotating transport
+// Backend is the legacy path's backend: it shares one rotating transport
 // between every source schema whose configuration has the same shared
 // settings. Its zero value is not usable: call New.
 type Backend struct {

@@ -41,7 +41,7 @@ func engineSchema(engine, url string, edit func(*env.SourceSchema)) env.Config {
 	if edit != nil {
 		edit(&s)
 	}
-	return env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"products": s}}
+	return env.Config{Path: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"products": s}}
 }
 
 // overTLS is an edit for an https schema whose server's certificate the

@@ -160,7 +160,7 @@ func firstThenPlain(first string) func(int, *http.Request, net.Conn) (string, bo
 // h1Transport opens the h1 engine's pool for one source schema at url.
 func h1Transport(t *testing.T, url string) *poolTransport {
 	t.Helper()
-	cfg := env.Config{Transport: env.PathSockets, Defaults: env.Settings{Engine: env.EngineH1}, SourceSchemas: map[string]env.SourceSchema{"products": {URL: url}}}
+	cfg := env.Config{Path: env.PathSockets, Defaults: env.Settings{Engine: env.EngineH1}, SourceSchemas: map[string]env.SourceSchema{"products": {URL: url}}}
 	tr := openTransport(t, cfg, "products")
 	if tr.pool.h1 == nil {
 		t.Fatal("the pool is not the h1 engine's")

@@ -47,8 +47,8 @@ func TestPlanNamesChangedSecrets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			next := base
 			tc.edit(&next)
-			prev := env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"p": base}}
-			cfg := env.Config{Transport: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"p": next}}
+			prev := env.Config{Path: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"p": base}}
+			cfg := env.Config{Path: env.PathSockets, SourceSchemas: map[string]env.SourceSchema{"p": next}}
 			got := sockets.Plan(prev, cfg)
 			if len(got) != 1 || !reflect.DeepEqual(got[0], tc.want) {
 				t.Errorf("Plan = %+v, want [%+v]", got, tc.want)

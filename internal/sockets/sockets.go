@@ -30,7 +30,8 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 )
 
-// Backend is the sockets path's engine. Its zero value is ready to use.
+// Backend is the sockets path's backend (package backend's contract): it
+// builds one pool per source schema. Its zero value is ready to use.
 type Backend struct{}
 
 // New returns the sockets backend.

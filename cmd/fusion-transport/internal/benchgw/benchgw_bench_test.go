@@ -22,7 +22,7 @@ func BenchmarkGateway(b *testing.B) {
 	urls := startSchemas(b)
 	for _, path := range []env.Path{env.PathLegacy, env.PathSockets} {
 		b.Run(string(path), func(b *testing.B) {
-			cfg := env.Config{Transport: path, SourceSchemas: map[string]env.SourceSchema{}}
+			cfg := env.Config{Path: path, SourceSchemas: map[string]env.SourceSchema{}}
 			for name, u := range urls {
 				cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
 			}

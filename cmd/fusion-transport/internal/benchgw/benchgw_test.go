@@ -41,7 +41,7 @@ func startSchemas(t testing.TB) map[string]string {
 // newInvoker builds the invoker of path for the source schemas at urls.
 func newInvoker(t *testing.T, path env.Path, urls map[string]string, forward ...string) transport.Invoker {
 	t.Helper()
-	cfg := env.Config{Transport: path, ForwardHeaders: forward, SourceSchemas: map[string]env.SourceSchema{}}
+	cfg := env.Config{Path: path, ForwardHeaders: forward, SourceSchemas: map[string]env.SourceSchema{}}
 	for name, u := range urls {
 		cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
 	}
@@ -102,7 +102,7 @@ func TestPathsGiveTheSameCorrectAnswer(t *testing.T) {
 	bodies := map[env.Path]string{}
 	for _, path := range []env.Path{env.PathLegacy, env.PathSockets} {
 		g := benchgw.New(newInvoker(t, path, urls))
-		h := transport.Middleware(g)
+		h := transport.GatewayRequestHandler(g)
 		status, body := post(t, h, nil)
 		if status != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", path, status, body)
@@ -239,7 +239,7 @@ func deref[T any](p *T) T {
 }
 
 // TestForwardsGatewayHeaders checks that Handler serves behind
-// transport.Middleware: a configured gateway request header reaches every
+// transport.GatewayRequestHandler: a configured gateway request header reaches every
 // source schema on both paths.
 func TestForwardsGatewayHeaders(t *testing.T) {
 	var mu sync.Mutex
@@ -306,7 +306,7 @@ func TestErrors(t *testing.T) {
 	for _, path := range []env.Path{env.PathLegacy, env.PathSockets} {
 		t.Run("failing source schema/"+string(path), func(t *testing.T) {
 			g := benchgw.New(newInvoker(t, path, broken))
-			status, body := post(t, transport.Middleware(g), nil)
+			status, body := post(t, transport.GatewayRequestHandler(g), nil)
 			if status != http.StatusBadGateway || !strings.Contains(body, `source schema \"inventory\": status 503`) {
 				t.Errorf("status %d, body %s; want 502 naming inventory's 503", status, body)
 			}
@@ -320,7 +320,7 @@ func TestErrors(t *testing.T) {
 func TestStatsHandler(t *testing.T) {
 	urls := startSchemas(t)
 	g := benchgw.New(newInvoker(t, env.PathLegacy, urls))
-	post(t, transport.Middleware(g), nil)
+	post(t, transport.GatewayRequestHandler(g), nil)
 	rec := httptest.NewRecorder()
 	g.StatsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/stats", nil))
 	var s benchgw.DebugStats

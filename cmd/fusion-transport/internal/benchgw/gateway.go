@@ -21,7 +21,7 @@ import (
 const maxRequestBody = 1 << 20
 
 // Gateway answers the deep-recursion query. It is safe for concurrent use.
-// Serve it behind transport.Middleware (as Handler does), so that the
+// Serve it behind transport.GatewayRequestHandler (as Handler does), so that the
 // invoker forwards the gateway request's headers.
 type Gateway struct {
 	inv transport.Invoker
@@ -44,10 +44,10 @@ func New(inv transport.Invoker) *Gateway {
 	return &Gateway{inv: inv}
 }
 
-// Handler returns a gateway on inv wrapped in transport.Middleware: the
+// Handler returns a gateway on inv wrapped in transport.GatewayRequestHandler: the
 // handler to serve at /graphql.
 func Handler(inv transport.Invoker) http.Handler {
-	return transport.Middleware(New(inv))
+	return transport.GatewayRequestHandler(New(inv))
 }
 
 // ServeHTTP answers a POST with the deep-recursion query's answer, whatever

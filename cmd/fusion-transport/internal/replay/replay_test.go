@@ -121,7 +121,7 @@ func TestGatewayOverReplay(t *testing.T) {
 			cfg.SourceSchemas[name] = env.SourceSchema{URL: u, Settings: env.Settings{Engine: engine}}
 		}
 		if engine != "" {
-			cfg.Transport = env.PathSockets
+			cfg.Path = env.PathSockets
 		}
 		inv, err := transport.New(cfg)
 		if err != nil {
