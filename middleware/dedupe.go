@@ -49,7 +49,7 @@ const maxSharedBody = 32 << 20
 // request runs on with the first caller's context values but without its
 // cancellation or deadline, and is cancelled only once every caller has
 // gone. Once the shared response's headers are in, each caller tells its
-// own header bound so (bound.HeadersIn): the shared read of the body runs
+// own header bound so (the request path's header timer stops): the shared read of the body runs
 // under each caller's body bounds (its deadline, request_timeout), never
 // under a header timeout. Each caller gets its own *http.Response: a copy
 // with cloned Header and Trailer and its own reader over the body, which is
