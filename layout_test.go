@@ -169,3 +169,134 @@ func TestReceiverNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicAPINoInternalTypes: no exported name of a public package (the
+// root, sockets, legacy, fault, env, middleware, ...) has an internal
+// package's type in its signature, fields or definition, so that go doc
+// shows every type a user meets and a user can name it (issue 31: the
+// paths' public faces return no internal type; errors are fault's, not
+// aliases of internal ones).
+func TestPublicAPINoInternalTypes(t *testing.T) {
+	out := goList(t, "-f", "{{.ImportPath}} {{.Dir}}", "./...")
+	checked := 0
+	for line := range strings.Lines(out) {
+		pkg, dir, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if strings.Contains(pkg, "/internal/") || toolOnly(pkg) {
+			continue
+		}
+		checked++
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkgs {
+			for name, f := range p.Files {
+				for _, where := range internalTypesIn(f) {
+					t.Errorf("%s: %s: %s", pkg, filepath.Base(name), where)
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("checked %d public packages; the list is wrong", checked)
+	}
+}
+
+// internalTypesIn returns the exported declarations of f whose types name
+// a package under internal/.
+func internalTypesIn(f *ast.File) []string {
+	internal := map[string]bool{} // import name -> is internal
+	for _, imp := range f.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		name := filepath.Base(path)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		internal[name] = strings.Contains(path, "/internal/")
+	}
+	var found []string
+	var check func(what string, e ast.Expr)
+	check = func(what string, e ast.Expr) {
+		if e == nil {
+			return
+		}
+		ast.Inspect(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.StructType:
+				for _, fld := range n.Fields.List {
+					if exportedField(fld) {
+						check(what, fld.Type)
+					}
+				}
+				return false
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok && internal[id.Name] {
+					found = append(found, what+" uses "+id.Name+"."+n.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv)) {
+				check(d.Name.Name, d.Type)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						check(s.Name.Name, s.Type)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							check(n.Name, s.Type)
+						}
+					}
+				}
+			}
+		}
+	}
+	return found
+}
+
+// exportedField reports whether a struct field (or embedded type) is
+// visible to importers.
+func exportedField(f *ast.Field) bool {
+	if len(f.Names) == 0 {
+		t := f.Type
+		if st, ok := t.(*ast.StarExpr); ok {
+			t = st.X
+		}
+		switch t := t.(type) {
+		case *ast.Ident:
+			return t.IsExported()
+		case *ast.SelectorExpr:
+			return t.Sel.IsExported()
+		}
+		return false
+	}
+	for _, n := range f.Names {
+		if n.IsExported() {
+			return true
+		}
+	}
+	return false
+}
+
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(recv *ast.FieldList) bool {
+	t := recv.List[0].Type
+	if st, ok := t.(*ast.StarExpr); ok {
+		t = st.X
+	}
+	if ix, ok := t.(*ast.IndexExpr); ok {
+		t = ix.X
+	}
+	id, ok := t.(*ast.Ident)
+	return ok && id.IsExported()
+}
