@@ -26,56 +26,23 @@ import (
 // callers, on every path. docs/reliability.md has the table of cases with
 // what each path does, beside net/http and Envoy.
 
-// rawServer is a loopback TCP server whose connections a test handles
-// byte by byte. It records how each connection ended.
+// rawServer is wiretest.RawServer under the names the root tests use:
+// url is its source schema URL, closed its Closed.
 type rawServer struct {
-	ln     net.Listener
 	url    string
-	closed chan string // remote addresses of connections the client closed (EOF or reset seen)
-	wg     sync.WaitGroup
+	closed chan string
 }
 
-// newRawServer serves every connection with handle, which returns when it
-// is done with the connection; the server then reads until the client
-// closes it, and reports the close on closed.
+// newRawServer starts a wiretest.RawServer serving every connection with
+// handle.
 func newRawServer(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) *rawServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &rawServer{ln: ln, url: "http://" + ln.Addr().String() + "/graphql", closed: make(chan string, 1024)}
-	s.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Go(func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				handle(c, br)
-				io.Copy(io.Discard, br) // until the client closes
-				s.closed <- c.RemoteAddr().String()
-			})
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		s.wg.Wait()
-	})
-	return s
+	s := wiretest.NewRawServer(t, handle)
+	return &rawServer{url: s.URL, closed: s.Closed}
 }
 
 // readRequest reads one request and its body from br.
-func readRequest(br *bufio.Reader) (*http.Request, error) {
-	req, err := http.ReadRequest(br)
-	if err != nil {
-		return nil, err
-	}
-	_, err = io.Copy(io.Discard, req.Body)
-	return req, err
-}
+func readRequest(br *bufio.Reader) (*http.Request, error) { return wiretest.ReadRequest(br) }
 
 // TestHostileUnaskedUpgrade: a server that answers a Post with 101
 // Switching Protocols and then keeps the connection open, sending bytes
