@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,39 @@ func engineOn(engine, url string, edit func(*env.SourceSchema)) env.Config {
 			s.HTTPVersion = "1.1"
 		}
 	})
+}
+
+// netHTTPOn is the schema at url on engine nethttp, edited by edit: the
+// engine of every HTTP/2, h2c and proxied schema.
+func netHTTPOn(url string, edit func(*env.SourceSchema)) env.Config {
+	return engineSchema(env.EngineNetHTTP, url, edit)
+}
+
+// keyErr returns the error of source schema products' Key in cfg: what
+// transport.New fails with when the schema cannot be built.
+func keyErr(t *testing.T, cfg env.Config) error {
+	t.Helper()
+	settings, _ := cfg.Effective("products")
+	u, err := url.Parse(cfg.SourceSchemas["products"].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Backend{}.Key(&backend.Schema{Name: "products", URL: u, Settings: settings, Config: &cfg, LookupEnv: func(string) (string, bool) { return "", false }, Log: slog.New(slog.DiscardHandler)})
+	return err
+}
+
+// withMiddleware opens source schema products of cfg and returns its pool
+// with the middleware the Backend adds for it (Backend.Middleware:
+// decompression), outermost first, as the request path wraps it.
+func withMiddleware(t *testing.T, cfg env.Config) http.RoundTripper {
+	t.Helper()
+	var schema *backend.Schema
+	var rt http.RoundTripper = openSchemaWith(t, cfg, func(s *backend.Schema) { schema = s })
+	mws := Backend{}.Middleware(schema)
+	for i := len(mws) - 1; i >= 0; i-- {
+		rt = mws[i](rt)
+	}
+	return rt
 }
 
 // gqlRequest is a GraphQL Post to u with ctx, its headers h (name, value,
