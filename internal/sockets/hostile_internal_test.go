@@ -367,7 +367,10 @@ func TestHostileResponseHeaderBound(t *testing.T) {
 }
 
 // failingWrites is a connection whose writes fail from the nth on, before
-// any byte leaves, as a write to a connection the server reset does.
+// any byte leaves, as a write to a connection the server reset does. It
+// shows its socket (NetConn), so that the engines reuse it: a connection
+// whose socket they cannot look at carries one request, and its second
+// write would never come.
 type failingWrites struct {
 	net.Conn
 	mu     sync.Mutex
@@ -386,6 +389,8 @@ func (c *failingWrites) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+func (c *failingWrites) NetConn() net.Conn { return c.Conn }
 
 // TestHostileUnsentPostSentAgain: a Post (a mutation) whose write failed
 // before any byte of it left comes back as an attempt the request path
