@@ -14,7 +14,7 @@ import (
 )
 
 // engineGuard bounds the waits of the root's wire tests (here, in
-// stray_test.go and upgrade_test.go), so that a broken path fails them
+// cancel_read_test.go and upgrade_test.go), so that a broken path fails them
 // instead of hanging them; no test asserts on it.
 const engineGuard = 10 * time.Second
 

@@ -56,7 +56,7 @@ var reloadKeySkips = map[string]string{
 		"(TestResilienceHedge and TestResilienceReloadKeepsBreaker cover hedging and the reload of the resilience keys)",
 	"unix_socket": "a value sends the schema's connections to a Unix socket instead of its host: the loopback servers " +
 		"listen on TCP only, and in defaults the socket would serve both schemas, one of them over TLS " +
-		"(TestSettingUnixSocket covers the key)",
+		"(internal/sockets' TestSettingUnixSocket covers the key)",
 }
 
 // reloadKey is one row of the key table: two values, A and B, of one key of

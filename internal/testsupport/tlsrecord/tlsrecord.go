@@ -1,4 +1,10 @@
-package transport_test
+// Package tlsrecord writes TLS records by hand, for tests whose server
+// sends what crypto/tls has no API for: half a record, or a TLS 1.3 record
+// of its own (a session ticket after the handshake, an empty record)
+// sealed with the connection's keys. A Tap under the server's tls.Conn
+// keeps and can hold back what crypto/tls writes; a Sealer seals further
+// records at the sequence number that follows them.
+package tlsrecord
 
 import (
 	"crypto/aes"
@@ -17,20 +23,16 @@ import (
 	"sync"
 )
 
-// TLS records by hand, for tests whose server sends what crypto/tls has no
-// API for: half a record, or a TLS 1.3 record of its own (a session ticket
-// after the handshake, an empty record) sealed with the connection's keys.
-
 // TLS record content types (RFC 8446, section 5.1).
 const (
-	recordTypeHandshake       = 22
-	recordTypeApplicationData = 23
+	TypeHandshake       = 22
+	TypeApplicationData = 23
 )
 
-// tlsTap sits under a test server's tls.Conn: it keeps every byte
+// Tap sits under a test server's tls.Conn: it keeps every byte
 // crypto/tls writes, in order, and can hold them back so that the test
 // decides what reaches the client.
-type tlsTap struct {
+type Tap struct {
 	net.Conn
 	mu   sync.Mutex
 	all  []byte // every byte crypto/tls wrote, sent or held
@@ -38,7 +40,7 @@ type tlsTap struct {
 	held []byte
 }
 
-func (t *tlsTap) Write(p []byte) (int, error) {
+func (t *Tap) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	t.all = append(t.all, p...)
 	if t.hold {
@@ -50,9 +52,9 @@ func (t *tlsTap) Write(p []byte) (int, error) {
 	return t.Conn.Write(p)
 }
 
-// holdBack turns holding on or off; turning it off returns what was held,
+// HoldBack turns holding on or off; turning it off returns what was held,
 // unsent.
-func (t *tlsTap) holdBack(on bool) []byte {
+func (t *Tap) HoldBack(on bool) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.hold = on
@@ -61,28 +63,28 @@ func (t *tlsTap) holdBack(on bool) []byte {
 	return held
 }
 
-// written returns every byte crypto/tls wrote so far.
-func (t *tlsTap) written() []byte {
+// Written returns every byte crypto/tls wrote so far.
+func (t *Tap) Written() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]byte(nil), t.all...)
 }
 
-// recordSealer seals TLS 1.3 records as the server of one connection
+// Sealer seals TLS 1.3 records as the server of one connection
 // would, with its application traffic secret, at the sequence number that
 // follows the records the server's tls.Conn wrote.
-type recordSealer struct {
+type Sealer struct {
 	aead cipher.AEAD
 	iv   []byte
 	seq  uint64
 }
 
-// newRecordSealer reads the server's application traffic secret from
+// NewSealer reads the server's application traffic secret from
 // keylog (the connection's tls.Config.KeyLogWriter output) and counts the
 // application records in written (every byte the server's tls.Conn wrote):
 // records under the handshake keys do not open with the application key;
 // the first that does is number 0.
-func newRecordSealer(keylog string, suite uint16, written []byte) (*recordSealer, error) {
+func NewSealer(keylog string, suite uint16, written []byte) (*Sealer, error) {
 	var secret []byte
 	for line := range strings.Lines(keylog) {
 		f := strings.Fields(line)
@@ -122,7 +124,7 @@ func newRecordSealer(keylog string, suite uint16, written []byte) (*recordSealer
 	if err != nil {
 		return nil, err
 	}
-	s := &recordSealer{aead: aead, iv: iv}
+	s := &Sealer{aead: aead, iv: iv}
 	started := false
 	for len(written) > 0 {
 		if len(written) < 5 {
@@ -134,7 +136,7 @@ func newRecordSealer(keylog string, suite uint16, written []byte) (*recordSealer
 		}
 		rec := written[:n]
 		written = written[n:]
-		if rec[0] != recordTypeApplicationData {
+		if rec[0] != TypeApplicationData {
 			continue // ServerHello, ChangeCipherSpec: in clear
 		}
 		if _, err := s.aead.Open(nil, s.nonce(), rec[5:], rec[:5]); err != nil {
@@ -162,7 +164,7 @@ func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte
 	return hkdf.Expand(h, secret, string(info), n)
 }
 
-func (s *recordSealer) nonce() []byte {
+func (s *Sealer) nonce() []byte {
 	nonce := append([]byte(nil), s.iv...)
 	for i := range 8 {
 		nonce[len(nonce)-1-i] ^= byte(s.seq >> (8 * i))
@@ -170,20 +172,20 @@ func (s *recordSealer) nonce() []byte {
 	return nonce
 }
 
-// seal returns one record carrying content of type typ, and counts it.
-func (s *recordSealer) seal(typ byte, content []byte) []byte {
+// Seal returns one record carrying content of type typ, and counts it.
+func (s *Sealer) Seal(typ byte, content []byte) []byte {
 	inner := append(append([]byte(nil), content...), typ)
 	n := len(inner) + s.aead.Overhead()
-	hdr := []byte{recordTypeApplicationData, 3, 3, byte(n >> 8), byte(n)}
+	hdr := []byte{TypeApplicationData, 3, 3, byte(n >> 8), byte(n)}
 	rec := s.aead.Seal(hdr, s.nonce(), inner, hdr)
 	s.seq++
 	return rec
 }
 
-// newSessionTicketMsg is a TLS 1.3 NewSessionTicket handshake message
+// NewSessionTicket is a TLS 1.3 NewSessionTicket handshake message
 // (RFC 8446, section 4.6.1): an hour's lifetime, no nonce, a 16-byte
 // ticket, no extensions.
-func newSessionTicketMsg() []byte {
+func NewSessionTicket() []byte {
 	body := []byte{0, 0, 0x0e, 0x10} // ticket_lifetime: 3600 s
 	body = append(body, 0, 0, 0, 0)  // ticket_age_add
 	body = append(body, 0)           // ticket_nonce: empty

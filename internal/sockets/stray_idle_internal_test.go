@@ -1,6 +1,6 @@
 //go:build unix
 
-package transport_test
+package sockets
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -19,9 +20,10 @@ import (
 	"testing"
 	"time"
 
-	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/tlsrecord"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // The idle-stray suite: a server that writes to, or closes, a connection
@@ -104,8 +106,8 @@ func (d *socketDial) closedByReader(t *testing.T) {
 	}
 	select {
 	case <-closed:
-	case <-time.After(engineGuard):
-		t.Fatalf("the engine did not close the connection within %v of the server's act on it", engineGuard)
+	case <-time.After(testTimeout):
+		t.Fatalf("the engine did not close the connection within %v of the server's act on it", testTimeout)
 	}
 }
 
@@ -124,7 +126,7 @@ func (d *socketDial) sock(t *testing.T, i int) *net.TCPConn {
 // stream to read, or until a reader that was parked in Read on it (net/http's)
 // has returned with them: RawConn.Read takes the socket's read lock, which a
 // Read in progress holds, and then waits for readability without taking
-// any byte. It fails the test after engineGuard, closing c to end the wait.
+// any byte. It fails the test after testTimeout, closing c to end the wait.
 func waitReadable(t *testing.T, c *net.TCPConn) {
 	t.Helper()
 	if err := awaitReadable(c); err != nil {
@@ -148,7 +150,7 @@ func awaitReadable(c *net.TCPConn) error {
 			return !errors.Is(err, syscall.EAGAIN)
 		}) // an error: the connection closed, which is readable enough
 	}()
-	guard := time.NewTimer(engineGuard)
+	guard := time.NewTimer(testTimeout)
 	defer guard.Stop()
 	select {
 	case <-done:
@@ -156,7 +158,7 @@ func awaitReadable(c *net.TCPConn) error {
 	case <-guard.C:
 		c.Close()
 		<-done
-		return fmt.Errorf("not in the client's socket within %v", engineGuard)
+		return fmt.Errorf("not in the client's socket within %v", testTimeout)
 	}
 }
 
@@ -175,9 +177,9 @@ func awaitReadable(c *net.TCPConn) error {
 //     which is not stray either (RFC 8446, section 5.4).
 //
 // After "ticket" and "empty" it seals its later answers on that connection
-// itself (recordSealer): its tls.Conn's record counter is one behind.
+// itself (tlsrecord.Sealer): its tls.Conn's record counter is one behind.
 type idleServer struct {
-	*rawServer
+	*wiretest.RawServer
 	url   string
 	act   string
 	next  chan struct{} // closed by idle: alice has read her answer
@@ -202,25 +204,25 @@ func userAnswer(user string) string { return `{"data":{"user":"` + user + `"}}` 
 func newIdleServer(t *testing.T, act string, tlsCfg *tls.Config) *idleServer {
 	t.Helper()
 	s := &idleServer{act: act, next: make(chan struct{}), acted: make(chan error, 1)}
-	s.rawServer = newRawServer(t, func(c net.Conn, _ *bufio.Reader) {
+	s.RawServer = wiretest.NewRawServer(t, func(c net.Conn, _ *bufio.Reader) {
 		var (
 			r      io.Reader = c
 			write            = func(b []byte) error { _, err := c.Write(b); return err }
 			tc     *tls.Conn
-			tap    *tlsTap
+			tap    *tlsrecord.Tap
 			keylog strings.Builder
 		)
 		if tlsCfg != nil {
 			cfg := tlsCfg.Clone()
 			cfg.KeyLogWriter = &keylog // this connection's secrets, for a sealer
-			tap = &tlsTap{Conn: c}
+			tap = &tlsrecord.Tap{Conn: c}
 			tc = tls.Server(tap, cfg)
 			r = tc
 			write = func(b []byte) error { _, err := tc.Write(b); return err }
 		}
 		br := bufio.NewReader(r)
 		for {
-			req, err := readRequest(br)
+			req, err := wiretest.ReadRequest(br)
 			if err != nil {
 				return
 			}
@@ -249,7 +251,7 @@ func newIdleServer(t *testing.T, act string, tlsCfg *tls.Config) *idleServer {
 			}
 			select {
 			case <-s.next:
-			case <-time.After(engineGuard):
+			case <-time.After(testTimeout):
 				s.acted <- errors.New("the test never said alice had read her answer")
 				return
 			}
@@ -266,24 +268,24 @@ func newIdleServer(t *testing.T, act string, tlsCfg *tls.Config) *idleServer {
 				}
 				closeAfter = true
 			case "partial":
-				tap.holdBack(true)
+				tap.HoldBack(true)
 				if err2 = write([]byte(answerFor(aliceStray))); err2 == nil {
-					held := tap.holdBack(false)
+					held := tap.HoldBack(false)
 					_, err2 = c.Write(held[:len(held)/2])
 				}
 			case "ticket", "empty":
-				var sealer *recordSealer
-				if sealer, err2 = newRecordSealer(keylog.String(), tc.ConnectionState().CipherSuite, tap.written()); err2 != nil {
+				var sealer *tlsrecord.Sealer
+				if sealer, err2 = tlsrecord.NewSealer(keylog.String(), tc.ConnectionState().CipherSuite, tap.Written()); err2 != nil {
 					break
 				}
 				if s.act == "ticket" {
-					_, err2 = c.Write(sealer.seal(recordTypeHandshake, newSessionTicketMsg()))
+					_, err2 = c.Write(sealer.Seal(tlsrecord.TypeHandshake, tlsrecord.NewSessionTicket()))
 				} else {
-					_, err2 = c.Write(sealer.seal(recordTypeApplicationData, nil))
+					_, err2 = c.Write(sealer.Seal(tlsrecord.TypeApplicationData, nil))
 				}
 				// The tls.Conn's counter is behind now: later answers
 				// are sealed here.
-				write = func(b []byte) error { _, err := c.Write(sealer.seal(recordTypeApplicationData, b)); return err }
+				write = func(b []byte) error { _, err := c.Write(sealer.Seal(tlsrecord.TypeApplicationData, b)); return err }
 			default:
 				err2 = fmt.Errorf("unknown act %q", s.act)
 			}
@@ -293,7 +295,7 @@ func newIdleServer(t *testing.T, act string, tlsCfg *tls.Config) *idleServer {
 			}
 		}
 	})
-	s.url = s.rawServer.url
+	s.url = s.RawServer.URL
 	if tlsCfg != nil {
 		s.url = "https" + strings.TrimPrefix(s.url, "http")
 	}
@@ -310,8 +312,8 @@ func (s *idleServer) idle(t *testing.T, c *net.TCPConn) {
 		if err != nil {
 			t.Fatalf("the server's %s on the idle connection: %v", s.act, err)
 		}
-	case <-time.After(engineGuard):
-		t.Fatalf("the server did not %s within %v", s.act, engineGuard)
+	case <-time.After(testTimeout):
+		t.Fatalf("the server did not %s within %v", s.act, testTimeout)
 	}
 	waitReadable(t, c)
 }
@@ -330,31 +332,23 @@ func (s *idleServer) askedClose() []bool {
 	return slices.Clone(s.closes)
 }
 
-// postAs sends a Post as user (its X-User header) and returns the body,
-// or the error of the call or of the read.
-func postAs(inv transport.Invoker, user string) (string, error) {
-	ctx, cancel := context.WithTimeout(gatewayCtx("X-User", user), engineGuard)
+// postAs sends a Post to u on tr as user (its X-User header, which the
+// request path would have forwarded) and returns the body, or the error
+// of the call or of the read.
+func postAs(tr http.RoundTripper, u, user string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ user }"}`))
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
+	return sendRead(tr, gqlRequest(ctx, u, `{"query":"{ user }"}`, "X-User", user))
 }
 
-// idleConfig is the schema on engine at url with one connection at most,
-// forwarding X-User.
+// idleConfig is the schema on engine at url with one connection at most.
 func idleConfig(engine, url string, edit func(*env.SourceSchema)) env.Config {
-	cfg := engineConfig(engine, url, func(s *env.SourceSchema) {
+	return engineOn(engine, url, func(s *env.SourceSchema) {
 		s.MaxConnsPerHost = 1
 		if edit != nil {
 			edit(s)
 		}
 	})
-	cfg.ForwardHeaders = []string{"X-User"}
-	return cfg
 }
 
 // noSocketLine starts the Info line the sockets backend logs once per
@@ -367,15 +361,15 @@ const noSocketLineNetHTTP = "nethttp cannot look at the socket"
 // aliceThenBob: alice's Post, the server's act on the idle connection,
 // then bob's Post, which must get bob's own answer. It returns the
 // connections that carried the requests, as the server saw them.
-func aliceThenBob(t *testing.T, inv transport.Invoker, srv *idleServer, d *socketDial) (remotes []string) {
+func aliceThenBob(t *testing.T, tr http.RoundTripper, srv *idleServer, d *socketDial) (remotes []string) {
 	t.Helper()
-	got, err := postAs(inv, "alice")
+	got, err := postAs(tr, srv.url, "alice")
 	if err != nil || got != userAnswer("alice") {
 		t.Fatalf("alice got %q, %v; want her own answer", got, err)
 	}
 	srv.idle(t, d.sock(t, 0))
 	d.closedByReader(t)
-	got, err = postAs(inv, "bob")
+	got, err = postAs(tr, srv.url, "bob")
 	switch {
 	case err != nil:
 		t.Errorf("bob's Post after the server's %s on the idle connection: %v; want it sent on a new connection", srv.act, err)
@@ -400,9 +394,10 @@ func TestStrayIdleWrappedDial(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		srv := newIdleServer(t, "stray", nil)
 		d := &socketDial{kind: "embed", reader: engine == env.EngineNetHTTP}
-		var logs logBuffer
-		inv := newInvoker(t, idleConfig(engine, srv.url, nil), infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
-		remotes := aliceThenBob(t, inv, srv, d)
+		var logs syncBuffer
+		tr := openHooked(t, idleConfig(engine, srv.url, nil), hooks{logs: &logs, dial: d.Dial})
+		ranOn(t, engine, tr)
+		remotes := aliceThenBob(t, tr, srv, d)
 		if len(remotes) != 2 || remotes[0] == remotes[1] {
 			t.Errorf("requests came on %v; want bob's on a new connection", remotes)
 		}
@@ -424,9 +419,9 @@ func TestStrayIdleWrappedDial(t *testing.T) {
 func TestStrayIdleNetConnDial(t *testing.T) {
 	srv := newIdleServer(t, "stray", nil)
 	d := &socketDial{kind: "netconn"}
-	var logs logBuffer
-	inv := newInvoker(t, idleConfig(env.EngineH1, srv.url, nil), infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
-	remotes := aliceThenBob(t, inv, srv, d)
+	var logs syncBuffer
+	tr := openHooked(t, idleConfig(env.EngineH1, srv.url, nil), hooks{logs: &logs, dial: d.Dial})
+	remotes := aliceThenBob(t, tr, srv, d)
 	if len(remotes) != 2 || remotes[0] == remotes[1] {
 		t.Errorf("requests came on %v; want bob's on a new connection", remotes)
 	}
@@ -436,7 +431,7 @@ func TestStrayIdleNetConnDial(t *testing.T) {
 	if closes := srv.askedClose(); slices.Contains(closes, true) {
 		t.Errorf("Connection: close per request %v, want none: the connection was meant to be reused", closes)
 	}
-	checkRanOn(t, env.EngineH1, logs.String())
+	ranOn(t, env.EngineH1, tr)
 }
 
 // TestStrayIdleCloseWrappedDial: the server closes alice's connection
@@ -448,8 +443,9 @@ func TestStrayIdleCloseWrappedDial(t *testing.T) {
 			forEngines(t, func(t *testing.T, engine string) {
 				srv := newIdleServer(t, "close", nil)
 				d := &socketDial{kind: kind, reader: engine == env.EngineNetHTTP}
-				inv := newInvoker(t, idleConfig(engine, srv.url, nil), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
-				remotes := aliceThenBob(t, inv, srv, d)
+				tr := openHooked(t, idleConfig(engine, srv.url, nil), hooks{dial: d.Dial})
+				ranOn(t, engine, tr)
+				remotes := aliceThenBob(t, tr, srv, d)
 				if len(remotes) != 2 || remotes[0] == remotes[1] {
 					t.Errorf("requests came on %v; want bob's on a new connection", remotes)
 				}
@@ -475,14 +471,13 @@ func TestStrayIdleTLS(t *testing.T) {
 		t.Run(c.act, func(t *testing.T) {
 			srv := newIdleServer(t, c.act, tlsCfg)
 			d := &socketDial{kind: "raw"}
-			var logs logBuffer
-			inv := newInvoker(t, idleConfig(env.EngineH1, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }),
-				infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
-			remotes := aliceThenBob(t, inv, srv, d)
+			var logs syncBuffer
+			tr := openHooked(t, idleConfig(env.EngineH1, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }), hooks{logs: &logs, dial: d.Dial})
+			remotes := aliceThenBob(t, tr, srv, d)
 			if len(remotes) != 2 || (remotes[0] == remotes[1]) != c.reuse {
 				t.Errorf("requests came on %v; want bob's on alice's connection: %v", remotes, c.reuse)
 			}
-			checkRanOn(t, env.EngineH1, logs.String())
+			ranOn(t, env.EngineH1, tr)
 			if strings.Contains(logs.String(), noSocketLine) {
 				t.Errorf("the socket of a *net.TCPConn was not found:\n%s", logs.String())
 			}
@@ -498,9 +493,8 @@ func TestStrayIdleTLSNetHTTP(t *testing.T) {
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{pki.Server(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
 	srv := newIdleServer(t, "stray", tlsCfg)
 	d := &socketDial{kind: "netconn", reader: true}
-	inv := newInvoker(t, idleConfig(env.EngineNetHTTP, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }),
-		transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: d.Dial}))
-	if remotes := aliceThenBob(t, inv, srv, d); len(remotes) != 2 || remotes[0] == remotes[1] {
+	tr := openHooked(t, idleConfig(env.EngineNetHTTP, srv.url, func(s *env.SourceSchema) { s.TLS.CAFile = pki.CAFile }), hooks{dial: d.Dial})
+	if remotes := aliceThenBob(t, tr, srv, d); len(remotes) != 2 || remotes[0] == remotes[1] {
 		t.Errorf("requests came on %v; want bob's on a new connection", remotes)
 	}
 }
@@ -566,8 +560,8 @@ func (c *injectConn) Read(p []byte) (int, error) {
 				if werr := awaitReadable(c.Conn.(*net.TCPConn)); werr != nil {
 					c.fails.add("the stray after byte %d on %s: %v", inj.end, c.key, werr)
 				}
-			case <-time.After(engineGuard):
-				c.fails.add("the server did not write its stray on %s within %v", c.key, engineGuard)
+			case <-time.After(testTimeout):
+				c.fails.add("the server did not write its stray on %s within %v", c.key, testTimeout)
 			}
 		}
 	}
@@ -596,28 +590,28 @@ func newCrowdServer(t *testing.T, inj *strayInjector, tlsCfg *tls.Config, max in
 		close(stop)
 		<-drained
 	})
-	var srv *rawServer
+	var srv *wiretest.RawServer
 	defer func() {
 		go func() {
 			defer close(drained)
 			for {
 				select {
-				case <-srv.closed:
+				case <-srv.Closed:
 				case <-stop:
 					return
 				}
 			}
 		}()
 	}()
-	srv = newRawServer(t, func(c net.Conn, _ *bufio.Reader) {
+	srv = wiretest.NewRawServer(t, func(c net.Conn, _ *bufio.Reader) {
 		var (
 			r     io.Reader = c
 			tc    *tls.Conn
-			tap   *tlsTap
+			tap   *tlsrecord.Tap
 			wrote int64 // bytes written to c so far, in clear
 		)
 		if tlsCfg != nil {
-			tap = &tlsTap{Conn: c}
+			tap = &tlsrecord.Tap{Conn: c}
 			tc = tls.Server(tap, tlsCfg)
 			r = tc
 		}
@@ -631,19 +625,19 @@ func newCrowdServer(t *testing.T, inj *strayInjector, tlsCfg *tls.Config, max in
 				wrote += int64(len(b))
 				return err
 			}
-			tap.holdBack(true)
+			tap.HoldBack(true)
 			if _, err := tc.Write(b); err != nil {
-				tap.holdBack(false)
+				tap.HoldBack(false)
 				return err
 			}
-			held := tap.holdBack(false)
-			before(int64(len(tap.written())))
+			held := tap.HoldBack(false)
+			before(int64(len(tap.Written())))
 			_, err := c.Write(held)
 			return err
 		}
 		br := bufio.NewReader(r)
 		for {
-			req, err := readRequest(br)
+			req, err := wiretest.ReadRequest(br)
 			if err != nil {
 				return
 			}
@@ -670,7 +664,7 @@ func newCrowdServer(t *testing.T, inj *strayInjector, tlsCfg *tls.Config, max in
 			}
 			select {
 			case <-pending.reached:
-			case <-time.After(engineGuard):
+			case <-time.After(testTimeout):
 				return
 			}
 			err = send([]byte(answerFor(`{"data":{"user":"`+user+`","call":"`+call+`","stray":"yes"}}`)), func(int64) {})
@@ -681,9 +675,9 @@ func newCrowdServer(t *testing.T, inj *strayInjector, tlsCfg *tls.Config, max in
 		}
 	})
 	if tlsCfg != nil {
-		return "https" + strings.TrimPrefix(srv.url, "http")
+		return "https" + strings.TrimPrefix(srv.URL, "http")
 	}
-	return srv.url
+	return srv.URL
 }
 
 // TestStrayCrowd: 8 users, 200 calls each, share 2 connections of a
@@ -730,13 +724,12 @@ func TestStrayCrowd(t *testing.T) {
 						}
 						return ic, nil
 					}
-					cfg := engineConfig(engine, url, func(s *env.SourceSchema) {
+					cfg := engineOn(engine, url, func(s *env.SourceSchema) {
 						s.MaxConnsPerHost = 2
 						s.TLS.CAFile = pki.CAFile
 					})
-					cfg.ForwardHeaders = []string{"X-User", "X-Call"}
-					var logs logBuffer
-					inv := newInvoker(t, cfg, infoLog(&logs), transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
+					var logs syncBuffer
+					tr := openHooked(t, cfg, hooks{logs: &logs, dial: dial})
 					var wrong, errs failures
 					var wg sync.WaitGroup
 					for u := range users {
@@ -744,13 +737,8 @@ func TestStrayCrowd(t *testing.T) {
 							user := fmt.Sprintf("u%d", u)
 							for i := range calls {
 								call := fmt.Sprint(i)
-								ctx, cancel := context.WithTimeout(gatewayCtx("X-User", user, "X-Call", call), engineGuard)
-								resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ user }"}`))
-								var body []byte
-								if err == nil {
-									body, err = io.ReadAll(resp.Body)
-									resp.Body.Close()
-								}
+								ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+								body, err := sendRead(tr, gqlRequest(ctx, url, `{"query":"{ user }"}`, "X-User", user, "X-Call", call))
 								cancel()
 								own := `{"data":{"user":"` + user + `","call":"` + call + `","pad":"`
 								switch {
@@ -777,7 +765,7 @@ func TestStrayCrowd(t *testing.T) {
 					if nErr > 0 {
 						t.Errorf("%d calls failed; first:\n\t%s", nErr, firstErr)
 					}
-					checkRanOn(t, engine, logs.String())
+					ranOn(t, engine, tr)
 					wantLines, wantCloses := 0, int64(0)
 					if kind == "embed" {
 						wantLines, wantCloses = 1, total
