@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
-	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -110,7 +110,7 @@ func TestHostileStrayResponse(t *testing.T) {
 // TestHostileHeaderTimeoutCountsQueueing: behind max_conns_per_host 1, a
 // second request waits for the first, which the server holds. The header
 // bound the request path gives the pool (RoundTripWithin, 500ms) counts
-// that wait: the second request fails with a *bound.HeaderTimeoutError
+// that wait: the second request fails with a *fault.HeaderTimeoutError
 // while the first is still held, and the error says how much of the bound
 // went to waiting.
 func TestHostileHeaderTimeoutCountsQueueing(t *testing.T) {
@@ -149,7 +149,7 @@ func TestHostileHeaderTimeoutCountsQueueing(t *testing.T) {
 		}()
 		select {
 		case err := <-second:
-			var hte *bound.HeaderTimeoutError
+			var hte *fault.HeaderTimeoutError
 			if !errors.As(err, &hte) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "header_timeout") {
 				t.Fatalf("second request: %v, want a header timeout", err)
 			}
