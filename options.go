@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -27,6 +28,7 @@ type options struct {
 	shadowPublisher shadow.Publisher
 	shadowComparer  shadow.Comparer
 	telemetry       *telemetry.Telemetry
+	meters          *meters.Set // the instruments of telemetry (nil without): see meters.Of
 	requestLog      *slog.Logger
 
 	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
@@ -179,7 +181,7 @@ func WithRequestLog(l *slog.Logger) Option {
 // (OpenTelemetry; see package telemetry), observes the sockets path's open
 // and idle connections and counts reloads. Default: none.
 func WithTelemetry(t *telemetry.Telemetry) Option {
-	return func(o *options) { o.telemetry = t }
+	return func(o *options) { o.telemetry, o.meters = t, meters.Of(t) }
 }
 
 // WithShadowPublisher sets where shadow comparison reports mismatches and

@@ -166,11 +166,11 @@ func (inv *Transport) resilient(res resilience, settings env.Settings, name stri
 			Budget:     res.budget,
 			CountFirst: r.MaxAttempts <= 1,
 			OnSent: func() {
-				inv.o.telemetry.RecordHedge(ctx, name, string(path), false)
+				inv.o.meters.RecordHedge(ctx, name, string(path), false)
 				inv.resilienceEvent(ResilienceEvent{Kind: HedgeSent, Schema: name, Path: path})
 			},
 			OnWon: func() {
-				inv.o.telemetry.RecordHedge(ctx, name, string(path), true)
+				inv.o.meters.RecordHedge(ctx, name, string(path), true)
 				inv.resilienceEvent(ResilienceEvent{Kind: HedgeWon, Schema: name, Path: path})
 			},
 		})
@@ -194,7 +194,7 @@ func (inv *Transport) breakerChanged(name string, path env.Path) func(from, to m
 			msg = "circuit breaker half-open: trial calls go through"
 		}
 		inv.log.Log(context.Background(), level, msg, "source_schema", name, "path", string(path), "from", from.String(), "to", to.String())
-		inv.o.telemetry.RecordBreakerState(name, string(path), to.String(), int64(to))
+		inv.o.meters.RecordBreakerState(context.Background(), name, string(path), to.String(), int64(to))
 		inv.resilienceEvent(ResilienceEvent{Kind: BreakerStateChanged, Schema: name, Path: path, From: from.String(), To: to.String()})
 	}
 }
@@ -208,7 +208,7 @@ func (inv *Transport) budgetExhausted(name string, path env.Path, rs env.RetrySe
 				"source_schema", name, "path", string(path),
 				"budget_ratio", rs.BudgetRatio, "budget_min_per_second", max(rs.BudgetMinPerSecond, 0), "window", middleware.BudgetWindow)
 		}
-		inv.o.telemetry.RecordBudgetExhausted(context.Background(), name, string(path))
+		inv.o.meters.RecordBudgetExhausted(context.Background(), name, string(path))
 		inv.resilienceEvent(ResilienceEvent{Kind: BudgetExhausted, Schema: name, Path: path})
 	}
 }
@@ -220,7 +220,7 @@ func (inv *Transport) addressChanged(name string, path env.Path) func(backend.Ad
 		kind := AddressReturned
 		if ev.Ejected {
 			kind = AddressEjected
-			inv.o.telemetry.RecordEjection(context.Background(), name, string(path))
+			inv.o.meters.RecordEjection(context.Background(), name, string(path))
 		}
 		inv.resilienceEvent(ResilienceEvent{Kind: kind, Schema: name, Path: path, Address: ev.Address.String(), For: ev.For})
 	}

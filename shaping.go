@@ -44,7 +44,7 @@ func (inv *Transport) limited(l *middleware.RateLimiter, name string, path env.P
 		return nil
 	}
 	return l.Observed(func() {
-		inv.o.telemetry.RecordRateLimited(context.Background(), name, string(path))
+		inv.o.meters.RecordRateLimited(context.Background(), name, string(path))
 	})
 }
 
@@ -58,7 +58,7 @@ func (inv *Transport) compression(s env.RequestCompressionSettings, name string,
 		Codec:    s.Codec,
 		MinBytes: s.MinBytes,
 		OnCompressed: func(raw, sent int) {
-			inv.o.telemetry.RecordCompressed(context.Background(), name, string(path), raw, sent)
+			inv.o.meters.RecordCompressed(context.Background(), name, string(path), raw, sent)
 		},
 	})
 }
