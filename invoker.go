@@ -126,6 +126,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 		if pub == nil {
 			pub = shadow.LogPublisher{Logger: inv.log}
 		}
+		if counters := o.meters.ShadowPublisher(); counters != nil {
+			pub = shadow.Multi{pub, counters} // WithTelemetry's shadow counters
+		}
 		inv.shadow = shadow.New(role{inv, false}, role{inv, true}, shadow.Options{
 			Rate:          sh.Rate,
 			MaxConcurrent: sh.MaxConcurrent,

@@ -62,6 +62,9 @@
 //	fusion.transport.request_compression.requests   Int64Counter         {request}     S, P
 //	fusion.transport.request_compression.bytes_saved Int64Counter        By            S, P
 //	fusion.transport.rate_limit.limited             Int64Counter         {request}     S, P
+//	fusion.transport.shadow.comparisons             Int64Counter         {comparison}  S, fusion.shadow.equal
+//	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
+//	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
 //
 // S is fusion.source_schema, P fusion.transport.path. B, the attributes
 // known before sending: S, P, http.request.method, server.address,
@@ -96,6 +99,13 @@
 // and the bytes that saved, and the requests a source schema's rate limit
 // refused.
 //
+// In shadow mode (FUSION_SOCKETS_TRANSPORT=shadow) the shadow counters
+// count the comparisons of a source schema's two answers, by whether they
+// were equal; the differences of the unequal ones, by kind ("status",
+// "header", "body", ...); and the sampled queries not compared, by reason
+// ("busy", "too_large", "primary_unread"). They count whatever
+// shadow.Publisher the transport was also given.
+//
 // # Context
 //
 // A measurement is recorded with the context of the request that caused
@@ -103,7 +113,9 @@
 // and the breaker transition that a request's outcome caused, the retry or
 // hedge that the budget refused, the hedge sent or won, the body
 // compressed, the request the rate limit refused, the ejection that a
-// request's failure caused. So a MeterProvider whose exemplar filter is
+// request's failure caused, the shadow comparison of a request (its
+// context without its cancellation: the comparison ends after the
+// caller's answer). So a MeterProvider whose exemplar filter is
 // trace-based (the SDK's default) links these measurements to the
 // request's trace, and baggage is at hand to a view or a processor. The
 // events that no request causes are recorded with an empty context: a

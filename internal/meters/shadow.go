@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/fusiongo/transport/shadow"
 )
 
 // shadowInstruments are the counters of shadow comparison.
@@ -62,4 +64,32 @@ func (s *Set) RecordShadowDropped(ctx context.Context, schema, reason string) {
 		return
 	}
 	s.shadow.dropped.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrShadowReason.String(reason)))
+}
+
+// ShadowPublisher returns a shadow.Publisher that counts what a Shadow
+// finds in s's shadow counters, with the shadowed request's context: each
+// comparison, each difference of a mismatch by its kind, each drop by its
+// reason. On a nil *Set it returns nil.
+func (s *Set) ShadowPublisher() shadow.Publisher {
+	if s == nil {
+		return nil
+	}
+	return shadowPublisher{s}
+}
+
+// shadowPublisher is Set.ShadowPublisher's.
+type shadowPublisher struct{ s *Set }
+
+func (p shadowPublisher) Publish(ctx context.Context, m shadow.Mismatch) {
+	for _, d := range m.Differences {
+		p.s.RecordShadowMismatch(ctx, m.Schema, string(d.Kind))
+	}
+}
+
+func (p shadowPublisher) Compared(ctx context.Context, schema string, equal bool) {
+	p.s.RecordShadowCompared(ctx, schema, equal)
+}
+
+func (p shadowPublisher) Dropped(ctx context.Context, schema, reason string) {
+	p.s.RecordShadowDropped(ctx, schema, reason)
 }
