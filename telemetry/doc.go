@@ -7,7 +7,11 @@
 //	if err != nil {
 //		return err
 //	}
-//	rt := tel.Middleware("products", "sockets")(base) // one per source schema
+//	inv, err := transport.New(cfg, transport.WithTelemetry(tel))
+//
+// transport.WithTelemetry puts tel's Middleware in every source schema's
+// pipeline and records the transport's own metrics in tel. Outside a
+// transport, tel.Middleware(schema, path) wraps any http.RoundTripper.
 //
 // # Spans
 //

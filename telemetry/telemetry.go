@@ -136,8 +136,11 @@ type Options struct {
 }
 
 // Telemetry records spans and metrics for the requests of both paths. It
-// is safe for concurrent use. Create it with New; a nil *Telemetry records
-// nothing, and its Middleware passes requests through untouched.
+// is a handle: give it to transport.WithTelemetry, which records the
+// transport's own metrics in it too (see the package documentation), or
+// put its Middleware in a pipeline of your own. It is safe for concurrent
+// use. Create it with New; a nil *Telemetry records nothing, and its
+// Middleware passes requests through untouched.
 type Telemetry struct {
 	tracer    trace.Tracer
 	prop      propagation.TextMapPropagator
