@@ -133,7 +133,7 @@ func (c *canaryRouter) publish(ev canary.Event) {
 		attrs = append(attrs, "cooldown_until", ev.CooldownUntil)
 	}
 	c.inv.log.Log(context.Background(), level, "canary share changed", attrs...)
-	c.inv.o.telemetry.RecordCanaryShare(ev.Schema, ev.To, ev.Reason == canary.Fallback)
+	c.inv.o.meters.RecordCanaryShare(ev.Schema, ev.To, ev.Reason == canary.Fallback)
 	c.inv.recent.canary(ev)
 	if h := c.inv.o.canaryHook; h != nil {
 		h(ev)

@@ -20,10 +20,10 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
-	"github.com/fusiongo/transport/telemetry"
 )
 
 // Transport is the Invoker that New returns: the one request path of every
@@ -127,6 +127,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 		if pub == nil {
 			pub = shadow.LogPublisher{Logger: inv.log}
 		}
+		if counters := o.meters.ShadowPublisher(); counters != nil {
+			pub = shadow.Multi{pub, counters} // WithTelemetry's shadow counters
+		}
 		inv.shadow = shadow.New(role{inv, false}, role{inv, true}, shadow.Options{
 			Rate:          sh.Rate,
 			MaxConcurrent: sh.MaxConcurrent,
@@ -145,13 +148,13 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	inv.canary.attach(st)
 	inv.state.Store(st)
 	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
-		unobserve, err := o.telemetry.ObserveConnections(string(p), inv.connections(p))
+		unobserve, err := o.meters.ObserveConnections(string(p), inv.connections(p))
 		if err != nil {
 			inv.Close()
 			return nil, err
 		}
 		inv.unobserve = append(inv.unobserve, unobserve)
-		unobserve, err = o.telemetry.ObserveAddresses(string(p), inv.addresses(p))
+		unobserve, err = o.meters.ObserveAddresses(string(p), inv.addresses(p))
 		if err != nil {
 			inv.Close()
 			return nil, err
@@ -412,7 +415,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	inv.canary.attach(st)
 	inv.state.Store(st)
 	kept, replaced, removed := retire(old, st)
-	inv.o.telemetry.RecordReload(kept, replaced, removed)
+	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
 	return nil
 }
@@ -514,8 +517,8 @@ func (inv *Transport) connections(path env.Path) func(yield func(schema string, 
 
 // addresses reports the addresses of each source schema served on path
 // whose transport knows them, for the telemetry gauges.
-func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []telemetry.Address)) {
-	return func(yield func(schema string, addrs []telemetry.Address)) {
+func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []meters.Address)) {
+	return func(yield func(schema string, addrs []meters.Address)) {
 		for name, r := range inv.routesOn(path) {
 			if addrs := r.desc.Addresses; addrs != nil {
 				if stats := addrs(); len(stats) > 0 {
@@ -526,10 +529,10 @@ func (inv *Transport) addresses(path env.Path) func(yield func(schema string, ad
 	}
 }
 
-func telemetryAddresses(stats []backend.AddressStats) []telemetry.Address {
-	out := make([]telemetry.Address, len(stats))
+func telemetryAddresses(stats []backend.AddressStats) []meters.Address {
+	out := make([]meters.Address, len(stats))
 	for i, a := range stats {
-		out[i] = telemetry.Address{Address: a.Address.String(), Conns: a.Conns, InFlight: a.InFlight, Ejected: a.Ejected, Gone: a.Gone}
+		out[i] = meters.Address{Address: a.Address.String(), Conns: a.Conns, InFlight: a.InFlight, Ejected: a.Ejected, Gone: a.Gone}
 	}
 	return out
 }

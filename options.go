@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -27,6 +28,7 @@ type options struct {
 	shadowPublisher shadow.Publisher
 	shadowComparer  shadow.Comparer
 	telemetry       *telemetry.Telemetry
+	meters          *meters.Set // the instruments of telemetry (nil without): see meters.Of
 	requestLog      *slog.Logger
 
 	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
@@ -176,15 +178,21 @@ func WithRequestLog(l *slog.Logger) Option {
 }
 
 // WithTelemetry traces and measures every source schema request with t
-// (OpenTelemetry; see package telemetry), observes the sockets path's open
-// and idle connections and counts reloads. Default: none.
+// (OpenTelemetry; see package telemetry), and records in t's instruments
+// what the transport does: its connections and addresses, reloads, the
+// canary's share, breakers, retry budgets, hedges, ejections, compression,
+// rate limits, and in shadow mode the comparisons, mismatches and drops
+// (beside WithShadowPublisher's Publisher, not instead of it). Each
+// measurement that a request causes carries that request's context; the
+// package telemetry doc lists the metrics. Default: none.
 func WithTelemetry(t *telemetry.Telemetry) Option {
-	return func(o *options) { o.telemetry = t }
+	return func(o *options) { o.telemetry, o.meters = t, meters.Of(t) }
 }
 
 // WithShadowPublisher sets where shadow comparison reports mismatches and
 // counts (FUSION_SOCKETS_TRANSPORT=shadow). Default: a shadow.LogPublisher
-// on the invoker's logger. Combine several with shadow.Multi.
+// on the invoker's logger. Combine several with shadow.Multi. For metrics,
+// WithTelemetry counts the comparisons whatever the Publisher.
 func WithShadowPublisher(p shadow.Publisher) Option {
 	return func(o *options) { o.shadowPublisher = p }
 }

@@ -396,13 +396,13 @@ type reloadShadowPublisher struct {
 	failed   failures
 }
 
-func (p *reloadShadowPublisher) Publish(m shadow.Mismatch) {
+func (p *reloadShadowPublisher) Publish(_ context.Context, m shadow.Mismatch) {
 	if m.CandidateStatus != http.StatusOK {
 		p.failed.add("%s: legacy answered %d, sockets %d: %v", m.Schema, m.PrimaryStatus, m.CandidateStatus, m.Differences)
 	}
 }
-func (p *reloadShadowPublisher) Compared(string, bool)  { p.compared.Add(1) }
-func (p *reloadShadowPublisher) Dropped(string, string) {}
+func (p *reloadShadowPublisher) Compared(context.Context, string, bool)  { p.compared.Add(1) }
+func (p *reloadShadowPublisher) Dropped(context.Context, string, string) {}
 
 // TestReloadEveryKeyUnderLoad: on each path (legacy; sockets; mixed, alpha
 // on legacy and beta on sockets; shadow with rate 1), 8 callers send Posts

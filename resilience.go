@@ -157,7 +157,6 @@ func (inv *Transport) resilient(res resilience, settings env.Settings, name stri
 		})
 	}
 	if h := settings.Hedge; h.Enabled.On() {
-		ctx := context.Background()
 		hedge = middleware.Hedge(middleware.HedgeConfig{
 			Delay:      h.Delay.After,
 			Quantile:   h.Delay.Quantile,
@@ -165,12 +164,12 @@ func (inv *Transport) resilient(res resilience, settings env.Settings, name stri
 			MaxExtra:   h.MaxExtra,
 			Budget:     res.budget,
 			CountFirst: r.MaxAttempts <= 1,
-			OnSent: func() {
-				inv.o.telemetry.RecordHedge(ctx, name, string(path), false)
+			OnSent: func(ctx context.Context) {
+				inv.o.meters.RecordHedge(ctx, name, string(path), false)
 				inv.resilienceEvent(ResilienceEvent{Kind: HedgeSent, Schema: name, Path: path})
 			},
-			OnWon: func() {
-				inv.o.telemetry.RecordHedge(ctx, name, string(path), true)
+			OnWon: func(ctx context.Context) {
+				inv.o.meters.RecordHedge(ctx, name, string(path), true)
 				inv.resilienceEvent(ResilienceEvent{Kind: HedgeWon, Schema: name, Path: path})
 			},
 		})
@@ -182,9 +181,11 @@ func (inv *Transport) resilient(res resilience, settings env.Settings, name stri
 }
 
 // breakerChanged is a breaker's OnStateChange: a log line (Warn when it
-// opens, Info otherwise), the telemetry, the hook.
-func (inv *Transport) breakerChanged(name string, path env.Path) func(from, to middleware.BreakerState) {
-	return func(from, to middleware.BreakerState) {
+// opens, Info otherwise), the telemetry, the hook. The log line and the
+// metrics get the context of the request that caused the change (none
+// when Breaker.State did).
+func (inv *Transport) breakerChanged(name string, path env.Path) func(ctx context.Context, from, to middleware.BreakerState) {
+	return func(ctx context.Context, from, to middleware.BreakerState) {
 		level := slog.LevelInfo
 		msg := "circuit breaker closed: source schema answers again"
 		switch to {
@@ -193,34 +194,36 @@ func (inv *Transport) breakerChanged(name string, path env.Path) func(from, to m
 		case middleware.BreakerHalfOpen:
 			msg = "circuit breaker half-open: trial calls go through"
 		}
-		inv.log.Log(context.Background(), level, msg, "source_schema", name, "path", string(path), "from", from.String(), "to", to.String())
-		inv.o.telemetry.RecordBreakerState(name, string(path), to.String(), int64(to))
+		inv.log.Log(ctx, level, msg, "source_schema", name, "path", string(path), "from", from.String(), "to", to.String())
+		inv.o.meters.RecordBreakerState(ctx, name, string(path), to.String(), int64(to))
 		inv.resilienceEvent(ResilienceEvent{Kind: BreakerStateChanged, Schema: name, Path: path, From: from.String(), To: to.String()})
 	}
 }
 
 // budgetExhausted is a budget's OnExhausted: the telemetry and the hook
-// for each refusal, a Warn line at most once a second.
-func (inv *Transport) budgetExhausted(name string, path env.Path, rs env.RetrySettings) func(warn bool) {
-	return func(warn bool) {
+// for each refusal, a Warn line at most once a second; ctx is the refused
+// request's.
+func (inv *Transport) budgetExhausted(name string, path env.Path, rs env.RetrySettings) func(ctx context.Context, warn bool) {
+	return func(ctx context.Context, warn bool) {
 		if warn {
-			inv.log.Warn("retry budget exhausted: failures are returned without retry or hedge",
+			inv.log.WarnContext(ctx, "retry budget exhausted: failures are returned without retry or hedge",
 				"source_schema", name, "path", string(path),
 				"budget_ratio", rs.BudgetRatio, "budget_min_per_second", max(rs.BudgetMinPerSecond, 0), "window", middleware.BudgetWindow)
 		}
-		inv.o.telemetry.RecordBudgetExhausted(context.Background(), name, string(path))
+		inv.o.meters.RecordBudgetExhausted(ctx, name, string(path))
 		inv.resilienceEvent(ResilienceEvent{Kind: BudgetExhausted, Schema: name, Path: path})
 	}
 }
 
 // addressChanged is a pool's OnAddress: the telemetry and the hook (the
-// pool logs the line itself).
-func (inv *Transport) addressChanged(name string, path env.Path) func(backend.AddressEvent) {
-	return func(ev backend.AddressEvent) {
+// pool logs the line itself). ctx is the context of the request whose
+// failure ejected the address; a return has none (backend.Schema.OnAddress).
+func (inv *Transport) addressChanged(name string, path env.Path) func(context.Context, backend.AddressEvent) {
+	return func(ctx context.Context, ev backend.AddressEvent) {
 		kind := AddressReturned
 		if ev.Ejected {
 			kind = AddressEjected
-			inv.o.telemetry.RecordEjection(context.Background(), name, string(path))
+			inv.o.meters.RecordEjection(ctx, name, string(path))
 		}
 		inv.resilienceEvent(ResilienceEvent{Kind: kind, Schema: name, Path: path, Address: ev.Address.String(), For: ev.For})
 	}

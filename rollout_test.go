@@ -76,13 +76,13 @@ func newRecorder() *recorder {
 	return &recorder{dropped: map[string]int{}, compared: make(chan bool, 1000)}
 }
 
-func (r *recorder) Publish(m shadow.Mismatch) {
+func (r *recorder) Publish(_ context.Context, m shadow.Mismatch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mismatches = append(r.mismatches, m)
 }
-func (r *recorder) Compared(_ string, equal bool) { r.compared <- equal }
-func (r *recorder) Dropped(_, reason string) {
+func (r *recorder) Compared(_ context.Context, _ string, equal bool) { r.compared <- equal }
+func (r *recorder) Dropped(_ context.Context, _, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropped[reason]++

@@ -7,11 +7,17 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/shadow"
+	"github.com/fusiongo/transport/telemetry"
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // TestShadowSampleRate: shadow mode sends a sample of queries through
@@ -93,5 +99,67 @@ func TestShadowCallerNeverWaits(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("the server received %d requests, want the primary's and the candidate's", n)
+	}
+}
+
+// TestShadowTelemetry: with WithTelemetry, shadow comparison is counted in
+// the telemetry's shadow counters, beside the Publisher the caller set, with
+// the shadowed request's context (exemplars of its trace): a query whose two
+// answers differ counts one comparison, not equal, and one body difference;
+// a query too large to keep counts one drop, too_large.
+func TestShadowTelemetry(t *testing.T) {
+	srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if viaSockets(r) {
+			io.WriteString(w, `{"data":{"price":900}}`)
+			return
+		}
+		io.WriteString(w, `{"data":{"price":899}}`)
+	})
+	cfg := config(env.PathLegacy, "products", srv.URL())
+	cfg.Shadow = env.ShadowSettings{Rate: 1, MaxBodyBytes: 256}
+	tr := newTraced(t)
+	rec := newRecorder()
+	inv := newInvoker(t, cfg, transport.WithTelemetry(tr.tel), transport.WithShadowPublisher(rec))
+	if _, err := tr.post(inv, `{"query":"{ price }"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.post(inv, `{"query":"{ price }","variables":{"pad":"`+strings.Repeat("x", 300)+`"}}`); err != nil {
+		t.Fatal(err)
+	}
+	inv.Close() // waits for the comparison
+
+	var rm metricdata.ResourceMetrics
+	if err := tr.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{} // "name attr=value ..." → sum
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || !strings.HasPrefix(m.Name, "fusion.transport.shadow.") {
+				continue
+			}
+			for _, p := range s.DataPoints {
+				key := m.Name
+				for _, kv := range p.Attributes.ToSlice() {
+					key += " " + string(kv.Key) + "=" + kv.Value.Emit()
+				}
+				got[key] += p.Value
+			}
+		}
+	}
+	want := map[string]int64{
+		telemetry.MetricShadowComparisons + " fusion.shadow.equal=false fusion.source_schema=products":  1,
+		telemetry.MetricShadowMismatches + " fusion.shadow.kind=body fusion.source_schema=products":     1,
+		telemetry.MetricShadowDropped + " fusion.shadow.reason=too_large fusion.source_schema=products": 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shadow counters (-want +got):\n%s", diff)
+	}
+	tr.check(t, telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.mismatches) != 1 || rec.dropped[shadow.DropTooLarge] != 1 {
+		t.Errorf("the caller's Publisher got %d mismatches and drops %v, want 1 and 1 too_large: WithTelemetry must not replace it", len(rec.mismatches), rec.dropped)
 	}
 }

@@ -43,8 +43,8 @@ func (inv *Transport) limited(l *middleware.RateLimiter, name string, path env.P
 	if l == nil {
 		return nil
 	}
-	return l.Observed(func() {
-		inv.o.telemetry.RecordRateLimited(context.Background(), name, string(path))
+	return l.Observed(func(ctx context.Context) {
+		inv.o.meters.RecordRateLimited(ctx, name, string(path))
 	})
 }
 
@@ -57,8 +57,8 @@ func (inv *Transport) compression(s env.RequestCompressionSettings, name string,
 	return middleware.Compress(middleware.CompressConfig{
 		Codec:    s.Codec,
 		MinBytes: s.MinBytes,
-		OnCompressed: func(raw, sent int) {
-			inv.o.telemetry.RecordCompressed(context.Background(), name, string(path), raw, sent)
+		OnCompressed: func(ctx context.Context, raw, sent int) {
+			inv.o.meters.RecordCompressed(ctx, name, string(path), raw, sent)
 		},
 	})
 }

@@ -60,13 +60,13 @@ type published struct {
 	diffs [][]answer.Difference
 }
 
-func (p *published) Publish(m shadow.Mismatch) {
+func (p *published) Publish(_ context.Context, m shadow.Mismatch) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.diffs = append(p.diffs, m.Differences)
 }
-func (p *published) Compared(string, bool)  {}
-func (p *published) Dropped(string, string) {}
+func (p *published) Compared(context.Context, string, bool)  {}
+func (p *published) Dropped(context.Context, string, string) {}
 
 // shadowed runs one query through a Shadow of primary and candidate with
 // comparer c and returns the differences published, each as one line.

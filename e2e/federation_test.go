@@ -214,20 +214,20 @@ type shadowRecorder struct {
 	compared, unequal atomic.Int64
 }
 
-func (p *shadowRecorder) Publish(m shadow.Mismatch) {
+func (p *shadowRecorder) Publish(_ context.Context, m shadow.Mismatch) {
 	p.mu.Lock()
 	p.mismatches = append(p.mismatches, m)
 	p.mu.Unlock()
 }
 
-func (p *shadowRecorder) Compared(_ string, equal bool) {
+func (p *shadowRecorder) Compared(_ context.Context, _ string, equal bool) {
 	p.compared.Add(1)
 	if !equal {
 		p.unequal.Add(1)
 	}
 }
 
-func (p *shadowRecorder) Dropped(schema, reason string) {
+func (p *shadowRecorder) Dropped(_ context.Context, schema, reason string) {
 	p.mu.Lock()
 	p.drops = append(p.drops, schema+": "+reason)
 	p.mu.Unlock()

@@ -81,9 +81,13 @@ type BreakerConfig struct {
 
 	// OnStateChange, if set, is called on every change of state, in order,
 	// on the goroutine of the request (or State call) that caused it, with
-	// the breaker's lock held: it must not block nor call the breaker.
-	// Default: nil.
-	OnStateChange func(from, to BreakerState)
+	// the breaker's lock held: it must not block nor call the breaker. ctx
+	// is the context of the request that caused the change: the failure
+	// that opened the breaker, the trial that closed or reopened it, the
+	// request that found its OpenFor over and made it half-open. A change
+	// that a State call makes (an open breaker whose OpenFor passed) has
+	// no request: ctx is then context.Background(). Default: nil.
+	OnStateChange func(ctx context.Context, from, to BreakerState)
 }
 
 // The defaults of BreakerConfig.
@@ -123,14 +127,14 @@ type Breaker struct {
 	// a closed phase's stale bucket.
 	mu sync.Mutex
 
-	ratio       float64                     // immutable: FailureRatio, at most 1
-	minRequests int64                       // immutable: MinRequests
-	period      time.Duration               // immutable: a bucket's span, Window/10 (at least 1ns)
-	openFor     time.Duration               // immutable: OpenFor
-	halfOpen    int                         // immutable: HalfOpenRequests
-	onChange    func(from, to BreakerState) // immutable: OnStateChange, called with mu held; may be nil
-	statuses    []int                       // immutable
-	refusal     error                       // immutable: the error of a refused request
+	ratio       float64                                          // immutable: FailureRatio, at most 1
+	minRequests int64                                            // immutable: MinRequests
+	period      time.Duration                                    // immutable: a bucket's span, Window/10 (at least 1ns)
+	openFor     time.Duration                                    // immutable: OpenFor
+	halfOpen    int                                              // immutable: HalfOpenRequests
+	onChange    func(ctx context.Context, from, to BreakerState) // immutable: OnStateChange, called with mu held; may be nil
+	statuses    []int                                            // immutable
+	refusal     error                                            // immutable: the error of a refused request
 }
 
 // breakerBuckets is how many buckets a closed breaker's window holds.
@@ -232,56 +236,60 @@ func newBreakerPhase(state BreakerState, start time.Time) *breakerPhase {
 }
 
 // State returns the breaker's state now (an open breaker whose OpenFor
-// passed is half-open).
+// passed is half-open). A change of state it makes is reported to
+// OnStateChange with context.Background(): no request caused it.
 func (b *Breaker) State() BreakerState {
 	if p := b.cur.Load(); p.state != BreakerOpen || time.Since(p.start) < b.openFor {
 		return p.state
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.currentLocked().state
+	return b.currentLocked(context.Background()).state
 }
 
 // currentLocked returns the current phase, after moving an open one whose
-// OpenFor passed to half-open. b.mu is held.
-func (b *Breaker) currentLocked() *breakerPhase {
+// OpenFor passed to half-open; ctx is that of the request that asks, for
+// OnStateChange. b.mu is held.
+func (b *Breaker) currentLocked(ctx context.Context) *breakerPhase {
 	p := b.cur.Load()
 	if p.state == BreakerOpen {
 		if now := time.Now(); now.Sub(p.start) >= b.openFor {
-			p = b.setLocked(p, BreakerHalfOpen, now)
+			p = b.setLocked(ctx, p, BreakerHalfOpen, now)
 		}
 	}
 	return p
 }
 
 // setLocked replaces the phase p with a new one in state to, begun at now,
-// and calls OnStateChange. b.mu is held.
-func (b *Breaker) setLocked(p *breakerPhase, to BreakerState, now time.Time) *breakerPhase {
+// and calls OnStateChange with ctx, the context of the request that caused
+// the change. b.mu is held.
+func (b *Breaker) setLocked(ctx context.Context, p *breakerPhase, to BreakerState, now time.Time) *breakerPhase {
 	q := newBreakerPhase(to, now)
 	b.cur.Store(q)
 	if b.onChange != nil {
-		b.onChange(p.state, to)
+		b.onChange(ctx, p.state, to)
 	}
 	return q
 }
 
 // admit reports whether a request may be sent, and the phase that
-// admitted it. A closed breaker's answer is one atomic load.
-func (b *Breaker) admit() (*breakerPhase, bool) {
+// admitted it; ctx is the request's. A closed breaker's answer is one
+// atomic load.
+func (b *Breaker) admit(ctx context.Context) (*breakerPhase, bool) {
 	if p := b.cur.Load(); p.state == BreakerClosed {
 		return p, true
 	}
-	return b.admitSlow()
+	return b.admitSlow(ctx)
 }
 
 // admitSlow is admit in the open and half-open states.
-func (b *Breaker) admitSlow() (*breakerPhase, bool) {
+func (b *Breaker) admitSlow(ctx context.Context) (*breakerPhase, bool) {
 	if p := b.cur.Load(); p.state == BreakerOpen && time.Since(p.start) < b.openFor {
 		return nil, false // refused without the lock
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch p := b.currentLocked(); p.state {
+	switch p := b.currentLocked(ctx); p.state {
 	case BreakerClosed:
 		return p, true
 	case BreakerHalfOpen:
@@ -293,10 +301,11 @@ func (b *Breaker) admitSlow() (*breakerPhase, bool) {
 	return nil, false
 }
 
-// record counts the outcome of a request that phase p admitted.
-func (b *Breaker) record(p *breakerPhase, v breakerVerdict) {
+// record counts the outcome of a request that phase p admitted; ctx is
+// the request's.
+func (b *Breaker) record(ctx context.Context, p *breakerPhase, v breakerVerdict) {
 	if p.state != BreakerClosed {
-		b.settle(p, v)
+		b.settle(ctx, p, v)
 		return
 	}
 	if v == breakerExcluded {
@@ -308,7 +317,7 @@ func (b *Breaker) record(p *breakerPhase, v breakerVerdict) {
 	if v == breakerFailure && b.tripped(p, epoch) {
 		b.mu.Lock()
 		if b.cur.Load() == p {
-			b.setLocked(p, BreakerOpen, p.start.Add(elapsed))
+			b.setLocked(ctx, p, BreakerOpen, p.start.Add(elapsed))
 		}
 		b.mu.Unlock()
 	}
@@ -385,7 +394,7 @@ func (b *Breaker) tripped(p *breakerPhase, epoch int64) bool {
 // HalfOpenRequests successes close the breaker, a failure reopens it, an
 // exclusion frees the request's slot. It ignores the outcome if p is no
 // longer current.
-func (b *Breaker) settle(p *breakerPhase, v breakerVerdict) {
+func (b *Breaker) settle(ctx context.Context, p *breakerPhase, v breakerVerdict) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur.Load() != p {
@@ -396,10 +405,10 @@ func (b *Breaker) settle(p *breakerPhase, v breakerVerdict) {
 		p.admitted--
 	case breakerSuccess:
 		if p.successes++; p.successes >= b.halfOpen {
-			b.setLocked(p, BreakerClosed, time.Now())
+			b.setLocked(ctx, p, BreakerClosed, time.Now())
 		}
 	default:
-		b.setLocked(p, BreakerOpen, time.Now())
+		b.setLocked(ctx, p, BreakerOpen, time.Now())
 	}
 }
 
@@ -429,7 +438,8 @@ type breakerRT struct {
 // RoundTrip sends req if the breaker lets it through, and counts its
 // outcome. It allocates nothing.
 func (t *breakerRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	p, ok := t.b.admit()
+	ctx := req.Context()
+	p, ok := t.b.admit(ctx)
 	if !ok {
 		closeBody(req)
 		return nil, t.b.refusal
@@ -437,12 +447,12 @@ func (t *breakerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	settled := false
 	defer func() {
 		if !settled { // next panicked: free a half-open slot too
-			t.b.record(p, breakerFailure)
+			t.b.record(ctx, p, breakerFailure)
 		}
 	}()
 	resp, err := t.next.RoundTrip(req)
 	settled = true
-	t.b.record(p, t.b.judge(req.Context(), resp, err))
+	t.b.record(ctx, p, t.b.judge(ctx, resp, err))
 	if err != nil {
 		return nil, err
 	}

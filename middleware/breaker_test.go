@@ -21,7 +21,7 @@ type transitions struct {
 	got []string
 }
 
-func (tr *transitions) hook(from, to middleware.BreakerState) {
+func (tr *transitions) hook(_ context.Context, from, to middleware.BreakerState) {
 	tr.mu.Lock()
 	tr.got = append(tr.got, from.String()+">"+to.String())
 	tr.mu.Unlock()

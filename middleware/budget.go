@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -14,12 +15,12 @@ import (
 // allocation and take no lock. It is safe for concurrent use; a route kept
 // across a reload keeps its budget.
 type RetryBudget struct {
-	ratio       float64             // immutable
-	floor       int64               // immutable: MinPerSecond × the window's seconds
-	onExhausted func(warn bool)     // immutable; nil: none
-	start       time.Time           // immutable: the clock's origin (monotonic)
-	buckets     [budgetBuckets]slot // each slot's fields atomic
-	warned      atomic.Int64        // the second of the last warn, +1 (0: never)
+	ratio       float64                              // immutable
+	floor       int64                                // immutable: MinPerSecond × the window's seconds
+	onExhausted func(ctx context.Context, warn bool) // immutable; nil: none
+	start       time.Time                            // immutable: the clock's origin (monotonic)
+	buckets     [budgetBuckets]slot                  // each slot's fields atomic
+	warned      atomic.Int64                         // the second of the last warn, +1 (0: never)
 
 	// clock, if not nil, replaces time.Since(start) as the time elapsed
 	// since the budget was made. Immutable: nil in every budget that
@@ -60,10 +61,10 @@ type RetryBudgetConfig struct {
 	MinPerSecond int
 
 	// OnExhausted, if set, is called for every retry or hedge that the
-	// budget refuses, on the goroutine of the refused request; warn is
-	// true at most once a second, for the one log line. It must not block.
-	// Default: nil.
-	OnExhausted func(warn bool)
+	// budget refuses, on the goroutine of the refused request, with the
+	// context given to Spend (the request's); warn is true at most once a
+	// second, for the one log line. It must not block. Default: nil.
+	OnExhausted func(ctx context.Context, warn bool)
 }
 
 // NewRetryBudget returns an empty budget configured by cfg.
@@ -125,8 +126,10 @@ func (b *RetryBudget) First() {
 }
 
 // Spend takes one extra try (a retry or a hedge) from the budget, and
-// reports whether there was one. A nil budget always has one.
-func (b *RetryBudget) Spend() bool {
+// reports whether there was one. ctx is the context of the request that
+// would try again, handed to OnExhausted on a refusal. A nil budget always
+// has one.
+func (b *RetryBudget) Spend(ctx context.Context) bool {
 	if b == nil {
 		return true
 	}
@@ -147,7 +150,7 @@ func (b *RetryBudget) Spend() bool {
 	cur.extras.Add(-1)
 	if b.onExhausted != nil {
 		last := b.warned.Load()
-		b.onExhausted(last < sec && b.warned.CompareAndSwap(last, sec))
+		b.onExhausted(ctx, last < sec && b.warned.CompareAndSwap(last, sec))
 	}
 	return false
 }

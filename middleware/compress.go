@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -36,8 +37,8 @@ type CompressConfig struct {
 	// compressed, once the call returned, with the body's length before
 	// and after; not for a call refused unsent further in (a breaker, a
 	// rate limit, max_pending_requests). It runs on the request's
-	// goroutine and must not block.
-	OnCompressed func(raw, sent int)
+	// goroutine, with the request's context, and must not block.
+	OnCompressed func(ctx context.Context, raw, sent int)
 }
 
 // UnreadBytes is implemented by a request body that can hand its bytes over
@@ -140,7 +141,7 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := c.next.RoundTrip(out)
 	if c.cfg.OnCompressed != nil && !refusedUnsent(err) {
-		c.cfg.OnCompressed(len(raw), len(encoded))
+		c.cfg.OnCompressed(req.Context(), len(raw), len(encoded))
 	}
 	return resp, err
 }

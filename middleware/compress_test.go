@@ -174,7 +174,7 @@ func TestCompressRetrySendsSameBytes(t *testing.T) {
 				resp, _ := fakeResponse(req, status, "{}")
 				return resp, nil
 			}),
-				middleware.Compress(middleware.CompressConfig{Codec: codec, OnCompressed: func(raw, sent int) { compressed++ }}),
+				middleware.Compress(middleware.CompressConfig{Codec: codec, OnCompressed: func(_ context.Context, raw, sent int) { compressed++ }}),
 				middleware.Retry(fastRetry(3)))
 			resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
 			if err != nil {
@@ -262,7 +262,7 @@ func TestCompressHedgeSendsSameBytes(t *testing.T) {
 		resp, _ := fakeResponse(req, 200, "{}")
 		return resp, nil
 	}),
-		middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(int, int) { compressed++ }}),
+		middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(context.Context, int, int) { compressed++ }}),
 		middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1}))
 	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
 	if err != nil {
@@ -363,7 +363,7 @@ func TestCompressOnCompressed(t *testing.T) {
 				return resp, nil
 			})
 			var calls [][2]int
-			rt := middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(raw, sent int) { calls = append(calls, [2]int{raw, sent}) }})(next)
+			rt := middleware.Compress(middleware.CompressConfig{Codec: middleware.CodecGzip, OnCompressed: func(_ context.Context, raw, sent int) { calls = append(calls, [2]int{raw, sent}) }})(next)
 			resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", bigQuery, true))
 			if err == nil {
 				resp.Body.Close()

@@ -52,8 +52,10 @@ type HedgeConfig struct {
 	// hedge that a breaker or rate limit further in refused unsent is not
 	// reported, and its budget is given back. OnWon, if set, is called
 	// when a hedge's response is the one returned, on the query's
-	// goroutine. Neither may block. Default: nil.
-	OnSent, OnWon func()
+	// goroutine. Both get the query's context (the request's, not the
+	// hedge's own, which ends with the query). Neither may block.
+	// Default: nil.
+	OnSent, OnWon func(ctx context.Context)
 }
 
 // MaxHedgeExtra is the most HedgeConfig.MaxExtra can be: 16.
@@ -237,17 +239,17 @@ func (h *hedger) race(ctx context.Context, c classified, delay time.Duration) (*
 		case res := <-results:
 			pending--
 			if res.hedge {
-				h.settle(res.err)
+				h.settle(ctx, res.err)
 			}
 			if res.err == nil {
-				return h.won(res, cancels, results, pending), nil
+				return h.won(ctx, res, cancels, results, pending), nil
 			}
 			res.cancel()
 			if pending == 0 {
 				return nil, res.err
 			}
 		case <-timer.C:
-			if len(cancels) > h.cfg.MaxExtra || ctx.Err() != nil || !h.cfg.Budget.Spend() {
+			if len(cancels) > h.cfg.MaxExtra || ctx.Err() != nil || !h.cfg.Budget.Spend(ctx) {
 				continue
 			}
 			again := c.again()
@@ -263,18 +265,18 @@ func (h *hedger) race(ctx context.Context, c classified, delay time.Duration) (*
 
 // won returns the response of res, the first attempt that succeeded: it
 // cancels every other attempt, leaves the pending of them to discard, and
-// ties res's context to the response's body.
-func (h *hedger) won(res hedgeResult, cancels []context.CancelFunc, results <-chan hedgeResult, pending int) *http.Response {
+// ties res's context to the response's body. ctx is the query's.
+func (h *hedger) won(ctx context.Context, res hedgeResult, cancels []context.CancelFunc, results <-chan hedgeResult, pending int) *http.Response {
 	for i, cancel := range cancels {
 		if i != res.idx {
 			cancel()
 		}
 	}
 	if pending > 0 {
-		go h.discard(results, pending)
+		go h.discard(ctx, results, pending)
 	}
 	if res.hedge && h.cfg.OnWon != nil {
-		h.cfg.OnWon()
+		h.cfg.OnWon(ctx)
 	}
 	res.resp.Body = &cancelOnClose{ReadCloser: res.resp.Body, cancel: res.cancel}
 	return res.resp
@@ -282,24 +284,24 @@ func (h *hedger) won(res hedgeResult, cancels []context.CancelFunc, results <-ch
 
 // settle reports a hedge once its attempt ended: sent (OnSent), unless
 // the breaker or the rate limit further in refused it unsent, which gives
-// its budget back and reports nothing.
-func (h *hedger) settle(err error) {
+// its budget back and reports nothing. ctx is the query's.
+func (h *hedger) settle(ctx context.Context, err error) {
 	if refusedUnsent(err) {
 		h.cfg.Budget.refund()
 		return
 	}
 	if h.cfg.OnSent != nil {
-		h.cfg.OnSent()
+		h.cfg.OnSent(ctx)
 	}
 }
 
 // discard drains and closes the responses of the attempts that lost, and
-// settles their hedges.
-func (h *hedger) discard(results <-chan hedgeResult, n int) {
+// settles their hedges. ctx is the query's.
+func (h *hedger) discard(ctx context.Context, results <-chan hedgeResult, n int) {
 	for range n {
 		res := <-results
 		if res.hedge {
-			h.settle(res.err)
+			h.settle(ctx, res.err)
 		}
 		res.cancel()
 		if res.resp != nil {

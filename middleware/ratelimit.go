@@ -30,9 +30,10 @@ type RateLimitConfig struct {
 	// beyond the limit fails at once.
 	Wait time.Duration
 
-	// OnLimited, if set, is called for each request refused. It runs on
-	// the request's goroutine and must not block.
-	OnLimited func()
+	// OnLimited, if set, is called for each request refused, with the
+	// request's context. It runs on the request's goroutine and must not
+	// block.
+	OnLimited func(ctx context.Context)
 }
 
 // RateLimiter is a token bucket (golang.org/x/time/rate) in front of a
@@ -44,7 +45,7 @@ type RateLimiter struct {
 	lim       *rate.Limiter
 	wait      time.Duration
 	refusal   error // made once: the refusal allocates nothing
-	onLimited func()
+	onLimited func(ctx context.Context)
 	waiting   func() // tests: called once a request has its turn and waits for it
 }
 
@@ -76,7 +77,7 @@ func NewRateLimiter(cfg RateLimitConfig) *RateLimiter {
 // called for each request this middleware's limiter refuses, after the
 // configured OnLimited. Pipelines that share a limiter (one per path)
 // tell their refusals apart with it. A nil l returns next as it is.
-func (l *RateLimiter) Observed(onLimited func()) Middleware {
+func (l *RateLimiter) Observed(onLimited func(ctx context.Context)) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		if l == nil {
 			return next
@@ -106,7 +107,7 @@ func (l *RateLimiter) Middleware() Middleware {
 type limiterRT struct {
 	wrapped
 	l         *RateLimiter
-	onLimited func() // nil: none
+	onLimited func(ctx context.Context) // nil: none
 }
 
 var _ http.RoundTripper = (*limiterRT)(nil)
@@ -117,7 +118,7 @@ func (t *limiterRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.l.take(req); err != nil {
 		closeBody(req)
 		if t.onLimited != nil && err == t.l.refusal {
-			t.onLimited()
+			t.onLimited(req.Context())
 		}
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (l *RateLimiter) take(req *http.Request) error {
 		if l.lim.AllowN(now, 1) {
 			return nil
 		}
-		return l.refuse()
+		return l.refuse(req.Context())
 	}
 	ctx := req.Context()
 	if ctx.Err() != nil {
@@ -139,7 +140,7 @@ func (l *RateLimiter) take(req *http.Request) error {
 	}
 	r := l.lim.ReserveN(now, 1)
 	if !r.OK() { // cannot happen with a burst of 1 or more
-		return l.refuse()
+		return l.refuse(req.Context())
 	}
 	delay := r.DelayFrom(now)
 	if delay == 0 {
@@ -153,7 +154,7 @@ func (l *RateLimiter) take(req *http.Request) error {
 		// The turn comes too late: give the token back for those behind,
 		// and fail now rather than after sleeping.
 		r.CancelAt(now)
-		return l.refuse()
+		return l.refuse(req.Context())
 	}
 	if l.waiting != nil {
 		l.waiting()
@@ -169,9 +170,11 @@ func (l *RateLimiter) take(req *http.Request) error {
 	}
 }
 
-func (l *RateLimiter) refuse() error {
+// refuse calls OnLimited with ctx, the refused request's, and returns
+// the refusal.
+func (l *RateLimiter) refuse(ctx context.Context) error {
 	if l.onLimited != nil {
-		l.onLimited()
+		l.onLimited(ctx)
 	}
 	return l.refusal
 }

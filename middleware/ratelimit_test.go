@@ -19,7 +19,7 @@ import (
 // request fails unsent, naming the schema.
 func TestRateLimitFailsAtOnce(t *testing.T) {
 	var sent, limited atomic.Int32
-	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 0.001, Burst: 3, OnLimited: func() { limited.Add(1) }})
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 0.001, Burst: 3, OnLimited: func(context.Context) { limited.Add(1) }})
 	rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		sent.Add(1)
 		resp, _ := fakeResponse(req, 200, "{}")
@@ -256,14 +256,14 @@ func TestRateLimitBurstAndObserved(t *testing.T) {
 		t.Run(fmt.Sprint(tc.rps, "/s"), func(t *testing.T) {
 			var limited, mine, other atomic.Int32
 			var sent atomic.Int32
-			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: tc.rps, OnLimited: func() { limited.Add(1) }})
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: tc.rps, OnLimited: func(context.Context) { limited.Add(1) }})
 			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				sent.Add(1)
 				resp, _ := fakeResponse(req, 200, "{}")
 				return resp, nil
 			})
-			rt := l.Observed(func() { mine.Add(1) })(next)
-			l.Observed(func() { other.Add(1) })(next) // another path sharing the limiter
+			rt := l.Observed(func(context.Context) { mine.Add(1) })(next)
+			l.Observed(func(context.Context) { other.Add(1) })(next) // another path sharing the limiter
 			var refused int
 			for range tc.burst + 1 {
 				resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))

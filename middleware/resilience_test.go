@@ -252,7 +252,7 @@ func BenchmarkBreaker(b *testing.B) {
 // and Spend allocate nothing.
 func TestRetryBudget(t *testing.T) {
 	var refused atomic.Int64
-	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused.Add(1) }})
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(context.Context, bool) { refused.Add(1) }})
 	for range 100 {
 		b.First()
 	}
@@ -261,7 +261,7 @@ func TestRetryBudget(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			for range 10 {
-				if b.Spend() {
+				if b.Spend(context.Background()) {
 					granted.Add(1)
 				}
 			}
@@ -273,13 +273,13 @@ func TestRetryBudget(t *testing.T) {
 	}
 	floor := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.2, MinPerSecond: 3})
 	n := 0
-	for floor.Spend() {
+	for floor.Spend(context.Background()) {
 		n++
 	}
 	if n != 30 {
 		t.Errorf("a budget without first tries and a floor of 3 per second granted %d over the window, want 30", n)
 	}
-	if a := testing.AllocsPerRun(1000, func() { b.First(); b.Spend() }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { b.First(); b.Spend(context.Background()) }); a != 0 {
 		t.Errorf("%v allocations per First and Spend, want 0", a)
 	}
 }
@@ -354,7 +354,7 @@ func TestRetryBudgetWindow(t *testing.T) {
 				}
 				granted := 0
 				for range st.spend {
-					if b.Spend() {
+					if b.Spend(context.Background()) {
 						granted++
 					}
 				}
@@ -391,7 +391,7 @@ func TestRetryBudgetDefaults(t *testing.T) {
 			}
 			granted := 0
 			for range 1000 {
-				if b.Spend() {
+				if b.Spend(context.Background()) {
 					granted++
 				}
 			}
@@ -407,11 +407,11 @@ func TestRetryBudgetDefaults(t *testing.T) {
 func TestRetryBudgetWarnsOnceASecond(t *testing.T) {
 	var clock budgetClock
 	var warns []bool
-	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{MinPerSecond: -1, OnExhausted: func(warn bool) { warns = append(warns, warn) }})
+	b := middleware.NewRetryBudget(middleware.RetryBudgetConfig{MinPerSecond: -1, OnExhausted: func(_ context.Context, warn bool) { warns = append(warns, warn) }})
 	middleware.SetBudgetClock(b, clock.now)
 	for _, at := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1900 * time.Millisecond, 5 * time.Second} {
 		clock.set(at)
-		if b.Spend() {
+		if b.Spend(context.Background()) {
 			t.Fatalf("at %s: an empty budget without a floor granted a try", at)
 		}
 	}
@@ -490,7 +490,7 @@ func TestHedgeQuantile(t *testing.T) {
 	defer close(releaseOf("late")) // held until the hedge cancels it
 	var sent, won atomic.Int64
 	lat := middleware.NewLatencies()
-	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat, OnSent: func() { sent.Add(1) }, OnWon: func() { won.Add(1) }})(http.DefaultTransport)
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat, OnSent: func(context.Context) { sent.Add(1) }, OnWon: func(context.Context) { won.Add(1) }})(http.DefaultTransport)
 	// The fast queries go through a hedge of their own that shares the
 	// samples: once 20 are in, one of them may be hedged too, and its
 	// hedge reported later, from the goroutine that drains the loser;
@@ -550,7 +550,7 @@ func TestResilienceHostileConfig(t *testing.T) {
 	for range 30 {
 		sendWith(t, rt, context.Background(), srv.URL, "X-Status", "503")
 	}
-	if !budget.Spend() {
+	if !budget.Spend(context.Background()) {
 		t.Error("a budget with a huge floor refused a retry")
 	}
 	l := middleware.NewLatencies()
@@ -592,7 +592,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("hedge"))}, nil
 	})
 	var won, sentHedges atomic.Int64
-	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, OnWon: func() { won.Add(1) }, OnSent: func() { sentHedges.Add(1) }})(next)
+	rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, OnWon: func(context.Context) { won.Add(1) }, OnSent: func(context.Context) { sentHedges.Add(1) }})(next)
 	resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
 	if err != nil {
 		t.Fatal(err)
@@ -619,7 +619,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 	// No budget left: no hedge; the query waits for its one attempt. The
 	// budget's refusal (OnExhausted) tells when the hedge was due.
 	exhausted := make(chan struct{}, 1)
-	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.01, MinPerSecond: -1, OnExhausted: func(bool) { exhausted <- struct{}{} }})
+	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.01, MinPerSecond: -1, OnExhausted: func(context.Context, bool) { exhausted <- struct{}{} }})
 	var sent atomic.Int64
 	calls.Store(0)
 	hold := make(chan struct{})
@@ -633,7 +633,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 	})
-	rt = middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, Budget: budget, CountFirst: true, OnSent: func() { sent.Add(1) }})(next)
+	rt = middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, Budget: budget, CountFirst: true, OnSent: func(context.Context) { sent.Add(1) }})(next)
 	done := make(chan error, 1)
 	go func() {
 		resp, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
@@ -690,7 +690,7 @@ func TestHedgeRefusedUnsent(t *testing.T) {
 				resp, _ := fakeResponse(req, 200, "hedge")
 				return resp, nil
 			})
-			rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1, Budget: budget, OnSent: func() { sent.Add(1) }})(next)
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 1, Budget: budget, OnSent: func(context.Context) { sent.Add(1) }})(next)
 			for _, id := range []string{"q1", "q2"} {
 				req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
 				req.Header.Set("X-Id", id)
@@ -929,7 +929,7 @@ func TestHedgeBudgetFirstTries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refused := make(chan struct{}, 8)
-			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(bool) { refused <- struct{}{} }})
+			budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.5, MinPerSecond: -1, OnExhausted: func(context.Context, bool) { refused <- struct{}{} }})
 			w := newHedgeWire(t)
 			rt := middleware.Chain(w,
 				middleware.Retry(middleware.RetryConfig{MaxAttempts: tc.maxAttempts, WaitMin: time.Millisecond, Budget: budget}),

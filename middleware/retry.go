@@ -161,7 +161,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > 1 && refusedUnsent(err) {
 			r.cfg.Budget.refund() // the retry never left: it costs nothing
 		}
-		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts || !r.cfg.Budget.Spend() {
+		if !r.retryable(ctx, resp, err) || attempt == r.cfg.MaxAttempts || !r.cfg.Budget.Spend(ctx) {
 			if err != nil {
 				return nil, giveUp(req, attempt, err)
 			}

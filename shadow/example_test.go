@@ -30,13 +30,13 @@ func (fixed) Close() error            { return nil }
 // printer publishes mismatches to standard output.
 type printer struct{}
 
-func (printer) Publish(m shadow.Mismatch) {
+func (printer) Publish(_ context.Context, m shadow.Mismatch) {
 	for _, d := range m.Differences {
 		fmt.Printf("%s %s %s\n", m.Schema, d.Kind, d.Path)
 	}
 }
-func (printer) Compared(string, bool)  {}
-func (printer) Dropped(string, string) {}
+func (printer) Compared(context.Context, string, bool)  {}
+func (printer) Dropped(context.Context, string, string) {}
 
 // Example serves a query from the primary and compares the candidate's
 // answer; the caller gets the primary's answer whatever the candidate says.

@@ -64,7 +64,8 @@ type Options struct {
 	// as JSON), as package compare does with the zero compare.Rules.
 	Comparer Comparer
 	// Publisher receives mismatches and counts. Nil: a LogPublisher on
-	// slog.Default().
+	// slog.Default(). (transport.New adds the counters of the telemetry
+	// that transport.WithTelemetry gives, with shadow.Multi.)
 	Publisher Publisher
 	// Rand returns a number in [0, 1) for sampling. Nil: math/rand/v2.
 	Rand func() float64
@@ -112,7 +113,7 @@ func New(primary, candidate answer.Sender, o Options) *Shadow {
 // Post serves body from the primary and, for a sampled query, also sends
 // it through the candidate and compares.
 func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
-	if !s.take(schema, body) {
+	if !s.take(ctx, schema, body) {
 		return s.primary.Post(ctx, schema, body)
 	}
 	copied := bytes.Clone(body) // the caller may reuse body once its answer arrived
@@ -129,7 +130,7 @@ func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Re
 // only goes to the primary.
 func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
 	body, ok := replayableBody(req, s.o.MaxBodyBytes)
-	if !ok || !s.take(schema, body) {
+	if !ok || !s.take(ctx, schema, body) {
 		return s.primary.Do(ctx, schema, req)
 	}
 	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
@@ -144,8 +145,8 @@ func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*htt
 }
 
 // take decides whether to shadow: a sampled query that fits, with a free
-// comparison slot. It takes the slot.
-func (s *Shadow) take(schema string, body []byte) bool {
+// comparison slot. It takes the slot. ctx is the request's.
+func (s *Shadow) take(ctx context.Context, schema string, body []byte) bool {
 	if s.o.Rand() >= s.o.Rate {
 		return false
 	}
@@ -154,7 +155,7 @@ func (s *Shadow) take(schema string, body []byte) bool {
 		return false
 	}
 	if int64(len(body)) > s.o.MaxBodyBytes {
-		s.drop(schema, DropTooLarge)
+		s.drop(ctx, schema, DropTooLarge)
 		return false
 	}
 	select {
@@ -162,14 +163,16 @@ func (s *Shadow) take(schema string, body []byte) bool {
 		s.stats.sampled.Add(1)
 		return true
 	default:
-		s.drop(schema, DropBusy)
+		s.drop(ctx, schema, DropBusy)
 		return false
 	}
 }
 
-func (s *Shadow) drop(schema string, reason string) {
+// drop counts a sampled query not compared, for reason; ctx is the
+// request's (for the Publisher, which ignores its cancellation).
+func (s *Shadow) drop(ctx context.Context, schema string, reason string) {
 	s.stats.dropped.Add(1)
-	s.o.Publisher.Dropped(schema, reason)
+	s.o.Publisher.Dropped(ctx, schema, reason)
 }
 
 // startCandidate sends the candidate's request on its own goroutine, with
@@ -183,7 +186,8 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Timeout)
+		detached := context.WithoutCancel(ctx) // what the Publisher gets
+		cctx, cancel := context.WithTimeout(detached, s.o.Timeout)
 		defer cancel()
 		start := time.Now()
 		resp, err := send(cctx)
@@ -192,24 +196,24 @@ func (s *Shadow) startCandidate(ctx context.Context, schema string, send func(co
 		select {
 		case prim = <-primary:
 		case <-cctx.Done():
-			s.drop(schema, DropPrimaryUnread)
+			s.drop(detached, schema, DropPrimaryUnread)
 			return
 		}
 		switch {
 		case prim.Err == errUnread:
-			s.drop(schema, DropPrimaryUnread)
+			s.drop(detached, schema, DropPrimaryUnread)
 			return
 		case prim.Truncated || cand.Truncated:
-			s.drop(schema, DropTooLarge)
+			s.drop(detached, schema, DropTooLarge)
 			return
 		}
 		s.stats.compared.Add(1)
 		diffs := s.o.Comparer.Compare(schema, prim, cand)
 		if len(diffs) > 0 {
 			s.stats.mismatched.Add(1)
-			s.o.Publisher.Publish(Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
+			s.o.Publisher.Publish(detached, Mismatch{Schema: schema, Differences: diffs, PrimaryStatus: prim.Status, CandidateStatus: cand.Status})
 		}
-		s.o.Publisher.Compared(schema, len(diffs) == 0)
+		s.o.Publisher.Compared(detached, schema, len(diffs) == 0)
 	}()
 	return primary
 }

@@ -18,9 +18,13 @@ type mismatches struct {
 	got []shadow.Mismatch
 }
 
-func (m *mismatches) Publish(x shadow.Mismatch) { m.mu.Lock(); m.got = append(m.got, x); m.mu.Unlock() }
-func (m *mismatches) Compared(string, bool)     {}
-func (m *mismatches) Dropped(string, string)    {}
+func (m *mismatches) Publish(_ context.Context, x shadow.Mismatch) {
+	m.mu.Lock()
+	m.got = append(m.got, x)
+	m.mu.Unlock()
+}
+func (m *mismatches) Compared(context.Context, string, bool)  {}
+func (m *mismatches) Dropped(context.Context, string, string) {}
 
 // TestComparer: Options.Comparer sees both whole answers, primary first,
 // and what it returns is published; nil is the default, which finds the
@@ -76,8 +80,8 @@ func TestLogPublisherZeroValue(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	var p shadow.LogPublisher
-	p.Publish(shadow.Mismatch{Schema: "products"})
-	p.Dropped("products", shadow.DropBusy)
+	p.Publish(context.Background(), shadow.Mismatch{Schema: "products"})
+	p.Dropped(context.Background(), "products", shadow.DropBusy)
 	if out := buf.String(); !strings.Contains(out, "shadow mismatch") || !strings.Contains(out, "shadow comparison dropped") {
 		t.Errorf("slog.Default() got %q; want the mismatch and the drop", out)
 	}

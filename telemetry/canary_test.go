@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -41,7 +42,7 @@ func TestRecordCanaryShare(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t)
 			for _, c := range tt.changes {
-				r.tel.RecordCanaryShare(c.schema, c.share, c.fallback)
+				r.set.RecordCanaryShare(c.schema, c.share, c.fallback)
 			}
 			m := r.collect(t)
 			share := map[string]float64{}
@@ -65,5 +66,5 @@ func TestRecordCanaryShare(t *testing.T) {
 		})
 	}
 	var nilTel *telemetry.Telemetry
-	nilTel.RecordCanaryShare("products", 1, true) // does nothing
+	meters.Of(nilTel).RecordCanaryShare("products", 1, true) // does nothing
 }

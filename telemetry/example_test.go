@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/fusiongo/transport/telemetry"
@@ -54,67 +52,6 @@ func ExampleTelemetry_Middleware() {
 	// Output:
 	// traceparent received: true
 	// status: 200
-}
-
-// A path reports its connections per source schema; the gauges read them
-// whenever the MeterProvider collects.
-func ExampleTelemetry_ObserveConnections() {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	tel, err := telemetry.New(telemetry.Options{MeterProvider: mp})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-
-	unregister, err := tel.ObserveConnections("sockets", func(yield func(schema string, open, idle int)) {
-		yield("products", 4, 1) // in a path: read from its pools
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer unregister()
-
-	var rm metricdata.ResourceMetrics
-	reader.Collect(context.Background(), &rm)
-	for _, m := range rm.ScopeMetrics[0].Metrics {
-		for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-			schema, _ := p.Attributes.Value(telemetry.AttrSourceSchema)
-			fmt.Println(m.Name, schema.AsString(), p.Value)
-		}
-	}
-	// Unordered output:
-	// fusion.transport.connections.open products 4
-	// fusion.transport.connections.idle products 1
-}
-
-// A path records each reload that took effect.
-func ExampleTelemetry_RecordReload() {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	tel, err := telemetry.New(telemetry.Options{MeterProvider: mp})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-
-	tel.RecordReload(3, 1, 0) // products, reviews, accounts kept; inventory replaced
-
-	var rm metricdata.ResourceMetrics
-	reader.Collect(context.Background(), &rm)
-	for _, m := range rm.ScopeMetrics[0].Metrics {
-		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-			fmt.Println(m.Name, p.Value)
-		}
-	}
-	// Unordered output:
-	// fusion.transport.reloads 1
-	// fusion.transport.transports.kept 3
-	// fusion.transport.transports.replaced 1
-	// fusion.transport.transports.removed 0
 }
 
 // With no options, the signals go to the global providers and propagator

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 // back, with the W3C trace context propagator.
 type rig struct {
 	tel    *telemetry.Telemetry
+	set    *meters.Set // tel's instruments, as the transport reaches them
 	tp     *sdktrace.TracerProvider
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
@@ -53,6 +55,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatalf("New: %v", err)
 	}
 	r.tel = tel
+	r.set = meters.Of(tel)
 	return r
 }
 

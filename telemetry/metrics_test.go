@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -92,7 +93,7 @@ func TestObserveConnections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t)
-			unregister, err := r.tel.ObserveConnections(tt.path, func(yield func(string, int, int)) {
+			unregister, err := r.set.ObserveConnections(tt.path, func(yield func(string, int, int)) {
 				for _, c := range tt.yields {
 					yield(c.schema, c.open, c.idle)
 				}
@@ -157,7 +158,7 @@ func TestRecordReload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t)
 			for _, rl := range tt.reloads {
-				r.tel.RecordReload(rl.kept, rl.replaced, rl.removed)
+				r.set.RecordReload(rl.kept, rl.replaced, rl.removed)
 			}
 			m := r.collect(t)
 			got := map[string]int64{}
@@ -173,8 +174,8 @@ func TestRecordReload(t *testing.T) {
 
 func TestNilTelemetry(t *testing.T) {
 	var tel *telemetry.Telemetry
-	tel.RecordReload(1, 2, 3)
-	unregister, err := tel.ObserveConnections("sockets", func(func(string, int, int)) {
+	meters.Of(tel).RecordReload(1, 2, 3)
+	unregister, err := meters.Of(tel).ObserveConnections("sockets", func(func(string, int, int)) {
 		t.Error("nil *Telemetry called the connections func")
 	})
 	if err != nil {

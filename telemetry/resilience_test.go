@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -16,18 +17,18 @@ import (
 func TestRecordResilience(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	r.tel.RecordBreakerState("products", "sockets", "open", 2)
-	r.tel.RecordBreakerState("products", "sockets", "half_open", 1)
-	r.tel.RecordBreakerState("products", "sockets", "open", 2)
-	r.tel.RecordBreakerState("reviews", "legacy", "open", 2)
-	r.tel.RecordBreakerState("reviews", "legacy", "half_open", 1)
-	r.tel.RecordBreakerState("reviews", "legacy", "closed", 0)
+	r.set.RecordBreakerState(ctx, "products", "sockets", "open", 2)
+	r.set.RecordBreakerState(ctx, "products", "sockets", "half_open", 1)
+	r.set.RecordBreakerState(ctx, "products", "sockets", "open", 2)
+	r.set.RecordBreakerState(ctx, "reviews", "legacy", "open", 2)
+	r.set.RecordBreakerState(ctx, "reviews", "legacy", "half_open", 1)
+	r.set.RecordBreakerState(ctx, "reviews", "legacy", "closed", 0)
 	for range 3 {
-		r.tel.RecordBudgetExhausted(ctx, "products", "sockets")
+		r.set.RecordBudgetExhausted(ctx, "products", "sockets")
 	}
-	r.tel.RecordHedge(ctx, "products", "legacy", false)
-	r.tel.RecordHedge(ctx, "products", "legacy", false)
-	r.tel.RecordHedge(ctx, "products", "legacy", true)
+	r.set.RecordHedge(ctx, "products", "legacy", false)
+	r.set.RecordHedge(ctx, "products", "legacy", false)
+	r.set.RecordHedge(ctx, "products", "legacy", true)
 	m := r.collect(t)
 
 	state := map[string]int64{}
@@ -57,7 +58,7 @@ func TestRecordResilience(t *testing.T) {
 	}
 
 	var nilTel *telemetry.Telemetry
-	nilTel.RecordBreakerState("products", "sockets", "open", 2)
-	nilTel.RecordBudgetExhausted(ctx, "products", "sockets")
-	nilTel.RecordHedge(ctx, "products", "sockets", true)
+	meters.Of(nilTel).RecordBreakerState(ctx, "products", "sockets", "open", 2)
+	meters.Of(nilTel).RecordBudgetExhausted(ctx, "products", "sockets")
+	meters.Of(nilTel).RecordHedge(ctx, "products", "sockets", true)
 }

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fusiongo/transport/internal/meters"
 )
 
 // ScopeName is the instrumentation scope of every tracer and meter that New
@@ -17,18 +19,51 @@ const ScopeName = "github.com/fusiongo/transport/telemetry"
 
 // The names of the instruments that New creates. The duration histogram
 // follows the OpenTelemetry HTTP client semantic conventions; the others
-// have no semantic convention and live under fusion.transport.
+// have no semantic convention and live under fusion.transport. The package
+// documentation lists each one's instrument, unit and attributes.
 const (
-	MetricRequestDuration    = "http.client.request.duration"
-	MetricRequests           = "fusion.transport.requests"
-	MetricErrors             = "fusion.transport.errors"
-	MetricRequestsInFlight   = "fusion.transport.requests.in_flight"
+	// Requests, fed by Middleware.
+	MetricRequestDuration  = "http.client.request.duration"
+	MetricRequests         = "fusion.transport.requests"
+	MetricErrors           = "fusion.transport.errors"
+	MetricRequestsInFlight = "fusion.transport.requests.in_flight"
+
+	// Connections and reloads, fed by the transport that
+	// transport.WithTelemetry is given to.
 	MetricConnectionsOpen    = "fusion.transport.connections.open"
 	MetricConnectionsIdle    = "fusion.transport.connections.idle"
 	MetricReloads            = "fusion.transport.reloads"
 	MetricTransportsKept     = "fusion.transport.transports.kept"
 	MetricTransportsReplaced = "fusion.transport.transports.replaced"
 	MetricTransportsRemoved  = "fusion.transport.transports.removed"
+
+	// A canary rollout.
+	MetricCanaryShare     = "fusion.transport.canary.share"
+	MetricCanaryFallbacks = "fusion.transport.canary.fallbacks"
+
+	// Circuit breakers, retry budgets, hedging.
+	MetricBreakerState           = "fusion.transport.breaker.state"
+	MetricBreakerTransitions     = "fusion.transport.breaker.transitions"
+	MetricRetryBudgetExhaustions = "fusion.transport.retry.budget_exhausted"
+	MetricHedgesSent             = "fusion.transport.hedges.sent"
+	MetricHedgesWon              = "fusion.transport.hedges.won"
+
+	// The addresses of the sockets path's pools, and outlier detection.
+	MetricAddresses          = "fusion.transport.addresses"
+	MetricAddressConnections = "fusion.transport.address.connections"
+	MetricAddressInFlight    = "fusion.transport.address.in_flight"
+	MetricAddressEjected     = "fusion.transport.address.ejected"
+	MetricEjections          = "fusion.transport.outlier.ejections"
+
+	// Traffic shaping: request compression, rate limits.
+	MetricCompressedRequests    = "fusion.transport.request_compression.requests"
+	MetricCompressionBytesSaved = "fusion.transport.request_compression.bytes_saved"
+	MetricRateLimited           = "fusion.transport.rate_limit.limited"
+
+	// Shadow comparison (FUSION_SOCKETS_TRANSPORT=shadow).
+	MetricShadowComparisons = "fusion.transport.shadow.comparisons"
+	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
+	MetricShadowDropped     = "fusion.transport.shadow.dropped"
 )
 
 // The attribute keys on spans and measurements. The fusion.* keys are ours;
@@ -39,6 +74,21 @@ const (
 	AttrSourceSchema = attribute.Key("fusion.source_schema")
 	// AttrPath is the transport path, "legacy" or "sockets".
 	AttrPath = attribute.Key("fusion.transport.path")
+	// AttrBreakerState is the state a circuit breaker changed to:
+	// "closed", "half_open" or "open".
+	AttrBreakerState = attribute.Key("fusion.breaker.state")
+	// AttrAddress is one address of a source schema's host: an IP
+	// address, without the port.
+	AttrAddress = attribute.Key("fusion.transport.address")
+	// AttrShadowEqual says whether a shadow comparison found the two
+	// answers equal.
+	AttrShadowEqual = attribute.Key("fusion.shadow.equal")
+	// AttrShadowKind is the kind of a difference that shadow comparison
+	// found (answer.Kind: "status", "header", "body", ...).
+	AttrShadowKind = attribute.Key("fusion.shadow.kind")
+	// AttrShadowReason is why a sampled query was not compared (shadow's
+	// Drop* constants: "busy", "too_large", "primary_unread").
+	AttrShadowReason = attribute.Key("fusion.shadow.reason")
 
 	AttrRequestMethod         = attribute.Key("http.request.method")
 	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")
@@ -86,11 +136,13 @@ type Options struct {
 }
 
 // Telemetry records spans and metrics for the requests of both paths. It
-// is safe for concurrent use. Create it with New; a nil *Telemetry records
-// nothing, and its Middleware passes requests through untouched.
+// is a handle: give it to transport.WithTelemetry, which records the
+// transport's own metrics in it too (see the package documentation), or
+// put its Middleware in a pipeline of your own. It is safe for concurrent
+// use. Create it with New; a nil *Telemetry records nothing, and its
+// Middleware passes requests through untouched.
 type Telemetry struct {
 	tracer    trace.Tracer
-	meter     metric.Meter
 	prop      propagation.TextMapPropagator
 	errorType ErrorTypeFunc
 
@@ -99,18 +151,18 @@ type Telemetry struct {
 	errors   metric.Int64Counter
 	inFlight metric.Int64UpDownCounter
 
-	connsOpen metric.Int64ObservableGauge
-	connsIdle metric.Int64ObservableGauge
+	// meters are the instruments of the transport's own events, which
+	// the transport records through meters.Of; nil for a nil Telemetry.
+	meters *meters.Set
+}
 
-	reloads  metric.Int64Counter
-	kept     metric.Int64Counter
-	replaced metric.Int64Counter
-	removed  metric.Int64Counter
-
-	canary     canaryInstruments
-	resilience resilienceInstruments
-	addresses  addressInstruments
-	shaping    shapingInstruments
+func init() {
+	meters.Of = func(v any) *meters.Set {
+		if t, ok := v.(*Telemetry); ok && t != nil {
+			return t.meters
+		}
+		return nil
+	}
 }
 
 // New creates the tracer, the meter and every instrument once, from opts.
@@ -129,7 +181,6 @@ func New(opts Options) (*Telemetry, error) {
 	}
 	t := &Telemetry{
 		tracer:    tp.Tracer(ScopeName),
-		meter:     mp.Meter(ScopeName),
 		prop:      prop,
 		errorType: opts.ErrorType,
 	}
@@ -145,21 +196,17 @@ func New(opts Options) (*Telemetry, error) {
 			errs = append(errs, err)
 		}
 	}
-	m := t.meter
+	m := mp.Meter(ScopeName)
 	t.newRequestInstruments(m, check)
-	t.newReloadInstruments(m, check)
-	t.canary = newCanaryInstruments(m, check)
-	t.resilience = newResilienceInstruments(m, check)
-	t.addresses = newAddressInstruments(m, check)
-	t.shaping = newShapingInstruments(m, check)
+	t.meters = meters.New(m, check)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}
 	return t, nil
 }
 
-// newRequestInstruments creates the instruments of requests and
-// connections, passing each error to check.
+// newRequestInstruments creates the instruments of Middleware, passing
+// each error to check.
 func (t *Telemetry) newRequestInstruments(m metric.Meter, check func(error)) {
 	var err error
 	t.duration, err = m.Float64Histogram(MetricRequestDuration,
@@ -178,35 +225,5 @@ func (t *Telemetry) newRequestInstruments(m metric.Meter, check func(error)) {
 	t.inFlight, err = m.Int64UpDownCounter(MetricRequestsInFlight,
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Source schema requests sent whose response body is not yet closed or read to its end."))
-	check(err)
-	t.connsOpen, err = m.Int64ObservableGauge(MetricConnectionsOpen,
-		metric.WithUnit("{connection}"),
-		metric.WithDescription("Open connections to a source schema, busy and idle."))
-	check(err)
-	t.connsIdle, err = m.Int64ObservableGauge(MetricConnectionsIdle,
-		metric.WithUnit("{connection}"),
-		metric.WithDescription("Idle connections to a source schema, a subset of the open ones."))
-	check(err)
-}
-
-// newReloadInstruments creates the instruments of reloads, passing each
-// error to check.
-func (t *Telemetry) newReloadInstruments(m metric.Meter, check func(error)) {
-	var err error
-	t.reloads, err = m.Int64Counter(MetricReloads,
-		metric.WithUnit("{reload}"),
-		metric.WithDescription("Configuration reloads applied."))
-	check(err)
-	t.kept, err = m.Int64Counter(MetricTransportsKept,
-		metric.WithUnit("{transport}"),
-		metric.WithDescription("Source schema transports that a reload kept, with their warm connections."))
-	check(err)
-	t.replaced, err = m.Int64Counter(MetricTransportsReplaced,
-		metric.WithUnit("{transport}"),
-		metric.WithDescription("Source schema transports that a reload replaced because their settings changed."))
-	check(err)
-	t.removed, err = m.Int64Counter(MetricTransportsRemoved,
-		metric.WithUnit("{transport}"),
-		metric.WithDescription("Source schema transports that a reload dropped because their schema was removed."))
 	check(err)
 }

@@ -79,8 +79,11 @@ type Schema struct {
 	// net.DefaultResolver.
 	Resolver Resolver
 	// OnAddress receives the ejections of the schema's addresses and their
-	// returns (sockets path); nil: none. It must be quick.
-	OnAddress func(AddressEvent)
+	// returns (sockets path); nil: none. It must be quick. ctx is that of
+	// the request whose failure ejected the address (the request's values,
+	// without its cancellation, when a dial failed); a return, which a
+	// timer makes, has no request: context.Background().
+	OnAddress func(ctx context.Context, ev AddressEvent)
 	// OnQueue is for tests only; nil in production. The sockets path's
 	// pool calls it under its lock, with the request's context, on each
 	// event of its wait queue (see QueueEvent). It must not call into the

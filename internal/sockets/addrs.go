@@ -98,7 +98,7 @@ type addressing struct {
 	outlier  outlierRules     // immutable
 	// onAddress receives the ejections and returns (nil: none); it runs
 	// without pool.mu. Immutable.
-	onAddress func(backend.AddressEvent)
+	onAddress func(context.Context, backend.AddressEvent)
 
 	// resolved is closed once the first lookup has ended, so that a dial
 	// that needs an address waits for it; nil when nothing is looked up.
@@ -132,7 +132,7 @@ type addressing struct {
 // hook: a name is resolved with r (net.DefaultResolver when nil) unless
 // dns_refresh is off, an IP address is its own one address, a unix socket
 // or a proxy has none the pool could choose. It starts the first lookup.
-func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(backend.AddressEvent)) {
+func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(context.Context, backend.AddressEvent)) {
 	s := k.settings
 	host, port, err := net.SplitHostPort(k.addr)
 	if err != nil || !HasAddresses(s) {
@@ -565,15 +565,17 @@ func (p *pool) endEjectionFired(a *address) {
 	}
 	p.endEjection(a)
 	p.mu.Unlock()
-	p.addressEvent(backend.AddressEvent{Address: a.ip})
+	// A timer returns the address: no request is the cause.
+	p.addressEvent(context.Background(), backend.AddressEvent{Address: a.ip})
 }
 
 // addressEvent reports an ejection or a return, and on an ejection closes
 // the address's idle connections (its busy ones close when their requests
 // end, as update closes an idle connection to an ejected or gone address):
 // for the ejection's length they would only take room under
-// max_conns_per_host from the addresses in service. p.mu is not held.
-func (p *pool) addressEvent(ev backend.AddressEvent) {
+// max_conns_per_host from the addresses in service. ctx is that of the
+// request that caused the event, for onAddress. p.mu is not held.
+func (p *pool) addressEvent(ctx context.Context, ev backend.AddressEvent) {
 	if ev.Ejected {
 		closeAll(p.idleOf(ev.Address))
 	}
@@ -585,7 +587,7 @@ func (p *pool) addressEvent(ev backend.AddressEvent) {
 		}
 	}
 	if p.onAddress != nil {
-		p.onAddress(ev)
+		p.onAddress(ctx, ev)
 	}
 }
 

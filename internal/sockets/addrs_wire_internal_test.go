@@ -260,7 +260,7 @@ func openWire(t *testing.T, engine string, set *wireSet, res backend.Resolver, e
 	tr := openSchemaWith(t, cfg, func(s *backend.Schema) {
 		s.Resolver = res
 		if events != nil {
-			s.OnAddress = func(ev backend.AddressEvent) { events <- ev }
+			s.OnAddress = func(_ context.Context, ev backend.AddressEvent) { events <- ev }
 		}
 	})
 	ranOn(t, engine, tr)

@@ -697,11 +697,14 @@ func (p *pool) giveBack(c *conn) {
 // request's end may have left it idle, or with room for a waiting request,
 // without the hook having been told (a stream that opened and closed
 // between two of the ClientConn's looks at its state is not reported).
-func (p *pool) done(c *conn, pending bool) { p.doneWith(c, pending, unjudged) }
+//
+// An unjudged outcome ejects nothing, so done needs no request context.
+func (p *pool) done(c *conn, pending bool) { p.doneWith(context.Background(), c, pending, unjudged) }
 
 // doneWith is done with the request's outcome for outlier detection (see
-// judge): an address that fails too often is ejected.
-func (p *pool) doneWith(c *conn, pending bool, v verdict) {
+// judge): an address that fails too often is ejected, reported with ctx,
+// the request's.
+func (p *pool) doneWith(ctx context.Context, c *conn, pending bool, v verdict) {
 	if !pending {
 		return
 	}
@@ -724,7 +727,7 @@ func (p *pool) doneWith(c *conn, pending bool, v verdict) {
 		c.close()
 	}
 	if ejected {
-		p.addressEvent(ev)
+		p.addressEvent(ctx, ev)
 	}
 }
 
@@ -877,7 +880,7 @@ func (p *pool) dial(ctx context.Context, d *pendingDial) {
 		p.dialed(d, nil, err)
 		p.mu.Unlock()
 		if ejected {
-			p.addressEvent(ev)
+			p.addressEvent(ctx, ev)
 		}
 		return
 	}

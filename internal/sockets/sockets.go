@@ -186,7 +186,7 @@ func (t *poolTransport) roundTrip(req *http.Request, d time.Duration) (*http.Res
 		// The h1 engine bounds the header with a read deadline and judges
 		// its own failures for backend.Resend.
 		resp, err := hc.roundTrip(req, d-queued)
-		t.pool.doneWith(c, pending, judge(req, resp, err))
+		t.pool.doneWith(req.Context(), c, pending, judge(req, resp, err))
 		if errors.Is(err, errH1HeaderTimeout) {
 			return nil, &fault.HeaderTimeoutError{Bound: d, Queued: queued}
 		}
@@ -283,7 +283,7 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 			}
 		}
 	}
-	t.pool.doneWith(c, pending, judge(req, resp, err))
+	t.pool.doneWith(req.Context(), c, pending, judge(req, resp, err))
 	return resp, err
 }
 

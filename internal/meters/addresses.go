@@ -1,4 +1,4 @@
-package telemetry
+package meters
 
 import (
 	"context"
@@ -7,20 +7,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
-
-// The names of the address instruments of the sockets path's pools (see
-// ObserveAddresses, RecordEjection).
-const (
-	MetricAddresses          = "fusion.transport.addresses"
-	MetricAddressConnections = "fusion.transport.address.connections"
-	MetricAddressInFlight    = "fusion.transport.address.in_flight"
-	MetricAddressEjected     = "fusion.transport.address.ejected"
-	MetricEjections          = "fusion.transport.outlier.ejections"
-)
-
-// AttrAddress is one address of a source schema's host: an IP address,
-// without the port.
-const AttrAddress = attribute.Key("fusion.transport.address")
 
 // Address is one address of a source schema's pool, as AddressesFunc
 // reports it.
@@ -78,14 +64,14 @@ func newAddressInstruments(m metric.Meter, check func(error)) addressInstruments
 // fusion.transport.address as attributes. Registration and unregister
 // work as ObserveConnections'.
 //
-// On a nil *Telemetry it registers nothing, and unregister does nothing.
-func (t *Telemetry) ObserveAddresses(path string, f AddressesFunc) (unregister func() error, err error) {
-	if t == nil || f == nil {
+// On a nil *Set it registers nothing, and unregister does nothing.
+func (s *Set) ObserveAddresses(path string, f AddressesFunc) (unregister func() error, err error) {
+	if s == nil || f == nil {
 		return func() error { return nil }, nil
 	}
-	a := t.addresses
+	a := s.addresses
 	pathAttr := AttrPath.String(path)
-	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	reg, err := s.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		f(func(schema string, addrs []Address) {
 			schemaAttr := AttrSourceSchema.String(schema)
 			live := 0
@@ -113,12 +99,12 @@ func (t *Telemetry) ObserveAddresses(path string, f AddressesFunc) (unregister f
 }
 
 // RecordEjection counts an ejection of an address of source schema
-// schema on path.
+// schema on path. ctx is that of the request whose failure ejected it.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordEjection(ctx context.Context, schema, path string) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordEjection(ctx context.Context, schema, path string) {
+	if s == nil {
 		return
 	}
-	t.addresses.ejections.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path)))
+	s.addresses.ejections.Add(ctx, 1, schemaPath(schema, path))
 }

@@ -1,17 +1,9 @@
-package telemetry
+package meters
 
 import (
 	"context"
 
 	"go.opentelemetry.io/otel/metric"
-)
-
-// The names of the traffic shaping instruments (see RecordCompressed,
-// RecordRateLimited).
-const (
-	MetricCompressedRequests    = "fusion.transport.request_compression.requests"
-	MetricCompressionBytesSaved = "fusion.transport.request_compression.bytes_saved"
-	MetricRateLimited           = "fusion.transport.rate_limit.limited"
 )
 
 // shapingInstruments are the instruments of request compression and the
@@ -41,25 +33,26 @@ func newShapingInstruments(m metric.Meter, check func(error)) shapingInstruments
 }
 
 // RecordCompressed counts one request body of source schema schema on
-// path sent compressed, raw bytes long before and sent after.
+// path sent compressed, raw bytes long before and sent after; ctx is the
+// request's.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordCompressed(ctx context.Context, schema, path string, raw, sent int) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordCompressed(ctx context.Context, schema, path string, raw, sent int) {
+	if s == nil {
 		return
 	}
-	attrs := metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path))
-	t.shaping.compressed.Add(ctx, 1, attrs)
-	t.shaping.saved.Add(ctx, int64(raw-sent), attrs)
+	attrs := schemaPath(schema, path)
+	s.shaping.compressed.Add(ctx, 1, attrs)
+	s.shaping.saved.Add(ctx, int64(raw-sent), attrs)
 }
 
 // RecordRateLimited counts one request of source schema schema on path
-// that its rate limit refused.
+// that its rate limit refused; ctx is the refused request's.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordRateLimited(ctx context.Context, schema, path string) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordRateLimited(ctx context.Context, schema, path string) {
+	if s == nil {
 		return
 	}
-	t.shaping.limited.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path)))
+	s.shaping.limited.Add(ctx, 1, schemaPath(schema, path))
 }

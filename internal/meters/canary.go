@@ -1,15 +1,9 @@
-package telemetry
+package meters
 
 import (
 	"context"
 
 	"go.opentelemetry.io/otel/metric"
-)
-
-// The names of the canary instruments (see RecordCanaryShare).
-const (
-	MetricCanaryShare     = "fusion.transport.canary.share"
-	MetricCanaryFallbacks = "fusion.transport.canary.fallbacks"
 )
 
 // canaryInstruments are the instruments of a canary rollout.
@@ -36,19 +30,22 @@ func newCanaryInstruments(m metric.Meter, check func(error)) canaryInstruments {
 
 // RecordCanaryShare sets fusion.transport.canary.share of source schema
 // schema to share, and counts fusion.transport.canary.fallbacks by one when
-// the change is a fallback. The path calls it on every change of share
+// the change is a fallback. The root calls it on every change of share
 // (the start of a schema's canary included), never per request.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordCanaryShare(schema string, share float64, fallback bool) {
-	if t == nil {
+// It records with context.Background(), deliberately: a change of share
+// is the judge's verdict on the outcomes of many requests (or the start of
+// a canary), not an event of the one request whose outcome came last.
+//
+// On a nil *Set it does nothing.
+func (s *Set) RecordCanaryShare(schema string, share float64, fallback bool) {
+	if s == nil {
 		return
 	}
-	// A change of share belongs to no request's trace.
 	ctx := context.Background()
 	attrs := metric.WithAttributes(AttrSourceSchema.String(schema))
-	t.canary.share.Record(ctx, share, attrs)
+	s.canary.share.Record(ctx, share, attrs)
 	if fallback {
-		t.canary.fallbacks.Add(ctx, 1, attrs)
+		s.canary.fallbacks.Add(ctx, 1, attrs)
 	}
 }

@@ -1,25 +1,10 @@
-package telemetry
+package meters
 
 import (
 	"context"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
-
-// The names of the resilience instruments (see RecordBreakerState,
-// RecordBudgetExhausted, RecordHedge).
-const (
-	MetricBreakerState           = "fusion.transport.breaker.state"
-	MetricBreakerTransitions     = "fusion.transport.breaker.transitions"
-	MetricRetryBudgetExhaustions = "fusion.transport.retry.budget_exhausted"
-	MetricHedgesSent             = "fusion.transport.hedges.sent"
-	MetricHedgesWon              = "fusion.transport.hedges.won"
-)
-
-// AttrBreakerState is the state a circuit breaker changed to: "closed",
-// "half_open" or "open".
-const AttrBreakerState = attribute.Key("fusion.breaker.state")
 
 // resilienceInstruments are the instruments of the circuit breaker, the
 // retry budget and hedging.
@@ -62,42 +47,42 @@ func newResilienceInstruments(m metric.Meter, check func(error)) resilienceInstr
 // RecordBreakerState records a change of source schema schema's circuit
 // breaker on path to state to ("closed", "half_open", "open"; state is
 // its number, 0, 1 or 2): fusion.transport.breaker.state is set and
-// fusion.transport.breaker.transitions counted. The path calls it on
-// every change, never per request.
+// fusion.transport.breaker.transitions counted. ctx is that of the request
+// that caused the change (the failure that opened it, the trial that
+// closed it, the request that found its open time over), or
+// context.Background() when no request did (Breaker.State).
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordBreakerState(schema, path, to string, state int64) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordBreakerState(ctx context.Context, schema, path, to string, state int64) {
+	if s == nil {
 		return
 	}
-	ctx := context.Background() // a change of state belongs to no request's trace
-	t.resilience.state.Record(ctx, state, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path)))
-	t.resilience.transitions.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path), AttrBreakerState.String(to)))
+	s.resilience.state.Record(ctx, state, schemaPath(schema, path))
+	s.resilience.transitions.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path), AttrBreakerState.String(to)))
 }
 
 // RecordBudgetExhausted counts one retry or hedge of source schema schema
-// on path that its retry budget refused.
+// on path that its retry budget refused; ctx is the refused request's.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordBudgetExhausted(ctx context.Context, schema, path string) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordBudgetExhausted(ctx context.Context, schema, path string) {
+	if s == nil {
 		return
 	}
-	t.resilience.exhausted.Add(ctx, 1, metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path)))
+	s.resilience.exhausted.Add(ctx, 1, schemaPath(schema, path))
 }
 
 // RecordHedge counts a hedge of source schema schema on path: sent, or
-// won (its response was the one returned).
+// won (its response was the one returned); ctx is the hedged query's.
 //
-// On a nil *Telemetry it does nothing.
-func (t *Telemetry) RecordHedge(ctx context.Context, schema, path string, won bool) {
-	if t == nil {
+// On a nil *Set it does nothing.
+func (s *Set) RecordHedge(ctx context.Context, schema, path string, won bool) {
+	if s == nil {
 		return
 	}
-	attrs := metric.WithAttributes(AttrSourceSchema.String(schema), AttrPath.String(path))
 	if won {
-		t.resilience.hedgesWon.Add(ctx, 1, attrs)
+		s.resilience.hedgesWon.Add(ctx, 1, schemaPath(schema, path))
 		return
 	}
-	t.resilience.hedgesSent.Add(ctx, 1, attrs)
+	s.resilience.hedgesSent.Add(ctx, 1, schemaPath(schema, path))
 }

@@ -1,0 +1,35 @@
+package meters
+
+// The names of the instruments of a Set. Package telemetry exports them
+// under the same names, and its tests check that they agree.
+const (
+	MetricConnectionsOpen    = "fusion.transport.connections.open"
+	MetricConnectionsIdle    = "fusion.transport.connections.idle"
+	MetricReloads            = "fusion.transport.reloads"
+	MetricTransportsKept     = "fusion.transport.transports.kept"
+	MetricTransportsReplaced = "fusion.transport.transports.replaced"
+	MetricTransportsRemoved  = "fusion.transport.transports.removed"
+
+	MetricCanaryShare     = "fusion.transport.canary.share"
+	MetricCanaryFallbacks = "fusion.transport.canary.fallbacks"
+
+	MetricBreakerState           = "fusion.transport.breaker.state"
+	MetricBreakerTransitions     = "fusion.transport.breaker.transitions"
+	MetricRetryBudgetExhaustions = "fusion.transport.retry.budget_exhausted"
+	MetricHedgesSent             = "fusion.transport.hedges.sent"
+	MetricHedgesWon              = "fusion.transport.hedges.won"
+
+	MetricAddresses          = "fusion.transport.addresses"
+	MetricAddressConnections = "fusion.transport.address.connections"
+	MetricAddressInFlight    = "fusion.transport.address.in_flight"
+	MetricAddressEjected     = "fusion.transport.address.ejected"
+	MetricEjections          = "fusion.transport.outlier.ejections"
+
+	MetricCompressedRequests    = "fusion.transport.request_compression.requests"
+	MetricCompressionBytesSaved = "fusion.transport.request_compression.bytes_saved"
+	MetricRateLimited           = "fusion.transport.rate_limit.limited"
+
+	MetricShadowComparisons = "fusion.transport.shadow.comparisons"
+	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
+	MetricShadowDropped     = "fusion.transport.shadow.dropped"
+)
