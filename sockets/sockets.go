@@ -89,9 +89,11 @@ type Config struct {
 	Resolver Resolver
 
 	// OnAddress receives each ejection of one of the schema's addresses
-	// (outlier_detection) and its return. It is called on the pool's
-	// goroutines and must be quick. Nil: none.
-	OnAddress func(AddressEvent)
+	// (outlier_detection), with the context of the request whose failure
+	// ejected it, and its return, with context.Background() (a timer ends
+	// an ejection). It is called on the pool's goroutines and must be
+	// quick. Nil: none.
+	OnAddress func(ctx context.Context, e AddressEvent)
 
 	// Logger receives the Transport's events (the engine it chose when h1
 	// cannot serve the schema, TLS verification off, a Dial whose socket
@@ -185,11 +187,11 @@ func open(s *backend.Schema) (*Transport, error) {
 }
 
 // addressHook converts the pool's address events for f.
-func addressHook(f func(AddressEvent)) func(backend.AddressEvent) {
+func addressHook(f func(context.Context, AddressEvent)) func(context.Context, backend.AddressEvent) {
 	if f == nil {
 		return nil
 	}
-	return func(e backend.AddressEvent) {
-		f(AddressEvent{Address: e.Address, Ejected: e.Ejected, For: e.For, Failures: e.Failures})
+	return func(ctx context.Context, e backend.AddressEvent) {
+		f(ctx, AddressEvent{Address: e.Address, Ejected: e.Ejected, For: e.For, Failures: e.Failures})
 	}
 }
