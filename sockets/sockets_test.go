@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +53,7 @@ func newServer(t *testing.T, h http.HandlerFunc) *server {
 
 func newTransport(t *testing.T, engine, url string, edit func(*sockets.Config)) *sockets.Transport {
 	t.Helper()
-	c := sockets.Config{Name: "products", URL: url, Settings: env.Settings{Engine: engine}}
+	c := sockets.Config{Name: "products", URL: url, Settings: env.Settings{Engine: engine}, Logger: slog.New(slog.DiscardHandler)}
 	if edit != nil {
 		edit(&c)
 	}
