@@ -220,7 +220,7 @@ func TestReloadChurn(t *testing.T) {
 
 func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Duration) churnRow {
 	goleak.VerifyNone(t) // the previous test's goroutines may still be on their way out
-	row := churnRow{path: path, callers: callers, duration: duration, fdBefore: openFDs(), goBefore: runtime.NumGoroutine()}
+	row := churnRow{path: path, callers: callers, duration: duration, fdBefore: wiretest.OpenFDs(), goBefore: runtime.NumGoroutine()}
 
 	schemas := []*churnSchema{
 		{name: "products", change: "conn_lifetime 1m <-> 2m", srv: newChurnServer(t)},
@@ -392,7 +392,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	}
 	goleak.VerifyNone(t)
 	row.goAfter = runtime.NumGoroutine()
-	row.fdAfter = waitFDs(row.fdBefore)
+	row.fdAfter = wiretest.WaitFDs(row.fdBefore)
 	if row.fdAfter != row.fdBefore {
 		t.Errorf("%d descriptors open after the churn, %d before", row.fdAfter, row.fdBefore)
 	}
@@ -431,7 +431,7 @@ func churnShutdown(t *testing.T, inv transport.Invoker, srv *churnServer, fdBefo
 	}
 	srv.Close()
 	goleak.VerifyNone(t)
-	return runtime.NumGoroutine(), waitFDs(fdBefore)
+	return runtime.NumGoroutine(), wiretest.WaitFDs(fdBefore)
 }
 
 // TestConnLifetimeUnderLoad: with a short conn_lifetime and callers in a
@@ -447,7 +447,7 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 	}
 	warmUp(t)
 	goleak.VerifyNone(t)
-	fdBefore, goBefore := openFDs(), runtime.NumGoroutine()
+	fdBefore, goBefore := wiretest.OpenFDs(), runtime.NumGoroutine()
 
 	srv := newChurnServer(t)
 	// The client side's own count of open connections, exact where the
@@ -536,7 +536,7 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 	const callers, duration = 16, 30 * time.Second
 	warmUp(t)
 	goleak.VerifyNone(t)
-	fdBefore, goBefore := openFDs(), runtime.NumGoroutine()
+	fdBefore, goBefore := wiretest.OpenFDs(), runtime.NumGoroutine()
 	srv := newChurnServer(t)
 	cfg := config(env.PathSockets, "products", srv.URL+"/graphql")
 	s := cfg.SourceSchemas["products"]
