@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fusiongo/transport/internal/backend"
 )
@@ -326,19 +325,4 @@ func warmUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-}
-
-// collect waits for n results on ch, each within testTimeout.
-func collect(t *testing.T, ch <-chan error, n int, what string) []error {
-	t.Helper()
-	var out []error
-	for range n {
-		select {
-		case err := <-ch:
-			out = append(out, err)
-		case <-time.After(testTimeout):
-			t.Fatalf("%s: %d of %d ended within %v", what, len(out), n, testTimeout)
-		}
-	}
-	return out
 }
