@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -23,11 +21,12 @@ import (
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
-// soakVar, set to 0, skips the long versions of the load tests (and the
-// soak-only TestIdleTimeoutUnderLoad) without -short, for a quick local
-// run. They run whenever -short is off, as in go test -race ./... and CI
-// (about 100 s); -short runs the short versions only. docs/reliability.md
-// has the figures of a run.
+// soakVar, set to 0, skips the long version of TestReloadChurn without
+// -short, for a quick local run. It runs whenever -short is off, as in go
+// test -race ./... and CI; -short runs the short version only.
+// docs/reliability.md has the figures of a run. (The pool's own load
+// tests, TestConnLifetimeUnderLoad and TestIdleTimeoutUnderLoad, are in
+// internal/sockets and read the same variable.)
 const soakVar = "FUSION_SOAK"
 
 // soakEnabled reports whether the long versions run.
@@ -37,89 +36,7 @@ const (
 	churnReloadEvery = 100 * time.Millisecond
 	churnCallBudget  = 10 * time.Second // one call that hangs fails instead of hanging the test
 	churnSettle      = 5 * time.Second  // connections that close asynchronously are waited for this long
-	churnPoll        = 10 * time.Millisecond
 )
-
-// churnServer is a source schema that counts its connections as the server
-// sees them (http.Server.ConnState): opened, closed, open now, and the
-// most open at once.
-type churnServer struct {
-	*httptest.Server
-	requests atomic.Int64
-
-	mu                               sync.Mutex
-	opened, closed, open             int
-	maxOpen                          int
-	openedSinceMark, closedSinceMark int
-}
-
-func newChurnServer(t *testing.T) *churnServer {
-	t.Helper()
-	s := &churnServer{}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		s.requests.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"data":{"ok":true}}`)
-	}))
-	s.Config.ConnState = s.connState
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *churnServer) connState(_ net.Conn, st http.ConnState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch st {
-	case http.StateNew:
-		s.opened++
-		s.openedSinceMark++
-		s.open++
-		s.maxOpen = max(s.maxOpen, s.open)
-	case http.StateClosed, http.StateHijacked:
-		s.closed++
-		s.closedSinceMark++
-		s.open--
-	}
-}
-
-// connCounts is a snapshot of a churnServer's connection counts.
-type connCounts struct {
-	opened, closed, open, maxOpen    int
-	openedSinceMark, closedSinceMark int
-}
-
-func (s *churnServer) counts() connCounts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return connCounts{
-		opened: s.opened, closed: s.closed, open: s.open, maxOpen: s.maxOpen,
-		openedSinceMark: s.openedSinceMark, closedSinceMark: s.closedSinceMark,
-	}
-}
-
-// mark starts counting opens and closes afresh, and resets the maximum of
-// open connections to those open now.
-func (s *churnServer) mark() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.openedSinceMark, s.closedSinceMark = 0, 0
-	s.maxOpen = s.open
-}
-
-// waitOpen waits, polling, until at most want connections are open; it
-// returns the last count.
-func (s *churnServer) waitOpen(want int) int {
-	deadline := time.Now().Add(churnSettle)
-	for {
-		n := s.counts().open
-		if n <= want || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(churnPoll)
-	}
-}
 
 // netHTTPReuseSlack is how many of a kept schema's connections the churn
 // lets net/http close on its own (see TestReloadChurn's check).
@@ -169,7 +86,7 @@ func churnClosedLoop(inv transport.Invoker, callers int, schemaOf func(int) stri
 // churnSchema is one source schema of the churn and what its server saw.
 type churnSchema struct {
 	name, change        string
-	srv                 *churnServer
+	srv                 *wiretest.CountingServer
 	callers             int
 	warm                int // connections open when the churn started
 	openedDuring        int
@@ -220,12 +137,12 @@ func TestReloadChurn(t *testing.T) {
 
 func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Duration) churnRow {
 	goleak.VerifyNone(t) // the previous test's goroutines may still be on their way out
-	row := churnRow{path: path, callers: callers, duration: duration, fdBefore: openFDs(), goBefore: runtime.NumGoroutine()}
+	row := churnRow{path: path, callers: callers, duration: duration, fdBefore: wiretest.OpenFDs(), goBefore: runtime.NumGoroutine()}
 
 	schemas := []*churnSchema{
-		{name: "products", change: "conn_lifetime 1m <-> 2m", srv: newChurnServer(t)},
-		{name: "reviews", change: "idle_conn_timeout 60s <-> 90s", srv: newChurnServer(t)},
-		{name: "accounts", change: "never", srv: newChurnServer(t)},
+		{name: "products", change: "conn_lifetime 1m <-> 2m", srv: wiretest.NewCountingServer(t)},
+		{name: "reviews", change: "idle_conn_timeout 60s <-> 90s", srv: wiretest.NewCountingServer(t)},
+		{name: "accounts", change: "never", srv: wiretest.NewCountingServer(t)},
 	}
 	products, reviews, accounts := schemas[0], schemas[1], schemas[2]
 	for i := range callers {
@@ -265,8 +182,8 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	wg.Wait()
 	row.sent += int64(callers)
 	for _, s := range schemas {
-		s.warm = s.srv.counts().open
-		s.srv.mark()
+		s.warm = s.srv.Counts().Open
+		s.srv.Mark()
 	}
 
 	// The churn: callers in a closed loop, a reload every 100 ms.
@@ -297,8 +214,8 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	failed, firstFails := fails.report()
 	row.failed = failed
 	for _, s := range schemas {
-		c := s.srv.counts()
-		s.openedDuring, s.closedDuring = c.openedSinceMark, c.closedSinceMark
+		c := s.srv.Counts()
+		s.openedDuring, s.closedDuring = c.OpenedSinceMark, c.ClosedSinceMark
 	}
 
 	for _, err := range reloadErrs {
@@ -355,7 +272,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 		// One more reload that changes both: with no request running,
 		// both replaced pools close every connection, and accounts keeps
 		// its own.
-		before := accounts.srv.counts()
+		before := accounts.srv.Counts()
 		next := configFor(row.reloads + 1)
 		p := next.SourceSchemas[products.name]
 		p.ConnLifetime = 3 * time.Minute
@@ -367,32 +284,32 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 			t.Fatal(err)
 		}
 		for _, s := range []*churnSchema{products, reviews} {
-			if s.openAfterLastReload = s.srv.waitOpen(0); s.openAfterLastReload != 0 {
+			if s.openAfterLastReload = s.srv.WaitOpen(0, churnSettle); s.openAfterLastReload != 0 {
 				t.Errorf("%s: %d connections still open %v after a reload replaced its idle pool", s.name, s.openAfterLastReload, churnSettle)
 			}
 		}
-		after := accounts.srv.counts()
-		accounts.openAfterLastReload = after.open
-		if after.closed != before.closed || after.open != before.open {
-			t.Errorf("accounts: the last reload changed its open connections from %d to %d (%d closed)", before.open, after.open, after.closed-before.closed)
+		after := accounts.srv.Counts()
+		accounts.openAfterLastReload = after.Open
+		if after.Closed != before.Closed || after.Open != before.Open {
+			t.Errorf("accounts: the last reload changed its open connections from %d to %d (%d closed)", before.Open, after.Open, after.Closed-before.Closed)
 		}
 	}
 
 	// Close: every connection closes, at once or when its request ends.
 	inv.Close()
 	for _, s := range schemas {
-		if n := s.srv.waitOpen(0); n != 0 {
+		if n := s.srv.WaitOpen(0, churnSettle); n != 0 {
 			t.Errorf("%s: %d connections still open %v after Close", s.name, n, churnSettle)
 		}
-		c := s.srv.counts()
-		s.openedTotal, s.closedTotal = c.opened, c.closed
+		c := s.srv.Counts()
+		s.openedTotal, s.closedTotal = c.Opened, c.Closed
 	}
 	for _, s := range schemas {
 		s.srv.Close()
 	}
 	goleak.VerifyNone(t)
 	row.goAfter = runtime.NumGoroutine()
-	row.fdAfter = waitFDs(row.fdBefore)
+	row.fdAfter = wiretest.WaitFDs(row.fdBefore)
 	if row.fdAfter != row.fdBefore {
 		t.Errorf("%d descriptors open after the churn, %d before", row.fdAfter, row.fdBefore)
 	}
@@ -420,92 +337,6 @@ func logChurnRows(t *testing.T, rows []churnRow) {
 	t.Log(b.String())
 }
 
-// churnShutdown closes inv, waits until srv has seen every connection
-// close, closes srv and fails the test if a goroutine is left behind; it
-// returns the goroutines and descriptors open after, for the log.
-func churnShutdown(t *testing.T, inv transport.Invoker, srv *churnServer, fdBefore int) (goAfter, fdAfter int) {
-	t.Helper()
-	inv.Close()
-	if n := srv.waitOpen(0); n != 0 {
-		t.Errorf("%d connections still open %v after Close", n, churnSettle)
-	}
-	srv.Close()
-	goleak.VerifyNone(t)
-	return runtime.NumGoroutine(), waitFDs(fdBefore)
-}
-
-// TestConnLifetimeUnderLoad: with a short conn_lifetime and callers in a
-// closed loop on the sockets path, connections rotate (the server sees
-// several open and close), no request fails, and no more connections are
-// open at once than there are callers. Short version: lifetime 300 ms for
-// 1.5 s; long (without -short): 1 s for 10 s.
-func TestConnLifetimeUnderLoad(t *testing.T) {
-	const callers = 8
-	lifetime, duration := 300*time.Millisecond, 1500*time.Millisecond
-	if soakEnabled() {
-		lifetime, duration = time.Second, 10*time.Second
-	}
-	warmUp(t)
-	goleak.VerifyNone(t)
-	fdBefore, goBefore := openFDs(), runtime.NumGoroutine()
-
-	srv := newChurnServer(t)
-	// The client side's own count of open connections, exact where the
-	// server's lags: a connection counts from its dial until the pool
-	// closes it.
-	var clientOpen, clientMax atomic.Int64
-	dialer := &net.Dialer{}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dialer.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		n := clientOpen.Add(1)
-		for m := clientMax.Load(); n > m && !clientMax.CompareAndSwap(m, n); m = clientMax.Load() {
-		}
-		return wiretest.OnClose(c, func() { clientOpen.Add(-1) }), nil
-	}
-	cfg := config(env.PathSockets, "products", srv.URL+"/graphql")
-	s := cfg.SourceSchemas["products"]
-	s.ConnLifetime = lifetime
-	cfg.SourceSchemas["products"] = s
-	inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: dial}))
-
-	var fails failures
-	stop := make(chan struct{})
-	timer := time.AfterFunc(duration, func() { close(stop) })
-	defer timer.Stop()
-	sent := churnClosedLoop(inv, callers, func(int) string { return "products" }, stop, &fails)
-	during := srv.counts()
-
-	goAfter, fdAfter := churnShutdown(t, inv, srv, fdBefore)
-
-	failed, firstFails := fails.report()
-	t.Logf("\n| lifetime × time | callers | sent | failed | conns opened / closed during the run | most open at once (server / client) | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|\n| %v × %v | %d | %d | %d | %d / %d | %d / %d | %d / %d | %d / %d |",
-		lifetime, duration, callers, sent, failed, during.opened, during.closed, during.maxOpen, clientMax.Load(), fdBefore, fdAfter, goBefore, goAfter)
-
-	if failed > 0 {
-		t.Errorf("%d of %d requests failed while connections rotated; first errors:\n\t%s", failed, sent, firstFails)
-	}
-	// Every caller's connection must have been replaced at least once.
-	if rotations := int(duration / lifetime); during.opened < 2*callers || during.closed < callers {
-		t.Errorf("the server saw %d connections open and %d close in %v with a %v lifetime; want them to rotate (about %d generations of %d)", during.opened, during.closed, duration, lifetime, rotations, callers)
-	}
-	if m := clientMax.Load(); m > callers {
-		t.Errorf("the pool had %d connections open at once for %d callers", m, callers)
-	}
-	// The server's count lags: it sees a connection close a moment after
-	// the pool closed it and may already have dialled the next, so it is
-	// held to a looser bound, which still catches connections that are
-	// never closed.
-	if during.maxOpen > 2*callers {
-		t.Errorf("the server saw %d connections open at once for %d callers", during.maxOpen, callers)
-	}
-	if fdAfter != fdBefore {
-		t.Errorf("%d descriptors open after the run, %d before", fdAfter, fdBefore)
-	}
-}
-
 // reloadRecords counts the "transport reloaded" records of log and
 // returns the first that does not hold want.
 func reloadRecords(log, want string) (n int, bad string) {
@@ -519,59 +350,4 @@ func reloadRecords(log, want string) (n int, bad string) {
 		}
 	}
 	return n, bad
-}
-
-// TestIdleTimeoutUnderLoad (soak only: without -short): on
-// the sockets path with idle_conn_timeout 1 ms, 16 callers that pause
-// 0.5 to 1.5 ms between requests keep picking connections just as their
-// idle timers close them. No request may fail: a connection that the
-// pool closes must never be one a request has just taken. It reproduces
-// a race in internal/sockets/pool.go (docs/reliability.md, "Bugs found by the
-// load tests"); it hits one request in 4,000 to 23,000 under -race, too
-// rarely for the short run to fail reliably, so it only runs in the soak.
-func TestIdleTimeoutUnderLoad(t *testing.T) {
-	if !soakEnabled() {
-		t.Skipf("soak only: runs without -short (and without %s=0)", soakVar)
-	}
-	const callers, duration = 16, 30 * time.Second
-	warmUp(t)
-	goleak.VerifyNone(t)
-	fdBefore, goBefore := openFDs(), runtime.NumGoroutine()
-	srv := newChurnServer(t)
-	cfg := config(env.PathSockets, "products", srv.URL+"/graphql")
-	s := cfg.SourceSchemas["products"]
-	s.IdleConnTimeout = time.Millisecond
-	cfg.SourceSchemas["products"] = s
-	inv := newInvoker(t, cfg)
-
-	var fails failures
-	var sent atomic.Int64
-	deadline := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Go(func() {
-			pause := time.Duration(500+(i*997)%1000) * time.Microsecond
-			for time.Now().Before(deadline) {
-				sent.Add(1)
-				churnCall(inv, "products", &fails)
-				time.Sleep(pause)
-				pause = 500*time.Microsecond + (pause+137*time.Microsecond)%time.Millisecond
-			}
-		})
-	}
-	wg.Wait()
-	during := srv.counts()
-	goAfter, fdAfter := churnShutdown(t, inv, srv, fdBefore)
-
-	failed, firstFails := fails.report()
-	t.Logf("\n| idle timeout × time | callers | sent | failed | schema saw | conns opened / closed | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|\n| 1ms × %v | %d | %d | %d | %d | %d / %d | %d / %d | %d / %d |",
-		duration, callers, sent.Load(), failed, srv.requests.Load(), during.opened, during.closed, fdBefore, fdAfter, goBefore, goAfter)
-	if failed > 0 {
-		t.Errorf("BUG: %d of %d requests failed because the pool closed the connection they had just taken "+
-			"(internal/sockets/pool.go: get reserves a picked HTTP/1 connection after releasing p.mu, so idleExpired, drain or an expiry can close it in between); first errors:\n\t%s",
-			failed, sent.Load(), firstFails)
-	}
-	if fdAfter != fdBefore {
-		t.Errorf("%d descriptors open after the run, %d before", fdAfter, fdBefore)
-	}
 }

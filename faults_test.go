@@ -25,6 +25,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/faults"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // The bounds the fault cases run with. Every case configures a connect
@@ -39,9 +40,7 @@ const (
 	endlessCap    = 1 << 20                // how much of the endless body the caller reads
 	faultRounds   = 3                      // fault requests per case, each followed by a control request
 	boundSlack    = 2 * time.Second        // scheduling under -race on 2 shared cores
-	fdWaitLimit   = 5 * time.Second        // descriptors closed asynchronously
-	fdWaitPoll    = 10 * time.Millisecond
-	controlBudget = 5 * time.Second // a control request that hangs fails the test instead
+	controlBudget = 5 * time.Second        // a control request that hangs fails the test instead
 )
 
 // faultWant is what a caller of one path gets from one fault.
@@ -140,7 +139,7 @@ func runFaultCase(t *testing.T, fc faultCase, path env.Path) faultRow {
 	// The previous case's goroutines, and its test goroutine, may still
 	// be on their way out: start from a clean count.
 	goleak.VerifyNone(t)
-	row := faultRow{name: t.Name()[len("TestFaults/"):], fdBefore: openFDs(), goBefore: runtime.NumGoroutine()}
+	row := faultRow{name: t.Name()[len("TestFaults/"):], fdBefore: wiretest.OpenFDs(), goBefore: runtime.NumGoroutine()}
 	want := fc.want(path)
 	rounds := fc.rounds
 	if rounds == 0 {
@@ -237,7 +236,7 @@ func runFaultCase(t *testing.T, fc faultCase, path env.Path) faultRow {
 	srv.Close()
 	goleak.VerifyNone(t)
 	row.goAft = runtime.NumGoroutine()
-	row.fdAft = waitFDs(row.fdBefore)
+	row.fdAft = wiretest.WaitFDs(row.fdBefore)
 	if row.fdAft != row.fdBefore {
 		t.Errorf("%d descriptors open after the case, %d before", row.fdAft, row.fdBefore)
 	}
@@ -384,28 +383,6 @@ func warmUp(t *testing.T) {
 	x509.SystemCertPool()
 }
 
-// openFDs counts this process's open descriptors, the one reading
-// /proc/self/fd excepted; -1 where /proc is missing.
-func openFDs() int {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(entries) - 1
-}
-
-// waitFDs waits until the open descriptors are back to want: connections
-// that a client or server closes on its own goroutine are closed a moment
-// after Close returns. It is a condition wait with a bound, not a timing
-// assertion; it returns the last count.
-func waitFDs(want int) int {
-	n := openFDs()
-	for deadline := time.Now().Add(fdWaitLimit); n != want && want >= 0 && time.Now().Before(deadline); n = openFDs() {
-		time.Sleep(fdWaitPoll)
-	}
-	return n
-}
-
 // chain spells out err's wrapping, outermost first, by type.
 func chain(err error) string {
 	var parts []string
@@ -467,7 +444,7 @@ func TestFaultsCloseRequestBody(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				goleak.VerifyNone(t)
-				row := faultRow{name: name, sent: 1, fdBefore: openFDs(), goBefore: runtime.NumGoroutine()}
+				row := faultRow{name: name, sent: 1, fdBefore: wiretest.OpenFDs(), goBefore: runtime.NumGoroutine()}
 				srv, err := faults.Start(faults.Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -513,10 +490,10 @@ func TestFaultsCloseRequestBody(t *testing.T) {
 				goleak.VerifyNone(t)
 				row.goAft = runtime.NumGoroutine()
 				if !body.closed.Load() {
-					row.fdAft = openFDs()
+					row.fdAft = wiretest.OpenFDs()
 					t.Fatalf("Do returned %q without closing the request body; %d descriptors open, %d before", shortErr(err), row.fdAft, row.fdBefore)
 				}
-				row.fdAft = waitFDs(row.fdBefore)
+				row.fdAft = wiretest.WaitFDs(row.fdBefore)
 				row.got = "error, request body closed: " + shortErr(err)
 				rows = append(rows, row)
 				if row.fdAft != row.fdBefore {

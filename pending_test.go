@@ -25,7 +25,9 @@ import (
 // request's context, and checks them against a model of the queue: a
 // request joins at the tail, goes back to the head when requeued, and must
 // be the head when it is served (or, if it never waited, the queue must be
-// empty). option gives the invoker the hook.
+// empty). option gives the invoker the hook. (Beside TestOverloaded*, the
+// crowd test of hostile_test.go reads its model; TestMaxPendingRequests,
+// with the pool's own recorder, is in internal/sockets.)
 type queueRecorder struct {
 	mu        sync.Mutex
 	queue     []int // the model: callers waiting, oldest first
@@ -89,135 +91,6 @@ func (r *queueRecorder) event(ctx context.Context, ev backend.QueueEvent) {
 	if r.onEvent != nil {
 		r.onEvent(r, ev)
 	}
-}
-
-// TestMaxPendingRequests: 2,000 callers behind max_conns_per_host 2 and
-// max_pending_requests 100, against a server that holds every request
-// until released: 2 are in flight, exactly 100 wait, and the other 1,898
-// fail at once, unsent, with an error that names the schema and matches
-// ErrOverloaded. Once released, every caller has its own answer or that
-// error, the server saw exactly the accepted ones, once each, and those
-// that waited were served in the order they joined the queue.
-func TestMaxPendingRequests(t *testing.T) {
-	const (
-		callers = 2000
-		conns   = 2
-		pending = 100
-	)
-	forEngines(t, func(t *testing.T, engine string) {
-		release := make(chan struct{})
-		arrived := make(chan struct{}, callers)
-		var mu sync.Mutex
-		seen := map[string]int{} // X-Call -> times the server saw it
-		srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-			call := r.Header.Get("X-Call")
-			mu.Lock()
-			seen[call]++
-			mu.Unlock()
-			arrived <- struct{}{}
-			<-release
-			fmt.Fprintf(w, `{"data":{"call":%q}}`, call)
-		})
-		cfg := engineConfig(engine, srv.url, func(s *env.SourceSchema) {
-			s.MaxConnsPerHost = conns
-			s.MaxPendingRequests = pending
-		})
-		cfg.ForwardHeaders = []string{"X-Call"}
-		full := make(chan struct{})
-		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev backend.QueueEvent) {
-			if ev == backend.QueueRefused && r.refused == callers-conns-pending {
-				close(full)
-			}
-		}}
-		var buf logBuffer
-		inv := newInvoker(t, cfg, infoLog(&buf), rec.option())
-
-		type result struct {
-			body string
-			err  error
-		}
-		results := make([]result, callers)
-		var wg sync.WaitGroup
-		for i := range callers {
-			wg.Go(func() {
-				call := fmt.Sprint(i)
-				resp, err := inv.Post(gatewayCtx("X-Call", call), "products", []byte(`{"query":"{ call }"}`))
-				if err == nil {
-					var b []byte
-					b, err = io.ReadAll(resp.Body)
-					resp.Body.Close()
-					results[i].body = string(b)
-				}
-				results[i].err = err
-			})
-		}
-		for range conns {
-			select {
-			case <-arrived:
-			case <-time.After(gapGuard):
-				t.Fatal("the first requests did not reach the server")
-			}
-		}
-		select {
-		case <-full:
-		case <-time.After(gapGuard):
-			rec.mu.Lock()
-			t.Errorf("refused %d, waiting %d, want %d refused", rec.refused, len(rec.queue), callers-conns-pending)
-			rec.mu.Unlock()
-		}
-		rec.mu.Lock()
-		waiting, refused := len(rec.queue), rec.refused
-		rec.mu.Unlock()
-		if waiting != pending {
-			t.Errorf("%d requests wait with the queue full, want %d", waiting, pending)
-		}
-		// Each refused caller has its error already: none waits.
-		close(release)
-		wg.Wait()
-		checkRanOn(t, engine, buf.String())
-
-		answered, overloaded := 0, 0
-		for i, r := range results {
-			switch {
-			case r.err == nil:
-				answered++
-				if want := fmt.Sprintf(`{"data":{"call":"%d"}}`, i); r.body != want {
-					t.Errorf("call %d got %s, want %s", i, r.body, want)
-				}
-			case errors.Is(r.err, fault.ErrOverloaded):
-				overloaded++
-				if !strings.Contains(r.err.Error(), `source schema "products"`) || !strings.Contains(r.err.Error(), "max_pending_requests 100") {
-					t.Errorf("call %d: error %q does not name the schema and the bound", i, r.err)
-				}
-				mu.Lock()
-				if seen[fmt.Sprint(i)] != 0 {
-					t.Errorf("call %d was refused, yet the server saw it", i)
-				}
-				mu.Unlock()
-			default:
-				t.Errorf("call %d: %v", i, r.err)
-			}
-		}
-		if answered != conns+pending || overloaded != callers-conns-pending || refused != overloaded {
-			t.Errorf("%d answered, %d overloaded (%d refusals seen by the pool), want %d and %d", answered, overloaded, refused, conns+pending, callers-conns-pending)
-		}
-		mu.Lock()
-		for call, n := range seen {
-			if n != 1 {
-				t.Errorf("the server saw call %s %d times", call, n)
-			}
-		}
-		if len(seen) != answered {
-			t.Errorf("the server saw %d calls, %d were answered", len(seen), answered)
-		}
-		mu.Unlock()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		if rec.joined != pending || rec.overtaken != 0 || len(rec.queue) != 0 {
-			t.Errorf("%d joined the queue (want %d), %d served out of order (first: %s), %d left in it", rec.joined, pending, rec.overtaken, rec.firstBad, len(rec.queue))
-		}
-		t.Logf("%s: %d answered, %d refused with ErrOverloaded, %d waited, served in queue order", engine, answered, overloaded, rec.joined)
-	})
 }
 
 // TestOverloadedNotRetriedSentOnLegacy: a query refused at
@@ -337,7 +210,8 @@ func fillQueue(t *testing.T, inv transport.Invoker, rec *queueRecorder, arrived 
 // refusals at max_pending_requests are not the schema's failures. With
 // max_conns_per_host 1, max_pending_requests 1 and a breaker of
 // min_requests 5, eight calls refused while the queue is full each get
-// ErrOverloaded (none ErrCircuitOpen), the breaker never changes state,
+// ErrOverloaded (none ErrCircuitOpen) naming the schema and the bound,
+// the breaker never changes state,
 // and after the release every further call reaches the server.
 func TestOverloadedLeavesBreakerClosed(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
@@ -366,6 +240,8 @@ func TestOverloadedLeavesBreakerClosed(t *testing.T) {
 			_, err := inv.Post(gatewayCtx("X-Call", fmt.Sprint(10+i)), "products", []byte(`{"query":"{ ok }"}`))
 			if !errors.Is(err, fault.ErrOverloaded) || errors.Is(err, fault.ErrCircuitOpen) {
 				t.Errorf("refused call %d: error %v, want ErrOverloaded (the breaker must not open on it)", i, err)
+			} else if !strings.Contains(err.Error(), `source schema "products"`) || !strings.Contains(err.Error(), "max_pending_requests 1") {
+				t.Errorf("refused call %d: error %q does not name the schema and the bound", i, err)
 			}
 		}
 		close(release)

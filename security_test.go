@@ -72,13 +72,13 @@ func startSecStats(t *testing.T) *secStats {
 	t.Helper()
 	warmUp(t)
 	goleak.VerifyNone(t)
-	st := &secStats{fdBefore: openFDs(), goBefore: runtime.NumGoroutine()}
+	st := &secStats{fdBefore: wiretest.OpenFDs(), goBefore: runtime.NumGoroutine()}
 	// Registered first, so it runs last: after every server and invoker
 	// of the test has been closed.
 	t.Cleanup(func() {
 		goleak.VerifyNone(t)
 		goAfter := runtime.NumGoroutine()
-		fdAfter := waitFDs(st.fdBefore)
+		fdAfter := wiretest.WaitFDs(st.fdBefore)
 		if fdAfter != st.fdBefore {
 			t.Errorf("%d descriptors open after the test, %d before", fdAfter, st.fdBefore)
 		}

@@ -239,12 +239,17 @@ func TestWireLookupFailsKeepsAddresses(t *testing.T) {
 
 // TestWireConnectFailuresLookUpAtOnce: when every known address fails to
 // connect, the pool looks its host up at once (dns_refresh is an hour),
-// and a request then reaches the address the answer gives.
+// and a request then reaches the address the answer gives. On both
+// engines.
 func TestWireConnectFailuresLookUpAtOnce(t *testing.T) {
+	forEngines(t, connectFailuresLookUpAtOnce)
+}
+
+func connectFailuresLookUpAtOnce(t *testing.T, engine string) {
 	set := newWireSet(t, 1)
 	dead := netip.MustParseAddr("127.0.0.9") // no server at the set's port
 	res := newWireResolver([]netip.Addr{dead})
-	tr := openWire(t, env.EngineH1, set, res, nil, func(s *env.SourceSchema) { s.DNSRefresh = time.Hour })
+	tr := openWire(t, engine, set, res, nil, func(s *env.SourceSchema) { s.DNSRefresh = time.Hour })
 	if _, err := wirePost(tr, set.url, "{}"); err == nil {
 		t.Fatal("a request to an address with no server succeeded")
 	}
@@ -273,6 +278,9 @@ func TestWireConnectFailuresLookUpAtOnce(t *testing.T) {
 	}
 	if h := set.hits(); h[0] != 1 {
 		t.Errorf("hits %v, want the request on the address given after the failure", h)
+	}
+	if n := res.lookups.Load(); n < 2 {
+		t.Errorf("%d lookups, want the start's and one after the connect failure", n)
 	}
 }
 

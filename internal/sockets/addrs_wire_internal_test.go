@@ -37,6 +37,9 @@ type wireSet struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every accept and close
+	order   []int         // the replica of each connection accepted, in order
+	live    int           // connections open now, at every replica
+	peak    int           // the most open at once
 	// hold is closed to let the requests whose body is "hold" answer, and
 	// replaced (release); held receives each held request's replica.
 	hold chan struct{}
@@ -50,9 +53,14 @@ type wireReplica struct {
 	opened, closed int
 	hits           atomic.Int64
 	status         atomic.Int32 // the answer's status; 0: 200
+	reset          atomic.Bool  // close the connection without a byte, not answer
+	delay          atomic.Int64 // a pause before each answer, in nanoseconds
 }
 
-func newWireSet(t *testing.T, n int) *wireSet {
+// newWireSet starts n replicas, each server set up further by opts (over
+// TLS, h2c: harness_pool_internal_test.go) before it starts. A request
+// whose body is "id=X" is answered {"data":{"id":"X","by":"IP"}}.
+func newWireSet(t *testing.T, n int, opts ...wireOption) *wireSet {
 	t.Helper()
 	ls, port := wiretest.ListenLoopbacks(t, n)
 	s := &wireSet{
@@ -69,6 +77,10 @@ func newWireSet(t *testing.T, n int) *wireSet {
 				s.upgrade(w, req, i)
 				return
 			}
+			if d := time.Duration(r.delay.Load()); d > 0 {
+				pause := time.NewTimer(d) // the replica is slow: what the test is about
+				<-pause.C
+			}
 			if string(body) == "hold" {
 				s.mu.Lock()
 				hold := s.hold
@@ -76,8 +88,16 @@ func newWireSet(t *testing.T, n int) *wireSet {
 				s.held <- i
 				<-hold
 			}
+			if r.reset.Load() {
+				resetConn(w)
+				return
+			}
 			if st := r.status.Load(); st != 0 {
 				w.WriteHeader(int(st))
+			}
+			if id, ok := strings.CutPrefix(string(body), "id="); ok {
+				io.WriteString(w, `{"data":{"id":"`+id+`","by":"`+r.ip.String()+`"}}`)
+				return
 			}
 			io.WriteString(w, `{"data":{}}`)
 		}))
@@ -89,15 +109,27 @@ func newWireSet(t *testing.T, n int) *wireSet {
 			switch st {
 			case http.StateNew:
 				r.opened++
+				s.order = append(s.order, i)
+				s.live++
+				s.peak = max(s.peak, s.live)
 			case http.StateClosed, http.StateHijacked:
 				r.closed++
+				s.live--
 			default:
 				return
 			}
 			close(s.changed)
 			s.changed = make(chan struct{})
 		}
-		srv.Start()
+		for _, o := range opts {
+			o(srv)
+		}
+		if srv.TLS != nil {
+			s.url = "https://replicas.test:" + port + "/graphql"
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
 		t.Cleanup(srv.Close)
 	}
 	t.Cleanup(s.release) // a held request never outlives the test
@@ -203,6 +235,7 @@ type wireResolver struct {
 	mu      sync.Mutex
 	answer  []netip.Addr
 	err     error
+	hosts   []string // each lookup's "network host"
 	lookups atomic.Int64
 	notify  chan struct{} // capacity 1
 }
@@ -211,9 +244,10 @@ func newWireResolver(ips []netip.Addr) *wireResolver {
 	return &wireResolver{answer: ips, notify: make(chan struct{}, 1)}
 }
 
-func (r *wireResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+func (r *wireResolver) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
 	r.mu.Lock()
 	out, err := append([]netip.Addr(nil), r.answer...), r.err
+	r.hosts = append(r.hosts, network+" "+host)
 	r.mu.Unlock()
 	r.lookups.Add(1)
 	select {
@@ -351,8 +385,8 @@ func awaitHeld(t *testing.T, held []heldPost) {
 // TestWireRemovedAddressIdleClosed: an address that leaves DNS's answer
 // has its idle connections closed by the refresh that takes the answer
 // in, with no request sent after it; its busy connection closes once its
-// request ends, and the request gets its answer. The others keep theirs.
-// On both engines.
+// request ends, and the request gets its answer. The others keep theirs,
+// and take every request while its busy one is held. On both engines.
 func TestWireRemovedAddressIdleClosed(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		set := newWireSet(t, 3)
@@ -378,6 +412,7 @@ func TestWireRemovedAddressIdleClosed(t *testing.T) {
 			}
 		}
 		before, _ := set.open()
+		closedBefore := set.closedAt()
 		if before[gone] != 2 {
 			t.Fatalf("open %v: want two connections to the address to remove", before)
 		}
@@ -386,14 +421,24 @@ func TestWireRemovedAddressIdleClosed(t *testing.T) {
 		// Its idle connection closes with no request sent; its busy one
 		// stays open under its request.
 		set.waitUntil(t, "the removed address's idle connection closed", func(open, _ []int) bool { return open[gone] == 1 })
+		// While its request is held, 8 callers' 120 requests go to the
+		// others only, and no connection to it is opened.
 		hits := set.hits()
+		mustPostAll(t, tr, set.url, 8, 120)
+		if after := set.hits(); after[gone] != hits[gone] {
+			t.Errorf("the removed address got %d new requests after the refresh, want 0", after[gone]-hits[gone])
+		}
+		if open, _ := set.open(); open[gone] != 1 {
+			t.Errorf("the removed address has %d connections open while its request is held, want 1 (idle ones closed)", open[gone])
+		}
+		hits = set.hits()
 		set.release()
 		awaitHeld(t, []heldPost{busy})
 		set.waitUntil(t, "the removed address's busy connection closed after its request", func(open, _ []int) bool { return open[gone] == 0 })
-		now, _ := set.open()
+		closedNow := set.closedAt()
 		for _, i := range keep {
-			if now[i] != before[i] {
-				t.Errorf("open before the refresh %v, after %v: the other addresses' connections closed too", before, now)
+			if closedNow[i] != closedBefore[i] {
+				t.Errorf("connections closed per address before the refresh %v, after %v: the other addresses' connections closed too", closedBefore, closedNow)
 			}
 		}
 		mustPost(t, tr, set.url, 10)

@@ -1,6 +1,7 @@
 // Package wiretest holds what the tests of several packages use to watch
 // the transport on the wire: a loopback source schema that records what
-// only a server sees (Server, NewProxy), an HTTP/2 frame reader that sees
+// only a server sees (Server, NewProxy), one that counts its connections
+// under load (CountingServer; OpenFDs, WaitFDs count descriptors), an HTTP/2 frame reader that sees
 // and can drop PING frames (FrameReader, PingListener, NewPingServer), Dial
 // hooks, connections and listeners (DialRecorder, CloseTimer, OnClose,
 // SilentListener), handlers (BarrierHandler, StreamingHandler,
