@@ -357,14 +357,6 @@ func TestWireSpreadHTTP2(t *testing.T) {
 			mustPostAll(t, tr, set.url, 8, 600)
 			checkShares(t, set, 600)
 			if multiple == env.Disabled {
-				// KNOWN BUG (issue 31 hand-over): at a cold start of 8
-				// callers the pool sometimes opens a second strict HTTP/2
-				// connection to one address (accepted [1 1 2]); about 6
-				// runs in 15 here, and 1 in 15 of the root's
-				// TestAddressSpreadHTTP2 before the move. The rule stays
-				// written below; drop this skip with the fix (h2Busy and
-				// settle in pool.go).
-				t.Skip("known bug: a second strict HTTP/2 connection to one address at a cold start")
 				if _, opened := set.open(); slices.ContainsFunc(opened, func(n int) bool { return n != 1 }) {
 					t.Errorf("connections per address %v, want 1 each (one HTTP/2 connection per address)", opened)
 				}

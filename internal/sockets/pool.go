@@ -797,10 +797,21 @@ func (p *pool) withRoom(now time.Time, want *address, spread bool) *conn {
 
 // h2Busy reports whether, under strictH2, a request must wait for a
 // stream rather than dial: an HTTP/2 connection is open or being dialled
-// (to want, when the pool spreads over addresses). p.mu is held.
+// (to want, when the pool spreads over addresses, or to an address not
+// chosen yet). p.mu is held.
 func (p *pool) h2Busy(want *address, spread bool) bool {
 	if spread {
 		if want != nil && want.dialing > 0 {
+			return true
+		}
+		// A dial that started before the addresses were known chooses
+		// its address only when they are (firstAddress), maybe want's:
+		// wait for it rather than open a second connection there.
+		addressed := 0
+		for _, a := range p.addrs {
+			addressed += a.dialing
+		}
+		if p.dialing > addressed {
 			return true
 		}
 	} else if p.dialing > 0 {
