@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // TestRequestTimeoutUnderLaterDeadline: request_timeout still cuts a
@@ -67,44 +65,4 @@ func TestRequestTimeoutUnderLaterDeadline(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestConnectTimeoutCoversTLS: on the sockets path connect_timeout
-// bounds the TLS handshake too. The server accepts and never speaks; with
-// tls_handshake_timeout and header_timeout off and a caller context
-// without deadline, only connect_timeout can end the call.
-func TestConnectTimeoutCoversTLS(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
-		addr := wiretest.SilentListener(t)
-		var logs logBuffer
-		inv := newInvoker(t, engineConfig(engine, "https://"+addr+"/graphql", func(s *env.SourceSchema) {
-			s.ConnectTimeout = 300 * time.Millisecond
-			s.TLSHandshakeTimeout = env.Off
-			s.HeaderTimeout = env.Off
-		}), infoLog(&logs))
-		ctx, cancel := context.WithCancel(context.Background()) // no deadline
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
-			if err == nil {
-				resp.Body.Close()
-			}
-			done <- err
-		}()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(gapGuard):
-			t.Error("Post still waited for the TLS handshake long after connect_timeout")
-			cancel()
-			err = <-done
-		}
-		errorNamesSchema(t, err)
-		var ne net.Error
-		if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
-			t.Errorf("error %v, want a timeout (context.DeadlineExceeded or a net.Error whose Timeout() is true)", err)
-		}
-		checkRanOn(t, engine, logs.String())
-	})
 }
