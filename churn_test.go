@@ -49,13 +49,13 @@ func churnCall(inv transport.Invoker, schema string, fails *failures) bool {
 	defer cancel()
 	resp, err := inv.Post(ctx, schema, []byte(`{"query":"{ ok }"}`))
 	if err != nil {
-		fails.add("%s: %v", schema, err)
+		fails.Add("%s: %v", schema, err)
 		return false
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK || string(body) != `{"data":{"ok":true}}` {
-		fails.add("%s: %d %q, %v", schema, resp.StatusCode, body, err)
+		fails.Add("%s: %d %q, %v", schema, resp.StatusCode, body, err)
 		return false
 	}
 	return true
@@ -211,7 +211,7 @@ func runReloadChurn(t *testing.T, path env.Path, callers int, duration time.Dura
 	defer timer.Stop()
 	row.sent += churnClosedLoop(inv, callers, schemaOf, stop, &fails)
 	<-reloaderDone
-	failed, firstFails := fails.report()
+	failed, firstFails := fails.Report()
 	row.failed = failed
 	for _, s := range schemas {
 		c := s.srv.Counts()

@@ -72,15 +72,15 @@ func TestDedupeKeyPerUser(t *testing.T) {
 							got, err := askAs(inv, srv.URL(), call, user)
 							switch want := fmt.Sprintf(`{"data":{"me":%q}}`, user); {
 							case err != nil:
-								wrong.add("round %d, %s: %v", round, user, err)
+								wrong.Add("round %d, %s: %v", round, user, err)
 							case got != want:
-								wrong.add("round %d, %s got %s", round, user, got)
+								wrong.Add("round %d, %s got %s", round, user, got)
 							}
 						})
 					}
 					wg.Wait()
 				}
-				if n, first := wrong.report(); n > 0 {
+				if n, first := wrong.Report(); n > 0 {
 					t.Errorf("%d of %d calls did not get their own answer:\n\t%s", n, users*rounds, first)
 				}
 			})

@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -186,33 +185,8 @@ func postAsync(inv transport.Invoker, ctx context.Context, schema, body string) 
 	return done
 }
 
-// failures counts what goroutines report as failed and keeps the first
-// few messages, for the test's report.
-type failures struct {
-	mu   sync.Mutex
-	n    int64
-	errs []string
-}
-
-// failuresKept is how many messages a failures keeps.
-const failuresKept = 8
-
-func (f *failures) add(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if len(f.errs) < failuresKept {
-		f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	}
-}
-
-// report returns how many failures were added and the messages kept, one
-// a line, joined by a newline and a tab.
-func (f *failures) report() (n int64, first string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n, strings.Join(f.errs, "\n\t")
-}
+// failures is wiretest.Failures.
+type failures = wiretest.Failures
 
 // logBuffer is a log destination that a test reads while the invoker
 // writes to it.

@@ -271,32 +271,10 @@ func TestLegacyLogsIgnoredKeys(t *testing.T) {
 	}
 }
 
-// strayServer answers each request with its own answer, and in the same
-// write, right after it, with bytes nobody asked for: a whole second
-// response (stray "response"), or bytes past a Content-Length that is too
-// short (stray "overrun"). The answer's body echoes the request's
-// X-Call header, so a caller can tell its own answer from another's.
+// strayServer is wiretest.NewStrayServer (answers followed by stray bytes).
 func strayServer(t *testing.T, kind string) *rawServer {
-	return newRawServer(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			req, err := readRequest(br)
-			if err != nil {
-				return
-			}
-			body := `{"data":{"call":"` + req.Header.Get("X-Call") + `"}}`
-			answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			stray := `{"data":{"call":"stray"}}`
-			switch kind {
-			case "response":
-				answer += fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(stray), stray)
-			case "overrun":
-				answer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body+"HTTP/1.1 200 OK\r\nContent-Length: "+fmt.Sprint(len(stray))+"\r\n\r\n"+stray)
-			}
-			if _, err := io.WriteString(c, answer); err != nil {
-				return
-			}
-		}
-	})
+	s := wiretest.NewStrayServer(t, kind)
+	return &rawServer{url: s.URL, closed: s.Closed}
 }
 
 // TestHostileStrayResponse: with 8 callers sharing 2 connections, a server

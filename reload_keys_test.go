@@ -398,7 +398,7 @@ type reloadShadowPublisher struct {
 
 func (p *reloadShadowPublisher) Publish(_ context.Context, m shadow.Mismatch) {
 	if m.CandidateStatus != http.StatusOK {
-		p.failed.add("%s: legacy answered %d, sockets %d: %v", m.Schema, m.PrimaryStatus, m.CandidateStatus, m.Differences)
+		p.failed.Add("%s: legacy answered %d, sockets %d: %v", m.Schema, m.PrimaryStatus, m.CandidateStatus, m.Differences)
 	}
 }
 func (p *reloadShadowPublisher) Compared(context.Context, string, bool)  { p.compared.Add(1) }
@@ -525,7 +525,7 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 							gets.Add(1)
 						}
 						if err := reloadKeysCall(ctx, inv, s, id, get); err != nil {
-							fails.add("%s %s, id %d, after reload %d: %v", s.name, map[bool]string{true: "Do GET", false: "Post"}[get], id, gen, err)
+							fails.Add("%s %s, id %d, after reload %d: %v", s.name, map[bool]string{true: "Do GET", false: "Post"}[get], id, gen, err)
 						}
 						if !get {
 							select {
@@ -558,12 +558,12 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 					}
 					pace := time.NewTimer(time.Duration(2+n%4) * time.Millisecond)
 					if err := inv.Reload(configFor()); err != nil {
-						rejected.add("reload %d (%s): %v", n, changed, err)
+						rejected.Add("reload %d (%s): %v", n, changed, err)
 					}
 					generation.Store(int64(n))
 					for i, s := range schemas {
 						if !reloadKeysAwait(progress[i], int64(n)) {
-							rejected.add("reload %d (%s): no Post to %s sent after it was answered within %v", n, changed, s.name, reloadKeysStall)
+							rejected.Add("reload %d (%s): no Post to %s sent after it was answered within %v", n, changed, s.name, reloadKeysStall)
 							cancel() // unblock the callers: the run is over
 							return
 						}
@@ -585,24 +585,24 @@ func TestReloadEveryKeyUnderLoad(t *testing.T) {
 			}
 			last.Legacy.HandlerLifetime = env.Off
 			if err := inv.Reload(last); err != nil {
-				rejected.add("the last reload, without idle timeouts and lifetimes: %v", err)
+				rejected.Add("the last reload, without idle timeouts and lifetimes: %v", err)
 			}
 			for _, s := range schemas {
 				id := ids.Add(1)
 				if err := reloadKeysCall(ctx, inv, s, id, false); err != nil {
-					fails.add("%s Post, id %d, after the last reload: %v", s.name, id, err)
+					fails.Add("%s Post, id %d, after the last reload: %v", s.name, id, err)
 				}
 			}
 			sent := ids.Load()
 
-			if n, first := rejected.report(); n > 0 {
+			if n, first := rejected.Report(); n > 0 {
 				t.Errorf("%d of %d reloads rejected or stalled:\n\t%s", n, reloads, first)
 			}
-			if n, first := fails.report(); n > 0 {
+			if n, first := fails.Report(); n > 0 {
 				t.Errorf("%d of %d requests failed during %d reloads; first errors:\n\t%s", n, sent, reloads, first)
 			}
 			if run.shadow {
-				if n, first := pub.failed.report(); n > 0 {
+				if n, first := pub.failed.Report(); n > 0 {
 					t.Errorf("%d shadow comparisons found the sockets request failed; first:\n\t%s", n, first)
 				}
 				if pub.compared.Load() == 0 {

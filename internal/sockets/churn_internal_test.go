@@ -70,7 +70,7 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 		tr := openWithDial(t, engineSchema(engine, u, func(s *env.SourceSchema) { s.ConnLifetime = lifetime }), dial)
 		ranOn(t, engine, tr)
 
-		var fails loadFailures
+		var fails failures
 		stop := make(chan struct{})
 		timer := time.AfterFunc(duration, func() { close(stop) })
 		defer timer.Stop()
@@ -78,7 +78,7 @@ func TestConnLifetimeUnderLoad(t *testing.T) {
 		during := srv.Counts()
 		goAfter, fdAfter := loadShutdown(t, tr, srv, fdBefore)
 
-		failed, firstFails := fails.report()
+		failed, firstFails := fails.Report()
 		t.Logf("\n| engine | lifetime × time | callers | sent | failed | conns opened / closed during the run | most open at once (server / client) | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|---|\n| %s | %v × %v | %d | %d | %d | %d / %d | %d / %d | %d / %d | %d / %d |",
 			engine, lifetime, duration, callers, sent, failed, during.Opened, during.Closed, during.MaxOpen, clientMax.Load(), fdBefore, fdAfter, goBefore, goAfter)
 		if failed > 0 {
@@ -127,7 +127,7 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 		tr := openSchemaWith(t, engineSchema(engine, u, func(s *env.SourceSchema) { s.IdleConnTimeout = time.Millisecond }), func(*backend.Schema) {})
 		ranOn(t, engine, tr)
 
-		var fails loadFailures
+		var fails failures
 		var sent atomic.Int64
 		deadline := time.Now().Add(duration)
 		var wg sync.WaitGroup
@@ -146,7 +146,7 @@ func TestIdleTimeoutUnderLoad(t *testing.T) {
 		during := srv.Counts()
 		goAfter, fdAfter := loadShutdown(t, tr, srv, fdBefore)
 
-		failed, firstFails := fails.report()
+		failed, firstFails := fails.Report()
 		t.Logf("\n| engine | idle timeout × time | callers | sent | failed | schema saw | conns opened / closed | fds before / after | goroutines before / after |\n|---|---|---|---|---|---|---|---|---|\n| %s | 1ms × %v | %d | %d | %d | %d | %d / %d | %d / %d | %d / %d |",
 			engine, duration, callers, sent.Load(), failed, srv.Requests(), during.Opened, during.Closed, fdBefore, fdAfter, goBefore, goAfter)
 		if failed > 0 {

@@ -3,7 +3,6 @@ package sockets
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // The harness of the engine, stray-byte, hostile-server and settings
@@ -182,30 +182,5 @@ func sendAtOnce(t *testing.T, tr http.RoundTripper, ctx context.Context, u strin
 	return statuses
 }
 
-// failures counts what goroutines report as failed and keeps the first
-// few messages, for the test's report.
-type failures struct {
-	mu   sync.Mutex
-	n    int64
-	errs []string
-}
-
-// failuresKept is how many messages a failures keeps.
-const failuresKept = 8
-
-func (f *failures) add(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if len(f.errs) < failuresKept {
-		f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	}
-}
-
-// report returns how many failures were added and the messages kept, one
-// a line, joined by a newline and a tab.
-func (f *failures) report() (n int64, first string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n, strings.Join(f.errs, "\n\t")
-}
+// failures is wiretest.Failures.
+type failures = wiretest.Failures

@@ -262,42 +262,18 @@ const soakVar = "FUSION_SOAK"
 // soakEnabled reports whether the long versions run.
 func soakEnabled() bool { return !testing.Short() && os.Getenv(soakVar) != "0" }
 
-// loadFailures counts the failed requests of a load test and keeps the
-// first few messages.
-type loadFailures struct {
-	mu   sync.Mutex
-	n    int64
-	errs []string
-}
-
-func (f *loadFailures) add(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if len(f.errs) < 8 {
-		f.errs = append(f.errs, fmt.Sprintf(format, args...))
-	}
-}
-
-// report returns how many failed and the messages kept, one a line.
-func (f *loadFailures) report() (n int64, first string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n, strings.Join(f.errs, "\n\t")
-}
-
 // loadCall sends one request to u on tr, within testTimeout, and records
 // a failure: an error, or another answer than a wiretest.CountingServer's.
-func loadCall(tr http.RoundTripper, u string, fails *loadFailures) {
+func loadCall(tr http.RoundTripper, u string, fails *failures) {
 	st, body, err := wireCall(tr, u, `{"query":"{ ok }"}`)
 	if err != nil || st != http.StatusOK || body != `{"data":{"ok":true}}` {
-		fails.add("%d %q, %v", st, body, err)
+		fails.Add("%d %q, %v", st, body, err)
 	}
 }
 
 // closedLoop runs callers goroutines that each send to u on tr, one
 // request after the other, until stop; it returns the requests sent.
-func closedLoop(tr http.RoundTripper, u string, callers int, stop <-chan struct{}, fails *loadFailures) int64 {
+func closedLoop(tr http.RoundTripper, u string, callers int, stop <-chan struct{}, fails *failures) int64 {
 	var sent atomic.Int64
 	var wg sync.WaitGroup
 	for range callers {

@@ -1,7 +1,6 @@
 package sockets
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -29,32 +28,9 @@ import (
 // the legacy path's side of these cases, which docs/reliability.md
 // compares.
 
-// strayServer answers each request with its own answer, and in the same
-// write, right after it, with bytes nobody asked for: a whole second
-// response (stray "response"), or bytes past a Content-Length that is too
-// short (stray "overrun"). The answer's body echoes the request's
-// X-Call header, so a caller can tell its own answer from another's.
+// strayServer is wiretest.NewStrayServer (answers followed by stray bytes).
 func strayServer(t *testing.T, kind string) *wiretest.RawServer {
-	return wiretest.NewRawServer(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			req, err := wiretest.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			body := `{"data":{"call":"` + req.Header.Get("X-Call") + `"}}`
-			answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			stray := `{"data":{"call":"stray"}}`
-			switch kind {
-			case "response":
-				answer += fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(stray), stray)
-			case "overrun":
-				answer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body+"HTTP/1.1 200 OK\r\nContent-Length: "+fmt.Sprint(len(stray))+"\r\n\r\n"+stray)
-			}
-			if _, err := io.WriteString(c, answer); err != nil {
-				return
-			}
-		}
-	})
+	return wiretest.NewStrayServer(t, kind)
 }
 
 // TestHostileStrayResponse: with 8 callers sharing 2 connections, a server
@@ -88,16 +64,16 @@ func TestHostileStrayResponse(t *testing.T) {
 							body, err := sendRead(tr, gqlRequest(context.Background(), srv.URL, `{"query":"{ call }"}`, "X-Call", id))
 							switch {
 							case err != nil:
-								errs.add("call %s: %v", id, err)
+								errs.Add("call %s: %v", id, err)
 							case body != `{"data":{"call":"`+id+`"}}`:
-								wrong.add("call %s got %s", id, body)
+								wrong.Add("call %s got %s", id, body)
 							}
 						}
 					})
 				}
 				wg.Wait()
-				nWrong, firstWrong := wrong.report()
-				nErr, firstErr := errs.report()
+				nWrong, firstWrong := wrong.Report()
+				nErr, firstErr := errs.Report()
 				t.Logf("%s, %s: %d calls, %d wrong answers, %d errors (first error: %q)", kind, engine, calls, nWrong, nErr, firstErr)
 				if nWrong > 0 {
 					t.Errorf("%d of %d callers got an answer that was not theirs; first:\n\t%s", nWrong, calls, firstWrong)
@@ -313,7 +289,7 @@ func TestHostileCrowd(t *testing.T) {
 				defer cancel()
 				<-start
 				if _, err := sendRead(tr, gqlRequest(ctx, u, `{"query":"{ ok }"}`)); err != nil {
-					failed.add("call %d: %v", n, err)
+					failed.Add("call %d: %v", n, err)
 				}
 			})
 		}
@@ -323,7 +299,7 @@ func TestHostileCrowd(t *testing.T) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		t.Logf("%s: %d callers took %v; %d joined the pool's queue, %d served, %d left it", engine, callers, time.Since(began), q.joined, q.served, q.left)
-		if n, first := failed.report(); n > 0 {
+		if n, first := failed.Report(); n > 0 {
 			t.Errorf("%d of %d requests failed (missed their %v deadline?); first:\n\t%s", n, callers, crowdDeadline, first)
 		}
 		if q.overtaken != 0 || len(q.queue) != 0 {

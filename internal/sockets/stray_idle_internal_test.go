@@ -558,10 +558,10 @@ func (c *injectConn) Read(p []byte) (int, error) {
 			select {
 			case <-inj.sent:
 				if werr := awaitReadable(c.Conn.(*net.TCPConn)); werr != nil {
-					c.fails.add("the stray after byte %d on %s: %v", inj.end, c.key, werr)
+					c.fails.Add("the stray after byte %d on %s: %v", inj.end, c.key, werr)
 				}
 			case <-time.After(testTimeout):
-				c.fails.add("the server did not write its stray on %s within %v", c.key, testTimeout)
+				c.fails.Add("the server did not write its stray on %s within %v", c.key, testTimeout)
 			}
 		}
 	}
@@ -743,17 +743,17 @@ func TestStrayCrowd(t *testing.T) {
 								own := `{"data":{"user":"` + user + `","call":"` + call + `","pad":"`
 								switch {
 								case err != nil:
-									errs.add("%s call %s: %v", user, call, err)
+									errs.Add("%s call %s: %v", user, call, err)
 								case !strings.HasPrefix(string(body), own) || !strings.HasSuffix(string(body), `"}}`):
-									wrong.add("%s call %s got %.80s", user, call, body)
+									wrong.Add("%s call %s got %.80s", user, call, body)
 								}
 							}
 						})
 					}
 					wg.Wait()
-					nWrong, firstWrong := wrong.report()
-					nErr, firstErr := errs.report()
-					nFail, firstFail := fails.report()
+					nWrong, firstWrong := wrong.Report()
+					nErr, firstErr := errs.Report()
+					nFail, firstFail := fails.Report()
 					total := int64(users * calls)
 					t.Logf("%s %s/%s: %d calls, %d strays, %d asked to close, %d wrong answers, %d errors", engine, scheme, kind, total, min(strays.Load(), max), closes.Load(), nWrong, nErr)
 					if nFail > 0 {

@@ -2,6 +2,7 @@ package wiretest
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -62,4 +63,33 @@ func ReadRequest(br *bufio.Reader) (*http.Request, error) {
 	}
 	_, err = io.Copy(io.Discard, req.Body)
 	return req, err
+}
+
+// NewStrayServer answers each request with its own answer, and in the same
+// write, right after it, with bytes nobody asked for: a whole second
+// response (kind "response"), or bytes past a Content-Length that is too
+// short (kind "overrun"). The answer's body echoes the request's X-Call
+// header, {"data":{"call":"<X-Call>"}}, so a caller can tell its own
+// answer from another's; the stray one says "stray".
+func NewStrayServer(t testing.TB, kind string) *RawServer {
+	return NewRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body := `{"data":{"call":"` + req.Header.Get("X-Call") + `"}}`
+			answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			stray := `{"data":{"call":"stray"}}`
+			switch kind {
+			case "response":
+				answer += fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(stray), stray)
+			case "overrun":
+				answer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body+"HTTP/1.1 200 OK\r\nContent-Length: "+fmt.Sprint(len(stray))+"\r\n\r\n"+stray)
+			}
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
+		}
+	})
 }
