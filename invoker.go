@@ -75,7 +75,7 @@ type route struct {
 	inv            *Transport
 	name           string
 	path           env.Path // the path the route sends on
-	engine         string   // sockets: the engine serving it (sockets.EngineFor); empty on legacy
+	engine         string   // the engine serving it (its transport's Description); empty on legacy
 	candidate      bool     // the shadow candidate, not the serving route
 	url            *url.URL
 	target         string        // scheme://host:port, lower case, for Do on a bound backend
@@ -249,7 +249,6 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		inv:            inv,
 		name:           name,
 		path:           path,
-		engine:         engineOf(path, settings, u.Scheme),
 		candidate:      candidate,
 		url:            u,
 		target:         u.Scheme + "://" + backend.HostPort(u),
@@ -295,6 +294,7 @@ func (inv *Transport) attachTransport(r *route, s *backend.Schema, be backend.Ba
 		}
 	}
 	r.desc = r.transport.Describe()
+	r.engine = r.desc.Engine
 	r.anyBody = r.desc.WritesAnyBody
 	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
 		r.timed = ht

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/canary"
-	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/sockets"
 )
 
 // recentCap bounds the events the status page keeps: enough for the last
@@ -76,14 +74,4 @@ func (r *recentEvents) snapshot() []statusEvent {
 		out = append(out, r.buf[(r.next-i)%recentCap])
 	}
 	return out
-}
-
-// engineOf is the engine a route on path serves with: sockets.EngineFor's
-// choice on sockets, none on legacy.
-func engineOf(path env.Path, s env.Settings, scheme string) string {
-	if path != env.PathSockets {
-		return ""
-	}
-	engine, _, _ := sockets.EngineFor(s, scheme)
-	return engine
 }

@@ -182,8 +182,7 @@ func open(s *backend.Schema) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sockets: %w", err)
 	}
-	engine, _, _ := isockets.EngineFor(s.Settings, s.URL.Scheme)
-	return newTransport(s, be, pool, engine), nil
+	return newTransport(s, be, pool), nil
 }
 
 // addressHook converts the pool's address events for f.

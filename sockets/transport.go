@@ -21,12 +21,11 @@ import (
 type Transport struct {
 	// All fields are set by New and never change; the pool guards its own
 	// state and closed is atomic.
-	name   string
-	url    *url.URL
-	engine string
-	pool   backend.Transport // drained by Close
-	desc   backend.Description
-	chain  http.RoundTripper // decompression (if on) around the sender
+	name  string
+	url   *url.URL
+	pool  backend.Transport // drained by Close
+	desc  backend.Description
+	chain http.RoundTripper // decompression (if on) around the sender
 
 	// timed is the pool's own header timer when it bounds every request
 	// of the schema; header and request are the schema's bounds.
@@ -39,9 +38,9 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // newTransport wraps pool, the schema's, as a Transport.
-func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport, engine string) *Transport {
+func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport) *Transport {
 	t := &Transport{
-		name: s.Name, url: s.URL, engine: engine, pool: pool, desc: pool.Describe(),
+		name: s.Name, url: s.URL, pool: pool, desc: pool.Describe(),
 		header: env.Bound(s.Settings.HeaderTimeout), request: env.Bound(s.Settings.RequestTimeout),
 	}
 	if ht := t.desc.Timed; ht != nil && ht.TimesHeaders(s) && t.request == 0 && t.header > 0 {
@@ -186,7 +185,7 @@ type AddressStats struct {
 
 // Stats reports the pool's engine, connections and addresses now.
 func (t *Transport) Stats() Stats {
-	st := Stats{Engine: t.engine}
+	st := Stats{Engine: t.desc.Engine}
 	if t.desc.Conns != nil {
 		st.Conns, st.Idle = t.desc.Conns()
 	}

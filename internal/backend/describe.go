@@ -12,6 +12,11 @@ import (
 // sends: the request path wraps Post's body, bounds the header wait itself
 // and reports neither connections nor addresses.
 type Description struct {
+	// Engine is the engine that speaks HTTP on the Transport's connections
+	// (the sockets path: env.EngineH1 or env.EngineNetHTTP). Empty: the
+	// path has no engine to name (legacy, a SchemaOptions.RoundTripper).
+	Engine string
+
 	// WritesAnyBody: the Transport sends a request body of known length
 	// with the request's head in one write whatever the body's type, for
 	// every request (the sockets path's h1 engine). The request path then

@@ -7,7 +7,8 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 )
 
-// TestDescribe: a pool says what the request path reads of it. Only h1
+// TestDescribe: a pool says what the request path reads of it: its
+// engine (the status page shows it, sockets.Transport.Stats reports it). Only h1
 // writes any body as it is; every pool bounds its header wait itself and
 // reports its connections and addresses, the same counts its own methods
 // give.
@@ -17,6 +18,9 @@ func TestDescribe(t *testing.T) {
 		tr := openSchemaWith(t, engineSchema(engine, srv.URL, nil), func(*backend.Schema) {})
 		ranOn(t, engine, tr)
 		d := tr.Describe()
+		if d.Engine != engine {
+			t.Errorf("Engine = %q, want %q", d.Engine, engine)
+		}
 		if got, want := d.WritesAnyBody, engine == env.EngineH1; got != want {
 			t.Errorf("WritesAnyBody = %v, want %v", got, want)
 		}

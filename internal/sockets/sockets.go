@@ -287,12 +287,17 @@ func (t *poolTransport) netHTTPRoundTrip(c *conn, pending bool, req *http.Reques
 	return resp, err
 }
 
-// Describe says what the pool can do: on the h1 engine it writes a body
+// Describe says what the pool is and can do: its engine; on the h1 engine it writes a body
 // of known length with the head whatever its type; it bounds the header
 // wait itself (TimesHeaders says for which schemas); it counts its
 // connections and knows its addresses.
 func (t *poolTransport) Describe() backend.Description {
+	engine := env.EngineNetHTTP
+	if t.pool.h1 != nil {
+		engine = env.EngineH1
+	}
 	return backend.Description{
+		Engine:        engine,
 		WritesAnyBody: t.pool.h1 != nil,
 		Timed:         t,
 		Conns:         t.Conns,
