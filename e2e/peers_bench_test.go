@@ -15,6 +15,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
+	"github.com/fusiongo/transport/sockets"
 )
 
 // BenchmarkPeers puts the transport's engines beside the fastest Go client
@@ -29,6 +30,8 @@ import (
 //   - fasthttp.HostClient: Do with one pre-built Request and Response
 //     reused by every call, as fasthttp users write it;
 //   - http.Client: net/http's Client on a cloned DefaultTransport;
+//   - sockets.Transport: package sockets' owned transport alone, its
+//     RoundTrip with a request built per call, as for http.Client;
 //   - sockets:nethttp/Post and sockets:h1/Post: the transport's Post on the
 //     sockets path with each engine; legacy/Post the legacy path;
 //   - .../PostFunc: the transport's PostFunc, the response borrowed until
@@ -98,6 +101,30 @@ func BenchmarkPeers(b *testing.B) {
 			req.Header["Authorization"] = []string{peersAuthorization}
 			req.Header["X-Request-Id"] = []string{peersRequestID}
 			resp, err := client.Do(req)
+			return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
+		})
+	})
+
+	// sockets.Transport alone, as an http.RoundTripper (the way a
+	// HostClient is used): the caller builds each request, as with
+	// net/http's Client, and the request path (header rules, retry, ...)
+	// is not in front.
+	b.Run("sockets.Transport", func(b *testing.B) {
+		rt, err := sockets.New(sockets.Config{Name: "products", URL: url, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		srv.Measure(b, peersWarmCalls, func() error {
+			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(peersQuery))
+			if err != nil {
+				return err
+			}
+			req.Header["Content-Type"] = []string{peersContentType}
+			req.Header["Accept"] = []string{peersAccept}
+			req.Header["Authorization"] = []string{peersAuthorization}
+			req.Header["X-Request-Id"] = []string{peersRequestID}
+			resp, err := rt.RoundTrip(req)
 			return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
 		})
 	})
