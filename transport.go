@@ -19,6 +19,13 @@
 // sockets path at startup; see package env for the configuration and
 // docs/design.md for the request path, the paths, the engines and the
 // reload contract.
+//
+// Every error value and type of every path is package fault's
+// (errors.Is(err, fault.ErrCircuitOpen), errors.As(err,
+// new(*fault.HeaderTimeoutError))). A program that wants one path alone,
+// without the request path, has its public face: package sockets (an
+// owned transport for one source schema, an http.RoundTripper) and
+// package legacy (the shared client).
 package transport
 
 import (
