@@ -335,3 +335,70 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseUnderLoad: Close while 8 callers send: each call gets its own
+// answer or fault.ErrClosed, never another's bytes or another error; once
+// the callers are done every connection the server accepted is closed.
+func TestCloseUnderLoad(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				w.Write(b)
+			})
+			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.MaxConnsPerHost = 4 })
+			var answered, refused atomic.Int64
+			halfway := make(chan struct{})
+			var once sync.Once
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := range 8 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						want := fmt.Sprintf(`{"caller":%d,"call":%d}`, g, i)
+						req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(want))
+						resp, err := rt.RoundTrip(req)
+						if errors.Is(err, fault.ErrClosed) {
+							refused.Add(1)
+							return
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						got, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil || string(got) != want {
+							errs <- fmt.Errorf("caller %d call %d got %q (%v), want %q", g, i, got, err, want)
+							return
+						}
+						if answered.Add(1) == 200 {
+							once.Do(func() { close(halfway) })
+						}
+					}
+				})
+			}
+			select {
+			case <-halfway:
+			case <-time.After(30 * time.Second):
+				t.Fatal("200 calls did not complete")
+			}
+			rt.Close()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if refused.Load() != 8 {
+				t.Errorf("%d callers ended with fault.ErrClosed, want all 8", refused.Load())
+			}
+			for srv.closed.Load() < srv.opened.Load() {
+				select {
+				case <-srv.closedCh:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%d of %d connections still open after Close and the last call", srv.opened.Load()-srv.closed.Load(), srv.opened.Load())
+				}
+			}
+		})
+	}
+}
