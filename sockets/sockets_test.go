@@ -402,3 +402,45 @@ func TestCloseUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// netConnWrapper is what a metrics Dial hook returns, with the documented
+// way to the socket (NetConn), so engine h1 can check it before reuse.
+type netConnWrapper struct{ net.Conn }
+
+func (c netConnWrapper) NetConn() net.Conn { return c.Conn }
+
+// TestDialHook: Config.Dial opens every connection, asked for the schema's
+// host and port; with a wrapper that shows its socket, the connection is
+// reused on both engines.
+func TestDialHook(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			srv := newServer(t, func(http.ResponseWriter, *http.Request) {})
+			var mu sync.Mutex
+			var dialled []string
+			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) {
+				c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					mu.Lock()
+					dialled = append(dialled, addr)
+					mu.Unlock()
+					conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return netConnWrapper{conn}, nil
+				}
+			})
+			for range 3 {
+				post(t, rt, srv.URL, `{}`)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(dialled) != 1 || dialled[0] != srv.Listener.Addr().String() {
+				t.Errorf("Dial called for %v, want once, for %s", dialled, srv.Listener.Addr())
+			}
+			if n := srv.opened.Load(); n != 1 {
+				t.Errorf("server accepted %d connections for 3 calls, want 1", n)
+			}
+		})
+	}
+}
