@@ -16,6 +16,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -407,7 +408,7 @@ func TestWrappedInvokerBesideClient(t *testing.T) {
 // what the Do it makes allocates. The source schema is served in process,
 // so the counts hold still.
 func TestRoundTripperRouteAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	ht := &wiretest.HandlerTransport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}

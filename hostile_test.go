@@ -20,6 +20,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -535,7 +536,7 @@ func TestHostileCrowd(t *testing.T) {
 // crowdDeadline is each crowd caller's deadline: four times the server's
 // own work for 2,000 requests on 4 connections (500ms); three times that
 // under the race detector, which slows the client about as much.
-var crowdDeadline = map[bool]time.Duration{false: 2 * time.Second, true: 6 * time.Second}[raceEnabled]
+var crowdDeadline = map[bool]time.Duration{false: 2 * time.Second, true: 6 * time.Second}[race.Enabled]
 
 // TestDoTargetComparedAsURLs: on the sockets path Do sends only to the
 // schema's scheme, host and port, compared as URLs are: the host without

@@ -15,6 +15,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 )
 
@@ -214,7 +215,7 @@ func TestPostFuncThroughPipeline(t *testing.T) {
 // and response are pooled. The responder is rawhttp's, in process, which
 // allocates nothing per request.
 func TestPostFuncAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates, and drops pooled items")
 	}
 	srv, err := rawhttp.Start(benchAnswer)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -238,21 +238,7 @@ func (q *crowdQueue) event(ctx context.Context, ev backend.QueueEvent) {
 // crowdDeadline is each crowd caller's deadline: four times the server's
 // own work for 2,000 requests on 4 connections (500ms); three times that
 // under the race detector, which slows the client about as much.
-var crowdDeadline = map[bool]time.Duration{false: 2 * time.Second, true: 6 * time.Second}[raceBuild()]
-
-// raceBuild reports whether the test binary was built with -race.
-func raceBuild() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
+var crowdDeadline = map[bool]time.Duration{false: 2 * time.Second, true: 6 * time.Second}[race.Enabled]
 
 // TestHostileCrowd: 2,000 callers (500 with -short) at once behind
 // max_conns_per_host 4, each with a 2s deadline, against a server that

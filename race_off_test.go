@@ -1,5 +1,0 @@
-//go:build !race
-
-package transport_test
-
-const raceEnabled = false
