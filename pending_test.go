@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,28 +17,14 @@ import (
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/internal/testsupport/queuemodel"
 )
 
-// queueRecorder records a pool's queue events (transport.WithQueueHook) per
-// caller, numbered by the X-Call header of the gateway request in the
-// request's context, and checks them against a model of the queue: a
-// request joins at the tail, goes back to the head when requeued, and must
-// be the head when it is served (or, if it never waited, the queue must be
-// empty). option gives the invoker the hook. (Beside TestOverloaded*, the
-// crowd test of hostile_test.go reads its model; TestMaxPendingRequests,
-// with the pool's own recorder, is in internal/sockets.)
-type queueRecorder struct {
-	mu        sync.Mutex
-	queue     []int // the model: callers waiting, oldest first
-	joined    int   // callers that joined the queue
-	served    int   // backend.QueueServed events
-	refused   int   // backend.QueueRefused events
-	left      int   // backend.QueueLeft events: gave up waiting
-	overtaken int   // served while not the model's head: must stay 0
-	firstBad  string
-	// onEvent, when set, runs after each event with mu held.
-	onEvent func(r *queueRecorder, ev backend.QueueEvent)
-}
+// queueRecorder feeds a queue model the pool's queue events
+// (transport.WithQueueHook) of the requests numbered by the X-Call header
+// of the gateway request in their context; option gives the invoker the
+// hook.
+type queueRecorder struct{ queuemodel.Model }
 
 // option has the invoker report its pools' queue events to r.
 func (r *queueRecorder) option() transport.Option { return transport.WithQueueHook(r.event) }
@@ -51,46 +36,7 @@ func (r *queueRecorder) event(ctx context.Context, ev backend.QueueEvent) {
 	}
 	var n int
 	fmt.Sscan(g.Header.Get("X-Call"), &n)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch ev {
-	case backend.QueueJoined:
-		r.joined++
-		r.queue = append(r.queue, n)
-	case backend.QueueRequeued:
-		r.queue = append([]int{n}, r.queue...)
-	case backend.QueueServed:
-		r.served++
-		switch {
-		case len(r.queue) > 0 && r.queue[0] == n:
-			r.queue = r.queue[1:]
-		case len(r.queue) > 0:
-			// Served before the head: overtook every request before it.
-			at := -1
-			for i, q := range r.queue {
-				if q == n {
-					at = i
-				}
-			}
-			r.overtaken++
-			if r.firstBad == "" {
-				r.firstBad = fmt.Sprintf("call %d served at place %d of the queue %v...", n, at, r.queue[:min(len(r.queue), 5)])
-			}
-			if at >= 0 {
-				r.queue = append(r.queue[:at], r.queue[at+1:]...)
-			}
-		}
-	case backend.QueueLeft:
-		r.left++
-		if i := slices.Index(r.queue, n); i >= 0 {
-			r.queue = slices.Delete(r.queue, i, i+1)
-		}
-	case backend.QueueRefused:
-		r.refused++
-	}
-	if r.onEvent != nil {
-		r.onEvent(r, ev)
-	}
+	r.Event(n, ev)
 }
 
 // TestOverloadedNotRetriedSentOnLegacy: a query refused at
@@ -157,9 +103,7 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 		}
 		close(release)
 		wg.Wait()
-		rec.mu.Lock()
-		refused := rec.refused
-		rec.mu.Unlock()
+		refused := rec.Counts().Refused
 		if refused != 2 {
 			t.Errorf("the pool refused %d times, want 2: a refusal is not retried", refused)
 		}
@@ -179,13 +123,11 @@ func overloadedNotRetried(t *testing.T, canaried bool) {
 func fillQueue(t *testing.T, inv transport.Invoker, rec *queueRecorder, arrived <-chan struct{}) *sync.WaitGroup {
 	t.Helper()
 	joined := make(chan struct{}, 1)
-	rec.mu.Lock()
-	rec.onEvent = func(r *queueRecorder, ev backend.QueueEvent) {
+	rec.OnEvent(func(_ queuemodel.Counts, ev backend.QueueEvent) {
 		if ev == backend.QueueJoined {
 			joined <- struct{}{}
 		}
-	}
-	rec.mu.Unlock()
+	})
 	wg := &sync.WaitGroup{}
 	for i, step := range []<-chan struct{}{arrived, joined} {
 		wg.Go(func() {

@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/testsupport/queuemodel"
 )
 
 // What the pool tests moved from the root package (addresses, connections,
@@ -187,70 +187,17 @@ func untilEjected(t *testing.T, tr http.RoundTripper, u string, events <-chan ba
 	return backend.AddressEvent{}
 }
 
-// callKey is the context key of a request's caller number, which a
-// queueRecorder reads.
+// callKey is the context key of a request's caller number, which
+// queueHook reads.
 type callKey struct{}
 
-// queueRecorder records a pool's queue events (backend.Schema.OnQueue)
-// per caller, numbered by callKey in the request's context, and checks
-// them against a model of the queue: a request joins at the tail, goes
-// back to the head when requeued, and must be the head when it is served
-// (or, if it never waited, the queue must be empty).
-type queueRecorder struct {
-	mu        sync.Mutex
-	queue     []int // the model: callers waiting, oldest first
-	joined    int   // callers that joined the queue
-	refused   int   // backend.QueueRefused events
-	overtaken int   // served while not the model's head: must stay 0
-	firstBad  string
-	// onEvent, when set, runs after each event with mu held.
-	onEvent func(r *queueRecorder, ev backend.QueueEvent)
-}
-
-func (r *queueRecorder) event(ctx context.Context, ev backend.QueueEvent) {
-	n, ok := ctx.Value(callKey{}).(int)
-	if !ok {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch ev {
-	case backend.QueueJoined:
-		r.joined++
-		r.queue = append(r.queue, n)
-	case backend.QueueRequeued:
-		r.queue = append([]int{n}, r.queue...)
-	case backend.QueueServed:
-		r.served(n)
-	case backend.QueueLeft:
-		if i := slices.Index(r.queue, n); i >= 0 {
-			r.queue = slices.Delete(r.queue, i, i+1)
+// queueHook feeds m the pool's queue events (backend.Schema.OnQueue) of
+// the requests numbered by callKey in their context.
+func queueHook(m *queuemodel.Model) func(context.Context, backend.QueueEvent) {
+	return func(ctx context.Context, ev backend.QueueEvent) {
+		if n, ok := ctx.Value(callKey{}).(int); ok {
+			m.Event(n, ev)
 		}
-	case backend.QueueRefused:
-		r.refused++
-	}
-	if r.onEvent != nil {
-		r.onEvent(r, ev)
-	}
-}
-
-// served takes caller n out of the model, counting it when it overtook
-// a request before it. r.mu is held.
-func (r *queueRecorder) served(n int) {
-	if len(r.queue) == 0 {
-		return
-	}
-	if r.queue[0] == n {
-		r.queue = r.queue[1:]
-		return
-	}
-	at := slices.Index(r.queue, n)
-	r.overtaken++
-	if r.firstBad == "" {
-		r.firstBad = fmt.Sprintf("call %d served at place %d of the queue %v...", n, at, r.queue[:min(len(r.queue), 5)])
-	}
-	if at >= 0 {
-		r.queue = slices.Delete(r.queue, at, at+1)
 	}
 }
 

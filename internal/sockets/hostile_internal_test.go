@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
-	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/testsupport/queuemodel"
 	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
@@ -186,55 +185,6 @@ func TestHostileStaleIdleConnections(t *testing.T) {
 	})
 }
 
-// crowdCall is the context key of a crowd caller's number.
-type crowdCall struct{}
-
-// crowdQueue is a model of a pool's wait queue, fed by its queue hook
-// (backend.Schema.OnQueue) with each request's number (crowdCall): a
-// request joins at the tail, goes back to the head when requeued, and must
-// be the head when it is served (or, if it never waited, the queue must be
-// empty).
-type crowdQueue struct {
-	mu                   sync.Mutex
-	queue                []int // the callers waiting, oldest first
-	joined, served, left int
-	overtaken            int // served while not the model's head: must stay 0
-	firstBad             string
-}
-
-func (q *crowdQueue) event(ctx context.Context, ev backend.QueueEvent) {
-	n, ok := ctx.Value(crowdCall{}).(int)
-	if !ok {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch ev {
-	case backend.QueueJoined:
-		q.joined++
-		q.queue = append(q.queue, n)
-	case backend.QueueRequeued:
-		q.queue = append([]int{n}, q.queue...)
-	case backend.QueueServed:
-		q.served++
-		at := slices.Index(q.queue, n)
-		if at != 0 && len(q.queue) > 0 {
-			q.overtaken++
-			if q.firstBad == "" {
-				q.firstBad = fmt.Sprintf("call %d served at place %d of the queue %v...", n, at, q.queue[:min(len(q.queue), 5)])
-			}
-		}
-		if at >= 0 {
-			q.queue = slices.Delete(q.queue, at, at+1)
-		}
-	case backend.QueueLeft:
-		q.left++
-		if i := slices.Index(q.queue, n); i >= 0 {
-			q.queue = slices.Delete(q.queue, i, i+1)
-		}
-	}
-}
-
 // crowdDeadline is each crowd caller's deadline: four times the server's
 // own work for 2,000 requests on 4 connections (500ms); three times that
 // under the race detector, which slows the client about as much.
@@ -259,19 +209,19 @@ func TestHostileCrowd(t *testing.T) {
 			io.WriteString(w, `{"data":{}}`)
 		}})
 		u := srv.SchemaURL()
-		q := &crowdQueue{}
+		var q queuemodel.Model
 		tr := openHooked(t, engineOn(engine, u, func(s *env.SourceSchema) {
 			s.MaxConnsPerHost = 4
 			s.MaxIdleConnsPerHost = 4
 			s.MaxPendingRequests = env.NoLimit // the whole crowd may wait (max_pending_requests' default is 1024)
-		}), hooks{onQueue: q.event})
+		}), hooks{onQueue: queueHook(&q)})
 		ranOn(t, engine, tr)
 		start := make(chan struct{})
 		var failed failures
 		var wg sync.WaitGroup
 		for n := range callers {
 			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), crowdCall{}, n), crowdDeadline)
+				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callKey{}, n), crowdDeadline)
 				defer cancel()
 				<-start
 				if _, err := sendRead(tr, gqlRequest(ctx, u, `{"query":"{ ok }"}`)); err != nil {
@@ -282,16 +232,15 @@ func TestHostileCrowd(t *testing.T) {
 		began := time.Now()
 		close(start)
 		wg.Wait()
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		t.Logf("%s: %d callers took %v; %d joined the pool's queue, %d served, %d left it", engine, callers, time.Since(began), q.joined, q.served, q.left)
+		c := q.Counts()
+		t.Logf("%s: %d callers took %v; %d joined the pool's queue, %d served, %d left it", engine, callers, time.Since(began), c.Joined, c.Served, c.Left)
 		if n, first := failed.Report(); n > 0 {
 			t.Errorf("%d of %d requests failed (missed their %v deadline?); first:\n\t%s", n, callers, crowdDeadline, first)
 		}
-		if q.overtaken != 0 || len(q.queue) != 0 {
-			t.Errorf("the pool served %d requests while an older one waited (first: %s), %d left in its queue; want queue order exactly", q.overtaken, q.firstBad, len(q.queue))
+		if c.Overtaken != 0 || c.Waiting != 0 {
+			t.Errorf("the pool served %d requests while an older one waited (first: %s), %d left in its queue; want queue order exactly", c.Overtaken, c.FirstBad, c.Waiting)
 		}
-		if q.joined == 0 {
+		if c.Joined == 0 {
 			t.Error("no request waited in the pool's queue: the test measured nothing")
 		}
 	})

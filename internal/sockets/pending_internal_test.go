@@ -14,6 +14,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/testsupport/queuemodel"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -48,15 +49,16 @@ func TestMaxPendingRequests(t *testing.T) {
 			fmt.Fprintf(w, `{"data":{"call":%q}}`, call)
 		}})
 		full := make(chan struct{})
-		rec := &queueRecorder{onEvent: func(r *queueRecorder, ev backend.QueueEvent) {
-			if ev == backend.QueueRefused && r.refused == callers-conns-pending {
+		var rec queuemodel.Model
+		rec.OnEvent(func(c queuemodel.Counts, ev backend.QueueEvent) {
+			if ev == backend.QueueRefused && c.Refused == callers-conns-pending {
 				close(full)
 			}
-		}}
+		})
 		tr := openSchemaWith(t, engineSchema(engine, srv.SchemaURL(), func(s *env.SourceSchema) {
 			s.MaxConnsPerHost = conns
 			s.MaxPendingRequests = pending
-		}), func(s *backend.Schema) { s.OnQueue = rec.event })
+		}), func(s *backend.Schema) { s.OnQueue = queueHook(&rec) })
 		ranOn(t, engine, tr)
 
 		type result struct {
@@ -90,13 +92,11 @@ func TestMaxPendingRequests(t *testing.T) {
 		select {
 		case <-full:
 		case <-time.After(testTimeout):
-			rec.mu.Lock()
-			t.Errorf("refused %d, waiting %d, want %d refused", rec.refused, len(rec.queue), callers-conns-pending)
-			rec.mu.Unlock()
+			c := rec.Counts()
+			t.Errorf("refused %d, waiting %d, want %d refused", c.Refused, c.Waiting, callers-conns-pending)
 		}
-		rec.mu.Lock()
-		waiting, refused := len(rec.queue), rec.refused
-		rec.mu.Unlock()
+		c := rec.Counts()
+		waiting, refused := c.Waiting, c.Refused
 		if waiting != pending {
 			t.Errorf("%d requests wait with the queue full, want %d", waiting, pending)
 		}
@@ -139,11 +139,10 @@ func TestMaxPendingRequests(t *testing.T) {
 			t.Errorf("the server saw %d calls, %d were answered", len(seen), answered)
 		}
 		mu.Unlock()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		if rec.joined != pending || rec.overtaken != 0 || len(rec.queue) != 0 {
-			t.Errorf("%d joined the queue (want %d), %d served out of order (first: %s), %d left in it", rec.joined, pending, rec.overtaken, rec.firstBad, len(rec.queue))
+		c = rec.Counts()
+		if c.Joined != pending || c.Overtaken != 0 || c.Waiting != 0 {
+			t.Errorf("%d joined the queue (want %d), %d served out of order (first: %s), %d left in it", c.Joined, pending, c.Overtaken, c.FirstBad, c.Waiting)
 		}
-		t.Logf("%s: %d answered, %d refused with ErrOverloaded, %d waited, served in queue order", engine, answered, overloaded, rec.joined)
+		t.Logf("%s: %d answered, %d refused with ErrOverloaded, %d waited, served in queue order", engine, answered, overloaded, c.Joined)
 	})
 }
