@@ -140,24 +140,7 @@ func post(t *testing.T, inv transport.Invoker, ctx context.Context, schema strin
 // fails the test.
 func postAtOnce(t *testing.T, inv transport.Invoker, ctx context.Context, schema string, n int) (statuses []int) {
 	t.Helper()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			resp, err := inv.Post(ctx, schema, []byte(`{}`))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			mu.Lock()
-			statuses = append(statuses, resp.StatusCode)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return statuses
+	return wiretest.StatusesAtOnce(t, n, func() (*http.Response, error) { return inv.Post(ctx, schema, []byte(`{}`)) })
 }
 
 // postResult is what a Post sent by postAsync got: the body read to its

@@ -92,14 +92,10 @@ func BenchmarkPeers(b *testing.B) {
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr}
 		srv.Measure(b, peersWarmCalls, func() error {
-			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(peersQuery))
+			req, err := peersRequest(url)
 			if err != nil {
 				return err
 			}
-			req.Header["Content-Type"] = []string{peersContentType}
-			req.Header["Accept"] = []string{peersAccept}
-			req.Header["Authorization"] = []string{peersAuthorization}
-			req.Header["X-Request-Id"] = []string{peersRequestID}
 			resp, err := client.Do(req)
 			return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
 		})
@@ -116,14 +112,10 @@ func BenchmarkPeers(b *testing.B) {
 		}
 		defer rt.Close()
 		srv.Measure(b, peersWarmCalls, func() error {
-			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(peersQuery))
+			req, err := peersRequest(url)
 			if err != nil {
 				return err
 			}
-			req.Header["Content-Type"] = []string{peersContentType}
-			req.Header["Accept"] = []string{peersAccept}
-			req.Header["Authorization"] = []string{peersAuthorization}
-			req.Header["X-Request-Id"] = []string{peersRequestID}
 			resp, err := rt.RoundTrip(req)
 			return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
 		})
@@ -185,6 +177,20 @@ var (
 	peersAuthorization = rawhttp.BenchAuthorization
 	peersRequestID     = rawhttp.BenchRequestID
 )
+
+// peersRequest builds one call's request as a net/http user does: a new
+// request with the query and the four headers.
+func peersRequest(url string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(peersQuery))
+	if err != nil {
+		return nil, err
+	}
+	req.Header["Content-Type"] = []string{peersContentType}
+	req.Header["Accept"] = []string{peersAccept}
+	req.Header["Authorization"] = []string{peersAuthorization}
+	req.Header["X-Request-Id"] = []string{peersRequestID}
+	return req, nil
+}
 
 func checkLen(n int, err error) error {
 	if err == nil && n != len(peersAnswer) {

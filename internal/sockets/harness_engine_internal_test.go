@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fusiongo/transport/env"
@@ -162,24 +161,7 @@ func mustSendRead(t *testing.T, tr http.RoundTripper, ctx context.Context, u str
 // fails the test.
 func sendAtOnce(t *testing.T, tr http.RoundTripper, ctx context.Context, u string, n int, h ...string) (statuses []int) {
 	t.Helper()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			resp, err := sendResending(tr, gqlRequest(ctx, u, `{}`, h...))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			mu.Lock()
-			statuses = append(statuses, resp.StatusCode)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return statuses
+	return wiretest.StatusesAtOnce(t, n, func() (*http.Response, error) { return sendResending(tr, gqlRequest(ctx, u, `{}`, h...)) })
 }
 
 // failures is wiretest.Failures.
