@@ -104,7 +104,10 @@ func (t *Transport) err(err error) error {
 }
 
 // sender is the chain's innermost RoundTripper: it sends on the pool,
-// again when backend.Resend says the request may go again.
+// again when backend.Resend says the request may go again. The root's
+// sender (send.go) runs the same loop and also follows a reload
+// (backend.Moved); the judgement is backend.Resend's, written once, and
+// the loops stay apart so that neither takes a closure per call.
 type sender struct{ t *Transport }
 
 func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
