@@ -489,8 +489,14 @@ func TestHedgeQuantile(t *testing.T) {
 	}
 	defer close(releaseOf("late")) // held until the hedge cancels it
 	var sent, won atomic.Int64
+	// OnSent fires when a hedge's attempt ends: after the caller's
+	// return when the hedge is the held arrival and is cancelled by the
+	// winner, so the test waits for it here rather than reading a count.
+	sentCh := make(chan struct{}, 10)
 	lat := middleware.NewLatencies()
-	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat, OnSent: func(context.Context) { sent.Add(1) }, OnWon: func(context.Context) { won.Add(1) }})(http.DefaultTransport)
+	rt := middleware.Hedge(middleware.HedgeConfig{Quantile: 0.9, Latencies: lat,
+		OnSent: func(context.Context) { sent.Add(1); sentCh <- struct{}{} },
+		OnWon:  func(context.Context) { won.Add(1) }})(http.DefaultTransport)
 	// The fast queries go through a hedge of their own that shares the
 	// samples: once 20 are in, one of them may be hedged too, and its
 	// hedge reported later, from the goroutine that drains the loser;
@@ -523,11 +529,13 @@ func TestHedgeQuantile(t *testing.T) {
 	// before the first attempt and be the one held. Either way the caller
 	// gets the attempt that was not held (arrival 2), which without a
 	// hedge would never come before the release at the test's end.
-	if got := send(rt, queryBody, "late", true); got != "late arrival 2" || sent.Load() != before+1 {
-		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it (%d won); want the arrival that was not held, 2, after one hedge", got, sent.Load()-before, won.Load())
-	}
+	got := send(rt, queryBody, "late", true)
 	if await(t, arrived, "the late query's held arrival") != "late" {
 		t.Error("the held arrival was not the late query's")
+	}
+	await(t, sentCh, "the late query's hedge to be reported sent")
+	if got != "late arrival 2" || sent.Load() != before+1 {
+		t.Errorf("a held query after 21 samples: %q, %d hedges sent for it (%d won); want the arrival that was not held, 2, after one hedge", got, sent.Load()-before, won.Load())
 	}
 	releaseOn("mutation")
 	if got := send(rt, mutationBody, "mutation", true); got != "mutation arrival 1" || seen("mutation") != 1 {
