@@ -89,7 +89,7 @@ func withSchema(path env.Path, url string, edit func(*env.SourceSchema)) env.Con
 }
 
 // newInvoker builds an invoker and closes it when the test ends.
-func newInvoker(t *testing.T, cfg env.Config, opts ...transport.Option) *transport.Transport {
+func newInvoker(t testing.TB, cfg env.Config, opts ...transport.Option) *transport.Transport {
 	t.Helper()
 	opts = append([]transport.Option{transport.WithLookupEnv(noEnv), transport.WithLogger(quiet)}, opts...)
 	inv, err := transport.New(cfg, opts...)

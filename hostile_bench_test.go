@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -46,7 +44,7 @@ func BenchmarkHostileStrayResponse(b *testing.B) {
 				cfg := config(path, "products", srv.URL)
 				cfg.Defaults.MaxConnsPerHost = 2
 				cfg.ForwardHeaders = []string{"X-Call"}
-				inv := benchInvoker(b, cfg)
+				inv := newInvoker(b, cfg)
 				var next, wrong, failed atomic.Int64
 				var mu sync.Mutex
 				var firstWrong string
@@ -96,7 +94,7 @@ func BenchmarkHostileStaleIdle(b *testing.B) {
 			srv.Config.IdleTimeout = 20 * time.Millisecond
 			srv.Start()
 			b.Cleanup(srv.Close)
-			inv := benchInvoker(b, config(path, "products", srv.URL+"/graphql"))
+			inv := newInvoker(b, config(path, "products", srv.URL+"/graphql"))
 			var failed int64
 			i := 0
 			for b.Loop() {
@@ -114,17 +112,6 @@ func BenchmarkHostileStaleIdle(b *testing.B) {
 			reportPer1000(b, -1, failed)
 		})
 	}
-}
-
-// benchInvoker is newInvoker for a benchmark.
-func benchInvoker(b *testing.B, cfg env.Config) *transport.Transport {
-	b.Helper()
-	inv, err := transport.New(cfg, transport.WithLookupEnv(noEnv), transport.WithLogger(quiet))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { inv.Close() })
-	return inv
 }
 
 // reportPer1000 reports wrong answers (unless negative) and errors per
