@@ -30,8 +30,10 @@ import (
 // idle connections, the header bound counting the queue, the response
 // header bound, the crowd's queue order, an unsent Post sent again) are
 // internal/sockets' hostile_internal_test.go, and this file runs the legacy
-// path's side of those cases. docs/reliability.md has the table of cases
-// with what each path does, beside net/http and Envoy.
+// path's side of those cases that have a rule it keeps. How often stray
+// responses and stale idle connections reach a caller is measured, on
+// every path, by hostile_bench_test.go. docs/reliability.md has the table
+// of cases with what each path does, beside net/http and Envoy.
 
 // rawServer is wiretest.RawServer under the names the root tests use:
 // url is its source schema URL, closed its Closed.
