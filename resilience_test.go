@@ -24,6 +24,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -401,15 +402,21 @@ func TestResilienceRetryBudget(t *testing.T) {
 }
 
 // hedgeServer answers a query carrying "id" at once, except the first
-// attempt of every fifth id, which waits for release (or the request's
-// end); its body says which attempt of the id answered.
+// try (the request that is no hedge) of every fifth id, which waits for
+// release (or the request's end); its body says whether a hedge answered.
+// A request is a hedge if it carries hedgeHeader, which marked (an
+// AttemptMiddleware) sets: the first try is told by that mark, not by
+// when it arrived, since a hedge may overtake it on a loaded machine.
 type hedgeServer struct {
 	*schemaServer
 	mu       sync.Mutex
-	attempts map[string]int // by id
+	attempts map[string]int // by query kind and id
 	calls    atomic.Int64
 	release  chan struct{}
 }
+
+// hedgeHeader marks a hedge for hedgeServer.
+const hedgeHeader = "X-Test-Hedge"
 
 func newHedgeServer(t *testing.T) *hedgeServer {
 	s := &hedgeServer{attempts: map[string]int{}, release: make(chan struct{})}
@@ -423,34 +430,54 @@ func newHedgeServer(t *testing.T) *hedgeServer {
 		key := fmt.Sprintf("%s/%d", strings.Fields(req.Query)[0], req.Variables.ID)
 		s.mu.Lock()
 		s.attempts[key]++
-		n := s.attempts[key]
 		s.mu.Unlock()
-		slow := req.Variables.ID%5 == 0 && n == 1
+		hedge := r.Header.Get(hedgeHeader) != ""
 		if strings.HasPrefix(req.Query, "mutation") {
 			// Later than the hedge delay: a hedgeable call would go twice.
 			select {
 			case <-time.After(150 * time.Millisecond):
 			case <-r.Context().Done():
 			}
-		} else if slow {
+		} else if req.Variables.ID%5 == 0 && !hedge {
 			select {
 			case <-s.release:
 			case <-time.After(2 * time.Second):
 			case <-r.Context().Done():
 			}
 		}
-		fmt.Fprintf(w, `{"data":{"attempt":%d}}`, n)
+		fmt.Fprintf(w, `{"data":{"hedge":%t}}`, hedge)
 	})
 	return s
 }
 
+// marked is the option that marks each hedge of the products schema
+// with hedgeHeader.
+func (s *hedgeServer) marked() transport.Option { return markHedges("products") }
+
+// markHedges is the option that marks each hedge of schema with
+// hedgeHeader, by an AttemptMiddleware.
+func markHedges(schema string) transport.Option {
+	return transport.WithSchemaOptions(schema, transport.SchemaOptions{
+		AttemptMiddleware: []func(http.RoundTripper) http.RoundTripper{func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if middleware.IsHedge(req.Context()) {
+					req = req.Clone(req.Context())
+					req.Header.Set(hedgeHeader, "1")
+				}
+				return next.RoundTrip(req)
+			})
+		}},
+	})
+}
+
 // TestResilienceHedge, on every path: hedging on (delay 50ms), 500 queries
-// of which every fifth's first answer is held back. The server sees at
+// of which every fifth's first try is held back (told from its hedge by
+// the mark of an AttemptMiddleware). The server sees at
 // most 1.2× the calls, plus one for each fast query whose answer took
 // longer than the delay all the same (a loaded machine): each such extra
 // hedge is checked to belong to a query that really had no answer within
 // the delay, so no hedge goes early; every caller got the fast attempt
-// (attempt 2 for a held query, 1 otherwise) well before the held answer's
+// (the hedge for a held query, the first try otherwise) well before the held answer's
 // 2 s; mutations, slower than the delay, are sent once each.
 func TestResilienceHedge(t *testing.T) {
 	const hedgeDelay = 50 * time.Millisecond
@@ -462,7 +489,7 @@ func TestResilienceHedge(t *testing.T) {
 			var evs resilienceEvents
 			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: hedgeDelay}}
-			}), transport.WithResilienceHook(evs.hook))
+			}), transport.WithResilienceHook(evs.hook), srv.marked())
 			ids := make(chan int, queries)
 			for i := range queries {
 				ids <- i
@@ -484,15 +511,12 @@ func TestResilienceHedge(t *testing.T) {
 						body, _ := io.ReadAll(resp.Body)
 						resp.Body.Close()
 						d := time.Since(start)
-						want := 1
-						if id%5 == 0 {
-							want = 2
-						}
+						want := id%5 == 0 // a held query's hedge answers
 						// A fast query slowed past the delay by a loaded machine
 						// may be won by its hedge, which is as fast: allowed
 						// only if the caller waited past the delay.
-						hedgeWon := want == 1 && string(body) == `{"data":{"attempt":2}}` && d >= hedgeDelay
-						if got := fmt.Sprintf(`{"data":{"attempt":%d}}`, want); string(body) != got && !hedgeWon {
+						hedgeWon := !want && string(body) == `{"data":{"hedge":true}}` && d >= hedgeDelay
+						if got := fmt.Sprintf(`{"data":{"hedge":%t}}`, want); string(body) != got && !hedgeWon {
 							t.Errorf("query %d: body %s after %s, want %s (the fast attempt)", id, body, d, got)
 						}
 						mu.Lock()
@@ -531,15 +555,19 @@ func TestResilienceHedge(t *testing.T) {
 				t.Errorf("%d hedges won, want at least %d (one per held query)", won, queries/5)
 			}
 
-			before := srv.calls.Load()
+			// Counted by id, not by the server's calls: a fast query's
+			// losing hedge may still reach the server now.
 			for i := range mutations {
 				st, err := call(inv, fmt.Sprintf(`{"query":"mutation M($id: Int) { m(id: $id) }","variables":{"id":%d}}`, i))
 				if err != nil || st != http.StatusOK {
 					t.Fatalf("mutation %d: %d, %v", i, st, err)
 				}
-			}
-			if n := srv.calls.Load() - before; n != mutations {
-				t.Errorf("the server saw %d calls for %d mutations slower than the hedge delay, want each once", n, mutations)
+				srv.mu.Lock()
+				n := srv.attempts[fmt.Sprintf("mutation/%d", i)]
+				srv.mu.Unlock()
+				if n != 1 {
+					t.Errorf("mutation %d, slower than the hedge delay, reached the server %d times, want once", i, n)
+				}
 			}
 		})
 	}
@@ -676,11 +704,18 @@ func TestResilienceTelemetryAndLog(t *testing.T) {
 // schema and is no HedgeSent event, on every path and engine; the query
 // gets its first try's answer. The server holds that first try until a
 // second request comes or 200ms pass, so that a hedge has its chance.
+// On a loaded machine the hedge may reach the limit first and the first
+// try be the one refused: then the one request the server got is the
+// hedge (marked by an AttemptMiddleware), and it is the one HedgeSent.
 func TestResilienceHedgeRateLimited(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
 			chance := newSecondChance()
+			var hedges atomic.Int64
 			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get(hedgeHeader) != "" {
+					hedges.Add(1)
+				}
 				chance.hold()
 				io.WriteString(w, `{"data":{"ok":true}}`)
 			})
@@ -688,13 +723,16 @@ func TestResilienceHedgeRateLimited(t *testing.T) {
 			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: time.Millisecond}}
 				s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.01, Burst: 1, Wait: env.Off}
-			}), transport.WithResilienceHook(evs.hook))
+			}), transport.WithResilienceHook(evs.hook), markHedges("products"))
 			st, err := call(inv, queryBody)
 			if err != nil || st != http.StatusOK {
-				t.Fatalf("Post: %d, %v; want the first try's 200", st, err)
+				t.Fatalf("Post: %d, %v; want the 200 of the one attempt sent", st, err)
 			}
-			if requests := chance.count(); requests != 1 || evs.count(transport.HedgeSent) != 0 {
-				t.Errorf("the server got %d requests, %d HedgeSent events; want 1 and none (the hedge was refused unsent)", chance.count(), evs.count(transport.HedgeSent))
+			if hedges.Load() != 0 {
+				t.Log("the hedge overtook the first try to the rate limit: the first try was refused")
+			}
+			if requests, sent := chance.count(), evs.count(transport.HedgeSent); requests != 1 || int64(sent) != hedges.Load() {
+				t.Errorf("the server got %d requests (%d hedges), %d HedgeSent events; want 1 request, and a HedgeSent only for a hedge it got (a refused hedge is unsent)", requests, hedges.Load(), sent)
 			}
 		})
 	}

@@ -140,7 +140,7 @@ func TestTelemetryContextReachesResilience(t *testing.T) {
 			defer close(hs.release)
 			hinv := newInvoker(t, withSchema(p, hs.URL(), func(s *env.SourceSchema) {
 				s.Hedge = env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 20 * time.Millisecond}}
-			}), transport.WithTelemetry(hedged.tel))
+			}), transport.WithTelemetry(hedged.tel), hs.marked())
 			for id := range 3 { // the first try of a multiple of 5 is held: its hedge wins
 				if _, err := hedged.post(hinv, fmt.Sprintf(`{"query":"query { attempt }","variables":{"id":%d}}`, 5*(id+1))); err != nil {
 					t.Fatal(err)

@@ -103,3 +103,46 @@ func ExampleDedupe() {
 	rt := middleware.Chain(http.DefaultTransport, middleware.Dedupe())
 	_ = &http.Client{Transport: rt}
 }
+
+// markHedges is a RoundTripper inside Hedge that tells the source schema
+// which requests are hedges.
+type markHedges struct{ next http.RoundTripper }
+
+func (m markHedges) RoundTrip(req *http.Request) (*http.Response, error) {
+	if middleware.IsHedge(req.Context()) {
+		req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
+		req.Header.Set("X-Hedge", "1")
+	}
+	return m.next.RoundTrip(req)
+}
+
+// ExampleIsHedge marks each hedge for the source schema, which here holds
+// a query's first attempt until the client gives up on it, so that the
+// hedge, sent after 5ms, answers.
+func ExampleIsHedge() {
+	products := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // read to its end, the server watches for the client's close
+		if r.Header.Get("X-Hedge") == "" {
+			<-r.Context().Done() // the hedge won: its first attempt was cancelled
+			return
+		}
+		io.WriteString(w, `{"data":{"from":"the hedge"}}`)
+	}))
+	defer products.Close()
+
+	rt := middleware.Chain(products.Client().Transport,
+		middleware.Hedge(middleware.HedgeConfig{Delay: 5 * time.Millisecond}),
+		func(next http.RoundTripper) http.RoundTripper { return markHedges{next} },
+	)
+	client := &http.Client{Transport: rt}
+	resp, err := client.Post(products.URL, "application/json", strings.NewReader(`{"query":"{ me { name } }"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(body))
+	// Output:
+	// {"data":{"from":"the hedge"}}
+}

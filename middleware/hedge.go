@@ -176,6 +176,21 @@ func (h *hedger) observe(start time.Time, err error) {
 	}
 }
 
+// hedgeKey marks the context of a hedge's attempt; see IsHedge.
+type hedgeKey struct{}
+
+// IsHedge reports whether ctx is, or derives from, the context of a
+// hedge: a copy of a query that Hedge sent because no attempt had its
+// response headers after the delay. The first attempt's context, and any
+// context Hedge did not make, report false. A RoundTripper inside Hedge
+// can use it to tell the attempts of one query apart: to count or log
+// hedges, or to tell the source schema that a request is a hedge (Hedge
+// itself adds no header).
+func IsHedge(ctx context.Context) bool {
+	v, _ := ctx.Value(hedgeKey{}).(bool)
+	return v
+}
+
 // hedgeResult is one attempt's end.
 type hedgeResult struct {
 	resp   *http.Response
@@ -217,6 +232,9 @@ func (h *hedger) race(ctx context.Context, c classified, delay time.Duration) (*
 	cancels := make([]context.CancelFunc, 0, 1+h.cfg.MaxExtra)
 	launch := func(r *http.Request, hedge bool) {
 		actx, cancel := context.WithCancel(ctx)
+		if hedge {
+			actx = context.WithValue(actx, hedgeKey{}, true)
+		}
 		idx := len(cancels)
 		cancels = append(cancels, cancel)
 		r = r.WithContext(actx)

@@ -586,9 +586,9 @@ func TestHedgeLoserClosed(t *testing.T) {
 	release := make(chan struct{})
 	loser := &closeSpy{Reader: strings.NewReader("late"), closed: make(chan struct{})}
 	cancelled := make(chan bool, 1)
-	var calls atomic.Int64
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if calls.Add(1) == 1 {
+		// The first attempt is held, even when its hedge overtook it.
+		if !middleware.IsHedge(req.Context()) {
 			select {
 			case <-release:
 			case <-time.After(guard):
@@ -628,8 +628,7 @@ func TestHedgeLoserClosed(t *testing.T) {
 	// budget's refusal (OnExhausted) tells when the hedge was due.
 	exhausted := make(chan struct{}, 1)
 	budget := middleware.NewRetryBudget(middleware.RetryBudgetConfig{Ratio: 0.01, MinPerSecond: -1, OnExhausted: func(context.Context, bool) { exhausted <- struct{}{} }})
-	var sent atomic.Int64
-	calls.Store(0)
+	var sent, calls atomic.Int64
 	hold := make(chan struct{})
 	next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if calls.Add(1) == 1 {
@@ -681,9 +680,8 @@ func TestHedgeRefusedUnsent(t *testing.T) {
 				id := req.Header.Get("X-Id")
 				mu.Lock()
 				attempts[id]++
-				n := attempts[id]
 				mu.Unlock()
-				if n == 1 { // the first try: held until its hedge came
+				if !middleware.IsHedge(req.Context()) { // the first try: held until its hedge came
 					select {
 					case <-hedgeIn[id]:
 					case <-time.After(guard):
@@ -1003,9 +1001,8 @@ func TestHedgeMaxExtra(t *testing.T) {
 // failed attempt's context then).
 func TestHedgeErrorLeavesOthers(t *testing.T) {
 	hedgeIn, firstTaken := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int64
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if calls.Add(1) == 1 {
+		if !middleware.IsHedge(req.Context()) {
 			context.AfterFunc(req.Context(), func() { close(firstTaken) })
 			await(t, hedgeIn, "the hedge")
 			return nil, errors.New("connection reset by peer")
@@ -1019,5 +1016,57 @@ func TestHedgeErrorLeavesOthers(t *testing.T) {
 	done := hedgeCall(t, rt, context.Background(), "q", queryBody)
 	if got := await(t, done, "the query's answer"); got != "hedge" {
 		t.Errorf("the caller got %q, want the hedge's answer", got)
+	}
+}
+
+// TestIsHedge: of a query held until its second hedge arrived (MaxExtra
+// 2), exactly one attempt, the first sent, is no hedge; a context Hedge
+// did not make, and a request Hedge sends once (a mutation), report none.
+func TestIsHedge(t *testing.T) {
+	if middleware.IsHedge(context.Background()) {
+		t.Error("IsHedge(context.Background()) is true")
+	}
+	for _, tc := range []struct {
+		name       string
+		body       string
+		wantHedges int
+	}{
+		{"query", queryBody, 2},
+		{"mutation", mutationBody, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var hedges, firsts int
+			all := make(chan struct{})
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				mu.Lock()
+				if middleware.IsHedge(req.Context()) {
+					hedges++
+				} else {
+					firsts++
+				}
+				if hedges+firsts == 1+tc.wantHedges {
+					close(all)
+				}
+				mu.Unlock()
+				select {
+				case <-all: // every attempt is out: any may answer
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+				resp, _ := fakeResponse(req, http.StatusOK, "{}")
+				return resp, nil
+			})
+			rt := middleware.Hedge(middleware.HedgeConfig{Delay: time.Millisecond, MaxExtra: 2})(next)
+			done := hedgeCall(t, rt, context.Background(), "q", tc.body)
+			if got := await(t, done, "the answer"); got != "{}" {
+				t.Fatalf("the caller got %q", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if firsts != 1 || hedges != tc.wantHedges {
+				t.Errorf("%d attempts without IsHedge, %d with; want 1 and %d", firsts, hedges, tc.wantHedges)
+			}
+		})
 	}
 }
