@@ -33,7 +33,8 @@
 //     both spend one RetryBudget, and outside Breaker, so that every
 //     attempt and every hedge passes the breaker and counts as one outcome.
 //     Retry does not send again a request the breaker refused
-//     (fault.ErrCircuitOpen): it was not sent.
+//     (fault.ErrCircuitOpen): it was not sent. A RoundTripper inside Hedge
+//     tells a hedge from its query's first try by IsHedge.
 //   - Compress sits outside Retry and Hedge, so that a call is compressed
 //     once and every attempt sends the same bytes, and inside Dedupe, so
 //     that the calls that share a request are keyed on their own bodies.
