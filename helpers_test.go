@@ -173,22 +173,7 @@ type failures = wiretest.Failures
 
 // logBuffer is a log destination that a test reads while the invoker
 // writes to it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = wiretest.LogBuffer
 
 // engines lists the sockets path's engines (env.Settings.Engine), for the
 // sockets-only tests whose setting acts on both.

@@ -25,6 +25,7 @@ import (
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -377,24 +378,8 @@ func TestCompareSidesInvalid(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for a writer and a reader on different
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a writer and a reader on different goroutines.
+type syncBuffer = wiretest.LogBuffer
 
 // TestGatewayEngine: the gateway's -engine sets the engine of the defaults
 // and of every source schema over the file's, as bench's sides need it, and

@@ -2,7 +2,6 @@ package sockets
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -89,22 +88,7 @@ func openSchemaWith(t *testing.T, cfg env.Config, edit func(*backend.Schema)) *p
 }
 
 // syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = wiretest.LogBuffer
 
 // fallbackLine starts the line Open logs when engine h1 cannot serve a
 // source schema as configured and nethttp serves it.
