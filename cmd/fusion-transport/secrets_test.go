@@ -15,6 +15,7 @@ const (
 	setSecretDefaults = "s3cr3t-set-default"
 	setSecretSchema   = "s3cr3t-set-schema"
 	setSecretEnv      = "s3cr3t-set-env"
+	querySecret       = "s3cr3t-query-key"
 )
 
 // secretYAML is a valid configuration with a secret in every place that
@@ -31,7 +32,7 @@ source_schemas:
     headers:
       set: {Authorization: "Bearer ` + setSecretSchema + n + `"}
   reviews:
-    url: http://svc:` + urlSecret + n + `@127.0.0.1:4002/graphql
+    url: http://svc:` + urlSecret + n + `@127.0.0.1:4002/graphql?api_key=` + querySecret + `
 `
 }
 
@@ -46,7 +47,7 @@ source_schemas:
     headers:
       set: {Api Key: ` + setSecretSchema + `}
   reviews:
-    url: http://svc:` + urlSecret + `/x@127.0.0.1:4002/graphql
+    url: http://svc:` + urlSecret + `/x@127.0.0.1:4002/graphql?api_key=` + querySecret + `
 `
 
 // TestConfigHidesSecrets runs the commands that print a configuration,
@@ -69,7 +70,7 @@ func TestConfigHidesSecrets(t *testing.T) {
 		`defaults.headers.set.X-Api-Key: invalid header value [redacted]: control characters such as CR or LF are not allowed`,
 		`source_schemas.products.url: invalid url "http://svc:xxxxx@127.0.0.1:99999/graphql": port 99999 is not between 1 and 65535`,
 		`source_schemas.products.headers.set.Api Key: invalid header name "Api Key"`,
-		`source_schemas.reviews.url: invalid url "http://xxxxx@127.0.0.1:4002/graphql": parse "http://xxxxx@127.0.0.1:4002/graphql": invalid port "xxxxx" after host`,
+		`source_schemas.reviews.url: invalid url "http://xxxxx@127.0.0.1:4002/graphql?api_key=xxxxx": parse "http://xxxxx@127.0.0.1:4002/graphql?api_key=xxxxx": invalid port "xxxxx" after host`,
 	}
 	for _, tc := range []struct {
 		name       string
@@ -85,6 +86,7 @@ func TestConfigHidesSecrets(t *testing.T) {
 			vars: setVar,
 			wantOut: []string{
 				"url http://svc:xxxxx@127.0.0.1:4001/graphql file " + oldFile,
+				"url http://svc:xxxxx@127.0.0.1:4002/graphql?api_key=xxxxx file " + oldFile,
 				"proxy http://pu:xxxxx@proxy.test:3128 file " + oldFile,
 				"headers.set {Authorization: [redacted]} file " + oldFile,
 				"headers.set {X-Token: [redacted]} environment FUSION_SOURCE_SCHEMAS__REVIEWS__HEADERS__SET",
@@ -135,7 +137,7 @@ func TestConfigHidesSecrets(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr)
 				}
 			}
-			for _, s := range []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv} {
+			for _, s := range []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv, querySecret} {
 				if strings.Contains(stdout+stderr, s) {
 					t.Errorf("the output holds the planted secret %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
 				}

@@ -1,8 +1,9 @@
 // Package redact hides the secrets a configuration holds wherever the
 // transport shows a configured value: in errors, log lines and the
-// fusion-transport config command. Two kinds of value are secret: the
-// userinfo of a url or proxy URL, and the values of headers.set (an API key
-// or a bearer token is what a static header is for).
+// fusion-transport config command. Three kinds of value are secret: the
+// userinfo of a url or proxy URL, the query values of such a URL (an
+// ?api_key= parameter), and the values of headers.set (an API key or a
+// bearer token is what a static header is for).
 package redact
 
 import (
@@ -21,21 +22,61 @@ const Value = "[redacted]"
 // looks alike.
 const hidden = "xxxxx"
 
-// URL returns raw with its password hidden. A URL that parses is shown as
-// url.URL.Redacted shows it: the user name stays, the password becomes
-// xxxxx. A URL that does not parse, or has no "//" before its host, has
-// everything between "://" (or its start) and the last "@" hidden: without
-// a parse, nothing tells where the user name ends or where the authority
-// does (a password may hold '/', '?' or '#'), so the whole span goes. A URL
-// without userinfo is returned as it was written.
+// URL returns raw with its secrets hidden: the password of its userinfo
+// and the value of every query parameter (a schema URL such as
+// ?api_key=... carries a key there; the names stay, so a reader sees which
+// parameter it was). A URL that parses is shown as url.URL.Redacted shows
+// it: the user name stays, the password becomes xxxxx, and each query value
+// becomes xxxxx too. A URL that does not parse, or has no "//" before its
+// host, has everything between "://" (or its start) and the last "@"
+// hidden: without a parse, nothing tells where the user name ends or where
+// the authority does (a password may hold '/', '?' or '#'), so the whole
+// span goes; its query values after that are hidden as well. A URL with
+// neither userinfo password nor query is returned as it was written.
 func URL(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.Opaque == "" {
-		if _, ok := u.User.Password(); !ok {
+		_, hasPassword := u.User.Password()
+		if !hasPassword && u.RawQuery == "" {
 			return raw // nothing to hide; shown as the user wrote it
 		}
-		return u.Redacted()
+		v := *u
+		if hasPassword {
+			v.User = url.UserPassword(u.User.Username(), hidden)
+		}
+		v.RawQuery = hideQueryValues(u.RawQuery)
+		return v.String()
 	}
-	return hideUserinfo(raw)
+	s := hideUserinfo(raw)
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	rest, frag := s[q+1:], ""
+	if f := strings.IndexByte(rest, '#'); f >= 0 {
+		rest, frag = rest[:f], rest[f:]
+	}
+	return s[:q+1] + hideQueryValues(rest) + frag
+}
+
+// hideQueryValues returns the raw query q with the value of each of its
+// '&'-separated parameters replaced by xxxxx; a parameter without '='
+// (a bare name, or a lone value) is hidden whole unless it is empty.
+func hideQueryValues(q string) string {
+	if q == "" {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if eq := strings.IndexByte(p, '='); eq >= 0 {
+			parts[i] = p[:eq+1] + hidden
+		} else {
+			parts[i] = hidden
+		}
+	}
+	return strings.Join(parts, "&")
 }
 
 // userinfoSpan returns the bounds of what hideUserinfo hides in raw:

@@ -29,6 +29,12 @@ func TestURL(t *testing.T) {
 		{"does not parse: '@' in the password", "http://svc:p@ss@[::1", "http://xxxxx@[::1"},
 		{"no //: the scheme is read as svc", "svc:s3cr3t@products/graphql", "xxxxx@products/graphql"},
 		{"proxy word", "environment", "environment"},
+		{"query value", "http://products:4001/graphql?api_key=s3cr3t", "http://products:4001/graphql?api_key=xxxxx"},
+		{"query values, names kept", "http://h/graphql?a=1&api_key=s3cr3t&&b", "http://h/graphql?a=xxxxx&api_key=xxxxx&&xxxxx"},
+		{"query and password", "http://svc:pw@h/graphql?token=s3cr3t#frag", "http://svc:xxxxx@h/graphql?token=xxxxx#frag"},
+		{"does not parse, query", "http://svc:s3cr/3t@host/graphql?key=s3cr3t#f", "http://xxxxx@host/graphql?key=xxxxx#f"},
+		{"does not parse, no userinfo, query", "http://[::1/graphql?key=s3cr3t", "http://[::1/graphql?key=xxxxx"},
+		{"empty query", "http://h/graphql?", "http://h/graphql?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := URL(tc.raw); got != tc.want {
