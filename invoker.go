@@ -113,6 +113,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := unknownSchemaOptions(o.schemas, &cfg); err != nil {
+		return nil, err
+	}
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
@@ -414,6 +417,9 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	}
 	inv.canary.attach(st)
 	inv.state.Store(st)
+	if err := unknownSchemaOptions(inv.o.schemas, &cfg); err != nil {
+		inv.log.Warn("source schema options kept for a reload that adds the schema back", "error", err)
+	}
 	kept, replaced, removed := retire(old, st)
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)

@@ -3,12 +3,19 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/fusiongo/transport/canary"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
@@ -120,7 +127,12 @@ type HeaderValueFunc func(ctx context.Context, gateway *http.Request) (value str
 
 // WithSchemaOptions sets the Go-only settings of source schema name. A
 // later call for the same name replaces an earlier one. They hold for the
-// invoker's life: Reload keeps them.
+// invoker's life: Reload keeps them. New fails, with an error that names
+// the schema and wraps fault.ErrUnknownSchema, if the configuration has no
+// source schema of that name (a misspelt name would otherwise lose its
+// token, dial hook or pin without a word). A Reload that removes the
+// schema keeps its options for a later Reload that adds it back, and logs
+// a warning naming it.
 func WithSchemaOptions(name string, so SchemaOptions) Option {
 	return func(o *options) {
 		if o.schemas == nil {
@@ -203,4 +215,21 @@ func WithShadowPublisher(p shadow.Publisher) Option {
 // which reports what the zero compare.Rules do.
 func WithShadowComparer(c shadow.Comparer) Option {
 	return func(o *options) { o.shadowComparer = c }
+}
+
+// unknownSchemaOptions returns an error naming every source schema (in
+// order) that has SchemaOptions but is not in cfg, wrapping
+// fault.ErrUnknownSchema; nil if there is none.
+func unknownSchemaOptions(schemas map[string]SchemaOptions, cfg *env.Config) error {
+	var missing []string
+	for _, name := range slices.Sorted(maps.Keys(schemas)) {
+		if _, ok := cfg.SourceSchemas[name]; !ok {
+			missing = append(missing, strconv.Quote(name))
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	return fmt.Errorf("WithSchemaOptions for %s: the configuration has no such source schema (it has %s): %w",
+		strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(cfg.SourceSchemas)), ", "), fault.ErrUnknownSchema)
 }
