@@ -73,7 +73,7 @@ func (p *published) Dropped(context.Context, string, string) {}
 func shadowed(t *testing.T, primary, candidate shadowSide, c shadow.Comparer) (lines []string, diffTexts int) {
 	t.Helper()
 	pub := &published{}
-	s := shadow.New(primary, candidate, shadow.Options{Comparer: c, Publisher: pub})
+	s := shadow.New(primary, candidate, shadow.Options{Rate: 1, Comparer: c, Publisher: pub})
 	resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ price }"}`))
 	if err == nil {
 		var buf bytes.Buffer

@@ -41,7 +41,7 @@ func (printer) Dropped(context.Context, string, string) {}
 // Example serves a query from the primary and compares the candidate's
 // answer; the caller gets the primary's answer whatever the candidate says.
 func Example() {
-	s := shadow.New(fixed(`{"data":{"price":899}}`), fixed(`{"data":{"price":900}}`), shadow.Options{Publisher: printer{}})
+	s := shadow.New(fixed(`{"data":{"price":899}}`), fixed(`{"data":{"price":900}}`), shadow.Options{Rate: 1, Publisher: printer{}})
 	resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ price }"}`))
 	if err != nil {
 		fmt.Println(err)

@@ -40,13 +40,14 @@ import (
 	"github.com/fusiongo/transport/operation"
 )
 
-// Options configure a Shadow. The zero value shadows every query with the
-// defaults below.
+// Options configure a Shadow. Rate must be set: the zero value shadows
+// nothing, as env.ShadowSettings' zero Rate turns shadowing off; the other
+// fields' zero values are the defaults below.
 type Options struct {
-	// Rate is the share of queries shadowed, in (0, 1]. As in every Go
-	// struct of this module, zero means the default: env.DefaultShadowRate
-	// (every query), the rate of a bare FUSION_SOCKETS_TRANSPORT=shadow.
-	// Negative shadows nothing; more than 1 counts as 1.
+	// Rate is the share of queries shadowed, in (0, 1]: 1 shadows every
+	// query (env.DefaultShadowRate, the rate of a bare
+	// FUSION_SOCKETS_TRANSPORT=shadow). Zero or negative: none, the
+	// meaning zero has in env.ShadowSettings.Rate; more than 1 counts as 1.
 	Rate float64
 	// MaxConcurrent bounds the comparisons in flight. Zero:
 	// env.DefaultShadowMaxConcurrent (4).
@@ -83,10 +84,7 @@ type Shadow struct {
 
 // New returns a Shadow of primary and candidate. Close closes both.
 func New(primary, candidate answer.Sender, o Options) *Shadow {
-	switch {
-	case o.Rate == 0:
-		o.Rate = env.DefaultShadowRate
-	case o.Rate > 1:
+	if o.Rate > 1 {
 		o.Rate = 1
 	}
 	if o.MaxConcurrent <= 0 {

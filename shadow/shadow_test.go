@@ -2,10 +2,13 @@ package shadow_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fusiongo/transport/answer"
@@ -46,7 +49,7 @@ func TestComparer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := &mismatches{}
-			s := shadow.New(fixed(`{"data":{"price":899}}`), fixed(`{"data":{"price":900}}`), shadow.Options{Comparer: tc.comparer, Publisher: pub})
+			s := shadow.New(fixed(`{"data":{"price":899}}`), fixed(`{"data":{"price":900}}`), shadow.Options{Rate: 1, Comparer: tc.comparer, Publisher: pub})
 			resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ price }"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -84,5 +87,47 @@ func TestLogPublisherZeroValue(t *testing.T) {
 	p.Dropped(context.Background(), "products", shadow.DropBusy)
 	if out := buf.String(); !strings.Contains(out, "shadow mismatch") || !strings.Contains(out, "shadow comparison dropped") {
 		t.Errorf("slog.Default() got %q; want the mismatch and the drop", out)
+	}
+}
+
+// countingSender is a fixed answer that counts the requests it got.
+type countingSender struct {
+	fixed
+	n *atomic.Int64
+}
+
+func (c countingSender) Post(ctx context.Context, s string, b []byte) (*http.Response, error) {
+	c.n.Add(1)
+	return c.fixed.Post(ctx, s, b)
+}
+
+func (c countingSender) Do(ctx context.Context, s string, r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.fixed.Do(ctx, s, r)
+}
+
+// TestRate: a zero Rate shadows nothing, as env.ShadowSettings' zero Rate
+// means shadowing off; 1 shadows every query (the candidate receives each).
+func TestRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want int64
+	}{{0, 0}, {-1, 0}, {1, 10}, {2, 10}} {
+		t.Run(fmt.Sprint(tc.rate), func(t *testing.T) {
+			var got atomic.Int64
+			s := shadow.New(fixed(`{"data":{}}`), countingSender{fixed(`{"data":{}}`), &got}, shadow.Options{Rate: tc.rate, MaxConcurrent: 10, Publisher: &mismatches{}})
+			for range 10 {
+				resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			s.Close()
+			if n := got.Load(); n != tc.want {
+				t.Errorf("Rate %v: the candidate received %d of 10 queries, want %d", tc.rate, n, tc.want)
+			}
+		})
 	}
 }
