@@ -226,7 +226,7 @@ func TestRun(t *testing.T) {
 				w.Header().Set("X-Request-Id", r.Header.Get("X-Side"))
 				io.WriteString(w, `{"data":{}}`)
 			},
-			opts: compare.Options{IgnoreHeaders: []string{"x-request-id"}},
+			opts: compare.Options{Rules: compare.Rules{IgnoreHeaders: []string{"x-request-id"}}},
 		},
 		{
 			name: "status differs",

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -76,25 +75,11 @@ type Options struct {
 	// counts. The zero value: see Rules.
 	Rules Rules
 
-	// IgnoreHeaders is added to Rules.IgnoreHeaders.
-	//
-	// Deprecated: set Rules.IgnoreHeaders, which Compare shares.
-	IgnoreHeaders []string
-
 	// Progress, if not nil, is called after each request has been
 	// compared, with the number compared so far and the corpus size. Calls
 	// come from Run's workers, one at a time, done increasing by one each
 	// time; a slow Progress slows the run. Nil: no calls.
 	Progress func(done, total int)
-}
-
-// rules returns Rules with IgnoreHeaders added, without changing o's.
-func (o *Options) rules() Rules {
-	r := o.Rules
-	if len(o.IgnoreHeaders) > 0 {
-		r.IgnoreHeaders = append(slices.Clip(r.IgnoreHeaders), o.IgnoreHeaders...)
-	}
-	return r
 }
 
 func (o *Options) concurrency() int { return max(o.Concurrency, 1) }
@@ -171,7 +156,7 @@ func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rules := opts.rules()
+	rules := opts.Rules
 	if err := rules.Validate(); err != nil {
 		return nil, fmt.Errorf("compare: rules: %w", err)
 	}
