@@ -45,10 +45,8 @@ type RetryConfig struct {
 	// Backoff computes the wait before each retry from WaitMin, WaitMax, the
 	// retry's number (0 for the first) and the response that failed (nil
 	// after a transport error). Its result is capped at WaitMax.
-	// Default: retryablehttp.DefaultBackoff, which waits WaitMin·2ⁿ and
-	// honours a Retry-After header (seconds or HTTP-date) on 429 and 503,
-	// the statuses that RFC 6585 and RFC 9110 define it for.
-	Backoff retryablehttp.Backoff
+	// Default: DefaultBackoff.
+	Backoff Backoff
 
 	// Budget, if set, bounds the retries: each query's first try is
 	// counted in it, and a retry that it has no room for is not made (the
@@ -84,6 +82,20 @@ func (c RetryConfig) waitMax() time.Duration {
 		return DefaultRetryWaitMax
 	}
 	return c.WaitMax
+}
+
+// Backoff computes the wait before retry number attempt (0 for the first
+// retry) from the bounds min and max and the response that failed (nil
+// after a transport error). It is RetryConfig's own type, so that a user
+// writes one without importing go-retryablehttp; its signature is that of
+// retryablehttp.Backoff, so any of that package's policies converts to it.
+type Backoff func(min, max time.Duration, attempt int, resp *http.Response) time.Duration
+
+// DefaultBackoff waits min·2ⁿ, capped at max, and honours a Retry-After
+// header (seconds or HTTP-date) on 429 and 503, the statuses that RFC 6585
+// and RFC 9110 define it for: go-retryablehttp's DefaultBackoff.
+func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	return retryablehttp.DefaultBackoff(min, max, attempt, resp)
 }
 
 // Retry returns a middleware that sends a query again after a transport
@@ -123,7 +135,7 @@ func Retry(cfg RetryConfig) Middleware {
 		cfg.Statuses = DefaultRetryStatuses()
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = retryablehttp.DefaultBackoff
+		cfg.Backoff = DefaultBackoff
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
