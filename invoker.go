@@ -22,6 +22,7 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
 )
@@ -378,7 +379,7 @@ func (*hookTransport) Describe() backend.Description { return backend.Descriptio
 // through takes a turn (shaping.go).
 func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, name string, path env.Path) {
 	if settings.Dedupe.On() {
-		l.add(stageDedupe, middleware.Dedupe())
+		l.add(stageDedupe, sharekey.Dedupe(sharekey.DedupeOptions{Joined: inv.o.dedupeJoined}))
 	}
 	l.add(stageCompress, inv.compression(settings.RequestCompression, name, path))
 	retry, hedge, breaker := inv.resilient(res, settings, name, path)

@@ -38,6 +38,11 @@ type options struct {
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.
 	queueHook func(ctx context.Context, event backend.QueueEvent)
+
+	// dedupeJoined is set by tests only (WithDedupeJoinedHook,
+	// export_test.go): dedupe calls it each time a caller has joined a
+	// call, with the number of callers now waiting on it.
+	dedupeJoined func(waiters int)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

@@ -3,19 +3,16 @@ package middleware
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -70,18 +67,8 @@ func Dedupe() Middleware {
 	return newDedupe(nil, maxSharedBody)
 }
 
-// notInDedupeKey lists, in canonical form, the request headers that Dedupe
-// leaves out of its key (see Dedupe for why).
-var notInDedupeKey = [...]string{
-	"Traceparent", // W3C Trace Context: the calling span's id, new per call
-	"Tracestate",  // W3C Trace Context: vendor data of that span
-	"B3",          // Zipkin B3 single header: trace and span ids
-	"X-B3-Traceid",
-	"X-B3-Spanid",
-	"X-B3-Parentspanid",
-	"X-B3-Sampled",
-	"X-B3-Flags",
-	"X-Request-Id", // a correlation id, new per gateway request
+func init() {
+	sharekey.Dedupe = func(o sharekey.DedupeOptions) Middleware { return newDedupe(o.Joined, maxSharedBody) }
 }
 
 // newDedupe is Dedupe with a hook that is called, if non-nil, each time a
@@ -89,7 +76,7 @@ var notInDedupeKey = [...]string{
 // and the largest body to share.
 func newDedupe(joined func(waiters int), maxBody int64) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deduper{wrapped: wrap(next), joined: joined, maxBody: maxBody, calls: make(map[callKey]*call)}
+		return &deduper{wrapped: wrap(next), joined: joined, maxBody: maxBody, calls: make(map[sharekey.Key]*call)}
 	}
 }
 
@@ -101,13 +88,10 @@ type deduper struct {
 	maxBody int64             // immutable
 
 	mu    sync.Mutex
-	calls map[callKey]*call // in flight
+	calls map[sharekey.Key]*call // in flight
 }
 
 var _ http.RoundTripper = (*deduper)(nil)
-
-// callKey identifies identical requests: a SHA-256 over their parts.
-type callKey [sha256.Size]byte
 
 // call is one shared request.
 type call struct {
@@ -195,7 +179,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 // leave takes a caller whose context ended off cl, and cancels the shared
 // request if it was the last one. It reports false if cl's result is
 // already set, and the caller must take it instead.
-func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
+func (d *deduper) leave(k sharekey.Key, cl *call, leader bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if cl.finished {
@@ -216,7 +200,7 @@ func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
 
 // run sends the shared request req and sets cl's result. leaderCtx is the
 // context of the first caller.
-func (d *deduper) run(leaderCtx context.Context, k callKey, cl *call, req *http.Request) {
+func (d *deduper) run(leaderCtx context.Context, k sharekey.Key, cl *call, req *http.Request) {
 	resp, err := d.next.RoundTrip(req)
 	close(cl.headers)
 	var body []byte
@@ -292,56 +276,10 @@ func (cl *call) response(req *http.Request) *http.Response {
 	return &r
 }
 
-// key hashes the parts of req that make requests identical: method, URL,
-// Host, body and every header but those in notInDedupeKey, by name in
-// sorted order. Each part is length-prefixed, so that no two different
-// lists of parts hash alike. The parts but the body are gathered in a
-// buffer on the stack and the body is hashed apart, so that the key
-// allocates only the URL's string for a request of ordinary size.
-func (d *deduper) key(req *http.Request, body []byte) callKey {
-	var stack [1024]byte
-	b := stack[:0]
-	b = appendPart(b, req.Method)
-	b = appendPart(b, req.URL.String())
-	b = appendPart(b, req.Host)
-	bodySum := sha256.Sum256(body)
-	b = append(b, bodySum[:]...)
-	var buf [24]string // enough for most requests' headers, on the stack
-	names := buf[:0]
-	for name := range req.Header {
-		if !notInKey(name) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(names)))
-	for _, name := range names {
-		values := req.Header[name]
-		b = appendPart(b, name)
-		b = binary.BigEndian.AppendUint64(b, uint64(len(values)))
-		for _, v := range values {
-			b = appendPart(b, v)
-		}
-	}
-	return sha256.Sum256(b)
-}
-
-// appendPart appends s to b with its length in front.
-func appendPart(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// notInKey reports whether header name, in any case, is one of
-// notInDedupeKey. A name the caller put in the map in another case is
-// sent as it is, so it is matched without case.
-func notInKey(name string) bool {
-	for _, n := range notInDedupeKey {
-		if strings.EqualFold(name, n) {
-			return true
-		}
-	}
-	return false
+// key returns the key of req, with body its whole body, by the one rule
+// for sharing (sharekey.Of).
+func (d *deduper) key(req *http.Request, body []byte) sharekey.Key {
+	return sharekey.Of(req, body)
 }
 
 // onClose is a response body that calls close after closing.
