@@ -32,13 +32,21 @@ const maxSharedBody = 32 << 20
 // X-B3-Parentspanid, X-B3-Sampled, X-B3-Flags) and X-Request-Id, in any
 // case. With them in the key, no two calls would ever share (a tracing
 // middleware writes a new span into each); Baggage stays in, since it may
-// carry a user's identity. So no two users share an
-// answer whatever header tells them apart: Authorization, Cookie, a tenant
-// or user header a rule forwarded, one the caller set itself. The headers
-// are those Dedupe sees: a header that a middleware inside it adds (Token
-// in the order this package recommends) is not in the key, so a TokenFunc
-// whose value depends on the caller must run outside Dedupe. The first
-// caller's trace context headers are the ones sent.
+// carry a user's identity. So no two users share an answer whatever header
+// tells them apart: Authorization, Cookie, a tenant or user header a rule
+// forwarded, one the caller set itself. The first caller's trace context
+// headers are the ones sent.
+//
+// Dedupe keys the request as it sees it, so a header that a middleware
+// inside it adds (Token in the order this package recommends) is not in
+// its key: used on its own, Dedupe needs a TokenFunc whose value depends
+// on the caller to run outside it. A transport.Invoker's built-in dedupe
+// keys the request as it would be sent, less what the transport itself
+// adds: the source schema's transport.SchemaOptions.AttemptMiddleware,
+// which runs inside it, first runs once per query as a key probe that
+// sends nothing (see IsKeyProbe), and the request that comes out is
+// keyed; a query whose probe fails goes alone. There a per-user Token is
+// in the key.
 //
 // The first caller starts the shared request; the callers that arrive while
 // it runs wait for its result. Each caller waits only as long as its own
@@ -64,19 +72,20 @@ const maxSharedBody = 32 << 20
 // golang.org/x/sync/singleflight is not used: its callers cannot leave on
 // their own context, and the call is not cancelled when they all have.
 func Dedupe() Middleware {
-	return newDedupe(nil, maxSharedBody)
+	return newDedupe(nil, nil, maxSharedBody)
 }
 
 func init() {
-	sharekey.Dedupe = func(o sharekey.DedupeOptions) Middleware { return newDedupe(o.Joined, maxSharedBody) }
+	sharekey.Dedupe = func(o sharekey.DedupeOptions) Middleware { return newDedupe(o.Probe, o.Joined, maxSharedBody) }
 }
 
-// newDedupe is Dedupe with a hook that is called, if non-nil, each time a
-// caller has joined a call, with the number of callers now waiting on it,
-// and the largest body to share.
-func newDedupe(joined func(waiters int), maxBody int64) Middleware {
+// newDedupe is Dedupe with probe, if non-nil, to key each call on its
+// request as the probe's middleware would send it, a hook that is called,
+// if non-nil, each time a caller has joined a call, with the number of
+// callers now waiting on it, and the largest body to share.
+func newDedupe(probe *sharekey.Probe, joined func(waiters int), maxBody int64) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deduper{wrapped: wrap(next), joined: joined, maxBody: maxBody, calls: make(map[sharekey.Key]*call)}
+		return &deduper{wrapped: wrap(next), probe: probe, joined: joined, maxBody: maxBody, calls: make(map[sharekey.Key]*call)}
 	}
 }
 
@@ -84,6 +93,7 @@ func newDedupe(joined func(waiters int), maxBody int64) Middleware {
 // and shares only its own calls.
 type deduper struct {
 	wrapped
+	probe   *sharekey.Probe   // immutable; nil: keys are taken from the request as it is
 	joined  func(waiters int) // immutable
 	maxBody int64             // immutable
 
@@ -123,7 +133,13 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// shares.
 		return d.next.RoundTrip(c.req)
 	}
-	k := d.key(c.req, c.body)
+	k, ok := d.key(c.req, c.body)
+	if !ok {
+		// The request as it would be sent is unknown (a probed
+		// middleware failed): it goes alone, and fails, if it does,
+		// as its attempt would.
+		return d.next.RoundTrip(c.req)
+	}
 
 	d.mu.Lock()
 	cl, inFlight := d.calls[k]
@@ -277,9 +293,34 @@ func (cl *call) response(req *http.Request) *http.Response {
 }
 
 // key returns the key of req, with body its whole body, by the one rule
-// for sharing (sharekey.Of).
-func (d *deduper) key(req *http.Request, body []byte) sharekey.Key {
-	return sharekey.Of(req, body)
+// for sharing: on req as it is (sharekey.Of), or, with a probe, on req as
+// the probe's middleware would send it. ok is false if the probe could not
+// tell; then req must go alone.
+func (d *deduper) key(req *http.Request, body []byte) (k sharekey.Key, ok bool) {
+	if d.probe == nil {
+		return sharekey.Of(req, body), true
+	}
+	return d.probe.Key(req, body)
+}
+
+// IsKeyProbe reports whether ctx is, or derives from, the context of a
+// dedupe key probe. A transport.Invoker with dedupe on runs the source
+// schema's attempt middleware (transport.SchemaOptions.AttemptMiddleware)
+// once for each query that could be shared, before the query goes on, as
+// a probe: the request that comes out of the chain is keyed (see Dedupe)
+// and not sent, and the middleware gets an error back, never a response.
+// So the key covers what the middleware would put on the attempt, Token's
+// Authorization included, and two callers share an answer only if their
+// attempts would be alike. A middleware must do to a probe's request what
+// it does to an attempt's, and may skip what reaches beyond the request:
+// counting, logging, waiting for a turn (this package's Logging writes no
+// record for it, a RateLimiter takes no turn, and a Breaker counts it
+// neither way). A probe that fails, that answers
+// itself, or that sends other than one request makes the call go alone;
+// a middleware that adds a value new for each request (a nonce) keeps
+// every call from sharing. Any other context reports false.
+func IsKeyProbe(ctx context.Context) bool {
+	return sharekey.IsProbe(ctx)
 }
 
 // onClose is a response body that calls close after closing.

@@ -6,8 +6,12 @@
 //
 // A key covers what the source schema would receive: method, URL, Host,
 // body, and every header but those that are new for every call and say
-// nothing about who asks (PerCall). It lives under internal/ so that every
-// package of the module can use it and no user depends on it.
+// nothing about who asks (PerCall). Where middleware between the keying
+// stage and the wire adds such a header (the request path's
+// SchemaOptions.AttemptMiddleware: middleware.Token), a Probe keys the
+// request as that middleware would send it. The package lives under
+// internal/ so that every package of the module can use it and no user
+// depends on it.
 package sharekey
 
 import (
@@ -97,6 +101,10 @@ func appendPart(b []byte, s string) []byte {
 // DedupeOptions are what the request path gives package middleware's
 // Dedupe beyond its public form.
 type DedupeOptions struct {
+	// Probe, if non-nil, keys each call on its request as the schema's
+	// attempt middleware would send it (Probe.Key), and a call it cannot
+	// key goes alone. Nil: on the request as Dedupe sees it (Of).
+	Probe *Probe
 	// Joined, if non-nil, is called each time a caller has joined a call,
 	// with the number of callers now waiting on it (tests).
 	Joined func(waiters int)
