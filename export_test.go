@@ -13,3 +13,11 @@ import (
 func WithQueueHook(hook func(ctx context.Context, event backend.QueueEvent)) Option {
 	return func(o *options) { o.queueHook = hook }
 }
+
+// WithDedupeJoinedHook calls hook each time a caller has joined a call of
+// a source schema with dedupe on, with the number of callers now waiting
+// on it (the first caller included), so that a test can hold the source
+// schema until every caller it sent is in.
+func WithDedupeJoinedHook(hook func(waiters int)) Option {
+	return func(o *options) { o.dedupeJoined = hook }
+}

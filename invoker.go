@@ -22,6 +22,7 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
 )
@@ -319,7 +320,7 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 	}
 	l.add(stageMiddleware, inv.o.middleware...)
 	l.add(stageSchemaMiddleware, so.Middleware...)
-	inv.builtins(&l, r.res, settings, name, path)
+	inv.builtins(&l, r.res, settings, so, name, path)
 	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
 	l.add(stageBackendMiddleware, be.Middleware(s)...)
 	// Retry, the breaker, compression and the rate limit let go of the
@@ -372,16 +373,21 @@ func (*hookTransport) Describe() backend.Description { return backend.Descriptio
 // builtins adds to l the built-in middleware that settings switch on, each
 // at its stage (see stage for the order, docs/design.md "Pipeline" for
 // why): dedupe (identical in-flight queries share one request; its key
-// holds every header of the request, the rules' and the caller's, so two
+// holds every header of the request as it would be sent, the rules', the
+// caller's and, through a probe, those so.AttemptMiddleware adds, so two
 // users never share an answer), compression (once per call, so that every
 // attempt resends the same bytes), retry and hedge (each attempt goes on
 // through the rest of the pipeline and is paid from the retry budget), the
 // circuit breaker, which every attempt and hedge passes (resilience.go),
 // and the rate limit, where every attempt and hedge the breaker let
 // through takes a turn (shaping.go).
-func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, name string, path env.Path) {
+func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, so SchemaOptions, name string, path env.Path) {
 	if settings.Dedupe.On() {
-		l.add(stageDedupe, middleware.Dedupe())
+		// The attempt middleware runs inside dedupe and may add what tells
+		// callers apart (middleware.Token): the key is taken on the
+		// request as it would send it.
+		probe := sharekey.NewProbe(so.AttemptMiddleware)
+		l.add(stageDedupe, sharekey.Dedupe(sharekey.DedupeOptions{Probe: probe, Joined: inv.o.dedupeJoined}))
 	}
 	l.add(stageCompress, inv.compression(settings.RequestCompression, name, path))
 	retry, hedge, breaker := inv.resilient(res, settings, name, path)

@@ -45,6 +45,11 @@ type options struct {
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.
 	queueHook func(ctx context.Context, event backend.QueueEvent)
+
+	// dedupeJoined is set by tests only (WithDedupeJoinedHook,
+	// export_test.go): dedupe calls it each time a caller has joined a
+	// call, with the number of callers now waiting on it.
+	dedupeJoined func(waiters int)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a
@@ -89,7 +94,9 @@ type SchemaOptions struct {
 	// RoundTripper replaces the path's own transport for this source
 	// schema (both paths): tests route calls to an in-process handler with
 	// it. Header rules, timeouts and middleware still apply; on the legacy
-	// path redirects are still followed. Nil: the path's transport.
+	// path redirects are still followed. It sends, so dedupe's key cannot
+	// see what it adds to a request: credentials that differ per caller
+	// belong in AttemptMiddleware, not here. Nil: the path's transport.
 	RoundTripper http.RoundTripper
 
 	// Middleware wraps this source schema's requests, the first entry
@@ -110,7 +117,19 @@ type SchemaOptions struct {
 	// counts it as a failure as it would the transport's, and the attempt
 	// has taken its rate-limit turn. It sees the body compressed when
 	// request_compression is on. On the legacy path it runs on each
-	// redirect hop, as the whole pipeline does. Nil: none.
+	// redirect hop, as the whole pipeline does.
+	//
+	// With dedupe on, it also runs once for each query that could be
+	// shared, before the query goes on, as dedupe's key probe: under a
+	// context that middleware.IsKeyProbe reports, on the uncompressed body,
+	// and over an end that sends nothing and returns an error. Dedupe keys
+	// the request that comes out, so two callers share an answer only if
+	// their attempts would carry the same headers and body: a Token whose
+	// value depends on the caller keeps users apart. A query whose probe
+	// fails (a TokenFunc error) goes alone, and its attempt fails as it
+	// would. A middleware may skip its effects beyond the request (counts,
+	// logs, waits) in the probe; a value it makes new for each request (a
+	// nonce) keeps every call from sharing. Nil: none.
 	AttemptMiddleware []func(http.RoundTripper) http.RoundTripper
 
 	// HeaderValues computes headers per request from the gateway request,

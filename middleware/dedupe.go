@@ -3,19 +3,16 @@ package middleware
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -35,13 +32,21 @@ const maxSharedBody = 32 << 20
 // X-B3-Parentspanid, X-B3-Sampled, X-B3-Flags) and X-Request-Id, in any
 // case. With them in the key, no two calls would ever share (a tracing
 // middleware writes a new span into each); Baggage stays in, since it may
-// carry a user's identity. So no two users share an
-// answer whatever header tells them apart: Authorization, Cookie, a tenant
-// or user header a rule forwarded, one the caller set itself. The headers
-// are those Dedupe sees: a header that a middleware inside it adds (Token
-// in the order this package recommends) is not in the key, so a TokenFunc
-// whose value depends on the caller must run outside Dedupe. The first
-// caller's trace context headers are the ones sent.
+// carry a user's identity. So no two users share an answer whatever header
+// tells them apart: Authorization, Cookie, a tenant or user header a rule
+// forwarded, one the caller set itself. The first caller's trace context
+// headers are the ones sent.
+//
+// Dedupe keys the request as it sees it, so a header that a middleware
+// inside it adds (Token in the order this package recommends) is not in
+// its key: used on its own, Dedupe needs a TokenFunc whose value depends
+// on the caller to run outside it. A transport.Invoker's built-in dedupe
+// keys the request as it would be sent, less what the transport itself
+// adds: the source schema's transport.SchemaOptions.AttemptMiddleware,
+// which runs inside it, first runs once per query as a key probe that
+// sends nothing (see IsKeyProbe), and the request that comes out is
+// keyed; a query whose probe fails goes alone. There a per-user Token is
+// in the key.
 //
 // The first caller starts the shared request; the callers that arrive while
 // it runs wait for its result. Each caller waits only as long as its own
@@ -67,29 +72,20 @@ const maxSharedBody = 32 << 20
 // golang.org/x/sync/singleflight is not used: its callers cannot leave on
 // their own context, and the call is not cancelled when they all have.
 func Dedupe() Middleware {
-	return newDedupe(nil, maxSharedBody)
+	return newDedupe(nil, nil, maxSharedBody)
 }
 
-// notInDedupeKey lists, in canonical form, the request headers that Dedupe
-// leaves out of its key (see Dedupe for why).
-var notInDedupeKey = [...]string{
-	"Traceparent", // W3C Trace Context: the calling span's id, new per call
-	"Tracestate",  // W3C Trace Context: vendor data of that span
-	"B3",          // Zipkin B3 single header: trace and span ids
-	"X-B3-Traceid",
-	"X-B3-Spanid",
-	"X-B3-Parentspanid",
-	"X-B3-Sampled",
-	"X-B3-Flags",
-	"X-Request-Id", // a correlation id, new per gateway request
+func init() {
+	sharekey.Dedupe = func(o sharekey.DedupeOptions) Middleware { return newDedupe(o.Probe, o.Joined, maxSharedBody) }
 }
 
-// newDedupe is Dedupe with a hook that is called, if non-nil, each time a
-// caller has joined a call, with the number of callers now waiting on it,
-// and the largest body to share.
-func newDedupe(joined func(waiters int), maxBody int64) Middleware {
+// newDedupe is Dedupe with probe, if non-nil, to key each call on its
+// request as the probe's middleware would send it, a hook that is called,
+// if non-nil, each time a caller has joined a call, with the number of
+// callers now waiting on it, and the largest body to share.
+func newDedupe(probe *sharekey.Probe, joined func(waiters int), maxBody int64) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deduper{wrapped: wrap(next), joined: joined, maxBody: maxBody, calls: make(map[callKey]*call)}
+		return &deduper{wrapped: wrap(next), probe: probe, joined: joined, maxBody: maxBody, calls: make(map[sharekey.Key]*call)}
 	}
 }
 
@@ -97,17 +93,15 @@ func newDedupe(joined func(waiters int), maxBody int64) Middleware {
 // and shares only its own calls.
 type deduper struct {
 	wrapped
+	probe   *sharekey.Probe   // immutable; nil: keys are taken from the request as it is
 	joined  func(waiters int) // immutable
 	maxBody int64             // immutable
 
 	mu    sync.Mutex
-	calls map[callKey]*call // in flight
+	calls map[sharekey.Key]*call // in flight
 }
 
 var _ http.RoundTripper = (*deduper)(nil)
-
-// callKey identifies identical requests: a SHA-256 over their parts.
-type callKey [sha256.Size]byte
 
 // call is one shared request.
 type call struct {
@@ -139,7 +133,13 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// shares.
 		return d.next.RoundTrip(c.req)
 	}
-	k := d.key(c.req, c.body)
+	k, ok := d.key(c.req, c.body)
+	if !ok {
+		// The request as it would be sent is unknown (a probed
+		// middleware failed): it goes alone, and fails, if it does,
+		// as its attempt would.
+		return d.next.RoundTrip(c.req)
+	}
 
 	d.mu.Lock()
 	cl, inFlight := d.calls[k]
@@ -195,7 +195,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 // leave takes a caller whose context ended off cl, and cancels the shared
 // request if it was the last one. It reports false if cl's result is
 // already set, and the caller must take it instead.
-func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
+func (d *deduper) leave(k sharekey.Key, cl *call, leader bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if cl.finished {
@@ -216,7 +216,7 @@ func (d *deduper) leave(k callKey, cl *call, leader bool) bool {
 
 // run sends the shared request req and sets cl's result. leaderCtx is the
 // context of the first caller.
-func (d *deduper) run(leaderCtx context.Context, k callKey, cl *call, req *http.Request) {
+func (d *deduper) run(leaderCtx context.Context, k sharekey.Key, cl *call, req *http.Request) {
 	resp, err := d.next.RoundTrip(req)
 	close(cl.headers)
 	var body []byte
@@ -292,56 +292,35 @@ func (cl *call) response(req *http.Request) *http.Response {
 	return &r
 }
 
-// key hashes the parts of req that make requests identical: method, URL,
-// Host, body and every header but those in notInDedupeKey, by name in
-// sorted order. Each part is length-prefixed, so that no two different
-// lists of parts hash alike. The parts but the body are gathered in a
-// buffer on the stack and the body is hashed apart, so that the key
-// allocates only the URL's string for a request of ordinary size.
-func (d *deduper) key(req *http.Request, body []byte) callKey {
-	var stack [1024]byte
-	b := stack[:0]
-	b = appendPart(b, req.Method)
-	b = appendPart(b, req.URL.String())
-	b = appendPart(b, req.Host)
-	bodySum := sha256.Sum256(body)
-	b = append(b, bodySum[:]...)
-	var buf [24]string // enough for most requests' headers, on the stack
-	names := buf[:0]
-	for name := range req.Header {
-		if !notInKey(name) {
-			names = append(names, name)
-		}
+// key returns the key of req, with body its whole body, by the one rule
+// for sharing: on req as it is (sharekey.Of), or, with a probe, on req as
+// the probe's middleware would send it. ok is false if the probe could not
+// tell; then req must go alone.
+func (d *deduper) key(req *http.Request, body []byte) (k sharekey.Key, ok bool) {
+	if d.probe == nil {
+		return sharekey.Of(req, body), true
 	}
-	slices.Sort(names)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(names)))
-	for _, name := range names {
-		values := req.Header[name]
-		b = appendPart(b, name)
-		b = binary.BigEndian.AppendUint64(b, uint64(len(values)))
-		for _, v := range values {
-			b = appendPart(b, v)
-		}
-	}
-	return sha256.Sum256(b)
+	return d.probe.Key(req, body)
 }
 
-// appendPart appends s to b with its length in front.
-func appendPart(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// notInKey reports whether header name, in any case, is one of
-// notInDedupeKey. A name the caller put in the map in another case is
-// sent as it is, so it is matched without case.
-func notInKey(name string) bool {
-	for _, n := range notInDedupeKey {
-		if strings.EqualFold(name, n) {
-			return true
-		}
-	}
-	return false
+// IsKeyProbe reports whether ctx is, or derives from, the context of a
+// dedupe key probe. A transport.Invoker with dedupe on runs the source
+// schema's attempt middleware (transport.SchemaOptions.AttemptMiddleware)
+// once for each query that could be shared, before the query goes on, as
+// a probe: the request that comes out of the chain is keyed (see Dedupe)
+// and not sent, and the middleware gets an error back, never a response.
+// So the key covers what the middleware would put on the attempt, Token's
+// Authorization included, and two callers share an answer only if their
+// attempts would be alike. A middleware must do to a probe's request what
+// it does to an attempt's, and may skip what reaches beyond the request:
+// counting, logging, waiting for a turn (this package's Logging writes no
+// record for it, a RateLimiter takes no turn, and a Breaker counts it
+// neither way). A probe that fails, that answers
+// itself, or that sends other than one request makes the call go alone;
+// a middleware that adds a value new for each request (a nonce) keeps
+// every call from sharing. Any other context reports false.
+func IsKeyProbe(ctx context.Context) bool {
+	return sharekey.IsProbe(ctx)
 }
 
 // onClose is a response body that calls close after closing.

@@ -1,13 +1,24 @@
 package middleware
 
-import "time"
+import (
+	"time"
+
+	"github.com/fusiongo/transport/internal/sharekey"
+)
 
 // DedupeWithHook is Dedupe with joined called each time a caller has joined
 // a shared request, with the number of callers now waiting on it, and with
 // maxBody as the largest body to share (Dedupe: 32 MiB). Tests use joined
 // to release a blocked server only once every caller waits.
 func DedupeWithHook(joined func(waiters int), maxBody int64) Middleware {
-	return newDedupe(joined, maxBody)
+	return newDedupe(nil, joined, maxBody)
+}
+
+// DedupeWithProbe is DedupeWithHook keyed on each call's request as the
+// attempt middleware would send it, as the request path's dedupe is when
+// a source schema has SchemaOptions.AttemptMiddleware.
+func DedupeWithProbe(attempt []Middleware, joined func(waiters int), maxBody int64) Middleware {
+	return newDedupe(sharekey.NewProbe(attempt), joined, maxBody)
 }
 
 // SetWaitingHook makes l call waiting each time a request has its turn

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/sharekey"
 )
 
 // Logging returns a middleware that writes one record per source schema
@@ -15,7 +16,8 @@ import (
 // method, URL, status and duration until the response headers arrived; at
 // Warn, with the error instead of the status, when the request failed. A
 // request that failed because its own context was cancelled is logged at
-// Debug: the caller left, the source schema did not fail.
+// Debug: the caller left, the source schema did not fail. A dedupe key
+// probe (IsKeyProbe) sends nothing and is not logged.
 //
 // Headers and bodies are never logged, and the URL loses its password,
 // query and fragment (a GraphQL GET request carries its variables in the
@@ -42,6 +44,9 @@ var _ http.RoundTripper = (*requestLogger)(nil)
 // RoundTrip sends req and logs how it went.
 func (t *requestLogger) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if sharekey.IsProbe(ctx) {
+		return t.next.RoundTrip(req)
+	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
 	elapsed := time.Since(start)

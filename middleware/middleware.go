@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/sharekey"
 )
 
 // Middleware wraps a RoundTripper of a source schema's pipeline: it
@@ -53,11 +54,12 @@ func (w wrapped) CloseIdleConnections() {
 // refusedUnsent reports an error of a request that the gateway itself
 // refused or overtook before anything was sent: a circuit breaker or a
 // rate limit further in, the sockets path's max_pending_requests
-// (ErrOverloaded), or a reload. Such a request says nothing of the source
-// schema: the breaker counts it neither way, retry does not repeat it and
-// compression saved nothing by it. Every policy asks this one function,
-// so that a refusal added later is left out by all of them.
+// (ErrOverloaded), a reload, or the end of dedupe's key probe (IsKeyProbe).
+// Such a request says nothing of the source schema: the breaker counts it
+// neither way, retry does not repeat it and compression saved nothing by
+// it. Every policy asks this one function, so that a refusal added later
+// is left out by all of them.
 func refusedUnsent(err error) bool {
 	return err != nil && (errors.Is(err, fault.ErrCircuitOpen) || errors.Is(err, fault.ErrRateLimited) ||
-		errors.Is(err, fault.ErrOverloaded) || errors.Is(err, fault.ErrReloaded))
+		errors.Is(err, fault.ErrOverloaded) || errors.Is(err, fault.ErrReloaded) || errors.Is(err, sharekey.ErrProbed))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/sharekey"
 	"golang.org/x/time/rate"
 )
 
@@ -92,7 +93,8 @@ func (l *RateLimiter) Observed(onLimited func(ctx context.Context)) Middleware {
 // deadline; otherwise it fails at once, unsent, with an error that wraps
 // fault.ErrRateLimited and names the schema, and gives its place back. It never
 // sleeps only to fail. A request whose context ends while it waits fails
-// with the context's error, and gives its place back too. A nil l returns
+// with the context's error, and gives its place back too. A dedupe key
+// probe (IsKeyProbe) sends nothing and takes no turn. A nil l returns
 // next as it is.
 func (l *RateLimiter) Middleware() Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
@@ -115,6 +117,9 @@ var _ http.RoundTripper = (*limiterRT)(nil)
 // RoundTrip takes a token for req, waiting for it if allowed, then sends
 // req. Without a wait it allocates nothing.
 func (t *limiterRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	if sharekey.IsProbe(req.Context()) {
+		return t.next.RoundTrip(req)
+	}
 	if err := t.l.take(req); err != nil {
 		closeBody(req)
 		if t.onLimited != nil && err == t.l.refusal {

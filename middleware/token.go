@@ -14,9 +14,10 @@ import (
 // TokenFunc returns the whole Authorization header value for a source
 // schema request, scheme included ("Bearer abc"). It is called with the
 // request's context for every request that Token sends (for every attempt
-// and hedge when Token sits inside Retry and Hedge), so it should cache: a
-// function that fetches a token each time fetches it per attempt. It must
-// be safe for concurrent use.
+// and hedge when Token sits inside Retry and Hedge), and, under a
+// transport.Invoker with dedupe on, once more per query for dedupe's key
+// (IsKeyProbe), so it should cache: a function that fetches a token each
+// time fetches it per attempt. It must be safe for concurrent use.
 type TokenFunc func(ctx context.Context) (string, error)
 
 // Token returns a middleware that sets the Authorization header of every
