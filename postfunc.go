@@ -2,20 +2,16 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 )
-
-// ErrBodyReleased is returned by a Read of a PostFunc response's body
-// after the callback has returned.
-var ErrBodyReleased = errors.New("transport: response body read after the PostFunc callback returned")
 
 // PostFunc sends body to source schema name's URL as Post does, through
 // the same request path (header rules, bounds, middleware, retry, hedge,
@@ -26,7 +22,7 @@ var ErrBodyReleased = errors.New("transport: response body read after the PostFu
 // end costs the connection, as Close does), and may reuse the memory of
 // the request and of the response for another call. So fn must copy what
 // it keeps; a Read of the body after fn returns fails with
-// ErrBodyReleased, and never yields another call's bytes, and a
+// fault.ErrBodyReleased, and never yields another call's bytes, and a
 // Close after fn returns does nothing. Reading the body from another
 // goroutine is allowed until fn returns; that goroutine may close it
 // later (a deferred Close), which touches no other call.
@@ -124,7 +120,7 @@ func callBack(name string, resp *http.Response, fn func(*http.Response) error, c
 }
 
 // releasedBody is a PostFunc response's body as the callback sees it:
-// once released, Read fails with ErrBodyReleased and Close does
+// once released, Read fails with fault.ErrBodyReleased and Close does
 // nothing, so that a body kept past the callback (a goroutine's deferred
 // Close, say) never touches memory another call has taken over. It is the
 // one allocation of a pooled PostFunc: it must outlive the call.
@@ -145,7 +141,7 @@ func (b *releasedBody) Read(p []byte) (int, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.rc == nil {
-		return 0, ErrBodyReleased
+		return 0, fault.ErrBodyReleased
 	}
 	return b.rc.Read(p)
 }
