@@ -2,19 +2,16 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 )
-
-// ErrBodyReleased is returned by a Read of a PostFunc response's body
-// after the callback has returned.
-var ErrBodyReleased = errors.New("transport: response body read after the PostFunc callback returned")
 
 // PostFunc sends body to source schema name's URL as Post does, through
 // the same request path (header rules, bounds, middleware, retry, hedge,
@@ -25,8 +22,10 @@ var ErrBodyReleased = errors.New("transport: response body read after the PostFu
 // end costs the connection, as Close does), and may reuse the memory of
 // the request and of the response for another call. So fn must copy what
 // it keeps; a Read of the body after fn returns fails with
-// ErrBodyReleased, and never yields another call's bytes. Reading the
-// body from another goroutine is allowed until fn returns.
+// fault.ErrBodyReleased, and never yields another call's bytes, and a
+// Close after fn returns does nothing. Reading the body from another
+// goroutine is allowed until fn returns; that goroutine may close it
+// later (a deferred Close), which touches no other call.
 //
 // PostFunc returns Post's error without calling fn, or fn's error wrapped
 // ("source schema %q: callback: %w"), so that errors.Is and errors.As
@@ -37,8 +36,9 @@ var ErrBodyReleased = errors.New("transport: response body read after the PostFu
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
 // returns: no hedge, dedupe, telemetry, request log, request_timeout,
-// header_timeout enforced by the request path, or Middleware (and the
-// call is not moved by a reload to another engine). Anywhere else
+// header_timeout enforced by the request path, or middleware
+// (WithMiddleware, SchemaOptions.Middleware or AttemptMiddleware), and
+// the call is not moved by a reload to another engine. Anywhere else
 // PostFunc costs what Post does, with the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
@@ -120,47 +120,54 @@ func callBack(name string, resp *http.Response, fn func(*http.Response) error, c
 }
 
 // releasedBody is a PostFunc response's body as the callback sees it:
-// once released, Read fails with ErrBodyReleased, so that a body kept past
-// the callback never reads memory another call has taken over. It is the
+// once released, Read fails with fault.ErrBodyReleased and Close does
+// nothing, so that a body kept past the callback (a goroutine's deferred
+// Close, say) never touches memory another call has taken over. It is the
 // one allocation of a pooled PostFunc: it must outlive the call.
 type releasedBody struct {
-	// mu is held for reading by each Read and Close (on rc), and for
-	// writing by release as it clears rc: release waits for a Read under
-	// way, which the close before it ends.
+	// mu is held for reading by each Read and Close for as long as it
+	// uses rc, and for writing by release as it clears rc: release waits
+	// for a Read or Close under way, and the call's memory (rc's, and
+	// the response's) is reused only after that.
 	mu sync.RWMutex
 	rc io.ReadCloser // the body; nil once released. Guarded by mu
+	// closed: rc.Close has been called, or is being called, by Close or
+	// release; only the first of them closes rc, so that a Close in
+	// another goroutine never runs at once with release's.
+	closed atomic.Bool
 }
 
 func (b *releasedBody) Read(p []byte) (int, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.rc == nil {
-		return 0, ErrBodyReleased
+		return 0, fault.ErrBodyReleased
 	}
 	return b.rc.Read(p)
 }
 
 // Close closes the body; a Read after it fails as the body's own does.
+// After the callback has returned it does nothing.
 func (b *releasedBody) Close() error {
 	b.mu.RLock()
-	rc := b.rc
-	b.mu.RUnlock()
-	if rc == nil {
+	defer b.mu.RUnlock()
+	if b.rc == nil || !b.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	return rc.Close()
+	return b.rc.Close()
 }
 
-// release closes the body, which ends a Read under way in another
-// goroutine, then waits for that Read to return and cuts the body off.
+// release closes the body, unless Close did, which ends a Read under way
+// in another goroutine; then it waits for that Read, or a Close under way,
+// to return and cuts the body off. Only release writes rc, so it reads rc
+// without the lock.
 func (b *releasedBody) release() {
-	b.mu.RLock()
-	rc := b.rc
-	b.mu.RUnlock()
-	if rc == nil {
+	if b.rc == nil {
 		return
 	}
-	rc.Close()
+	if b.closed.CompareAndSwap(false, true) {
+		b.rc.Close()
+	}
 	b.mu.Lock()
 	b.rc = nil
 	b.mu.Unlock()

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/race"
@@ -85,11 +84,11 @@ func TestPostFuncBodyReleased(t *testing.T) {
 				t.Fatal(err)
 			}
 			buf := make([]byte, 64)
-			if n, err := kept.Read(buf); n != 0 || !errors.Is(err, transport.ErrBodyReleased) {
+			if n, err := kept.Read(buf); n != 0 || !errors.Is(err, fault.ErrBodyReleased) {
 				t.Errorf("Read after the callback = %d, %v; want 0, ErrBodyReleased", n, err)
 			}
 			err = inv.PostFunc(context.Background(), "products", []byte("second"), func(resp *http.Response) error {
-				if n, err := kept.Read(buf); n != 0 || !errors.Is(err, transport.ErrBodyReleased) {
+				if n, err := kept.Read(buf); n != 0 || !errors.Is(err, fault.ErrBodyReleased) {
 					t.Errorf("Read of the first body during the second call = %d (%q), %v; want 0, ErrBodyReleased", n, buf[:n], err)
 				}
 				body, err := io.ReadAll(resp.Body)
@@ -101,7 +100,7 @@ func TestPostFuncBodyReleased(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, err := kept.Read(buf); n != 0 || !errors.Is(err, transport.ErrBodyReleased) {
+			if n, err := kept.Read(buf); n != 0 || !errors.Is(err, fault.ErrBodyReleased) {
 				t.Errorf("Read after the second call = %d, %v; want 0, ErrBodyReleased", n, err)
 			}
 		})

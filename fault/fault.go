@@ -85,6 +85,11 @@ var (
 	ErrUnaskedUpgrade = errors.New("unasked protocol switch")
 )
 
+// ErrBodyReleased is returned by a Read of a body that transport.PostFunc
+// lent to its callback, once the callback has returned: the body's memory
+// may serve another call by then, and the Read yields none of it.
+var ErrBodyReleased = errors.New("response body read after the PostFunc callback returned")
+
 // HeaderTimeoutError is the cause of a request cancelled because its
 // response headers did not arrive within its source schema's
 // header_timeout, on every path and engine; get it with errors.As. It

@@ -226,6 +226,64 @@ func TestHeaderTimeout(t *testing.T) {
 	}
 }
 
+// TestRequestTimeout: sockets.New takes request_timeout, and on both
+// engines it bounds the request whole: a source schema that never answers
+// fails the RoundTrip, and one that sends its headers and then stalls
+// fails the body's read, each with a *fault.RequestTimeoutError of the
+// setting, never the header bound's error.
+func TestRequestTimeout(t *testing.T) {
+	// bound leaves a loopback server time to send its headers, so that
+	// the stalled body's case is cut in the body, under load too.
+	const bound = 100 * time.Millisecond
+	for _, engine := range engines {
+		for _, tc := range []struct {
+			name    string
+			headers bool // the server sends its headers before it stalls
+		}{
+			{"no answer", false},
+			{"stalled body", true},
+		} {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				release := make(chan struct{})
+				srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+					if tc.headers {
+						w.WriteHeader(http.StatusOK)
+						w.Write([]byte(`{"data":`))
+						http.NewResponseController(w).Flush()
+					}
+					<-release
+				})
+				defer close(release)
+				rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.RequestTimeout = bound })
+				// A caller's deadline far later than the bound: were the
+				// bound ignored, the test would fail when it passes
+				// rather than hang.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{}`))
+				resp, err := rt.RoundTrip(req)
+				if tc.headers {
+					if err != nil {
+						t.Fatalf("RoundTrip: %v; want the headers, then a cut body", err)
+					}
+					defer resp.Body.Close()
+					_, err = io.ReadAll(resp.Body)
+				} else if err == nil {
+					resp.Body.Close()
+				}
+				var rte *fault.RequestTimeoutError
+				var hte *fault.HeaderTimeoutError
+				if !errors.As(err, &rte) || rte.Bound != bound || !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &hte) {
+					t.Fatalf("err = %v, want a *fault.RequestTimeoutError of %s", err, bound)
+				}
+				if !strings.Contains(err.Error(), `source schema "products"`) {
+					t.Errorf("err = %v, want it to name the source schema", err)
+				}
+			})
+		}
+	}
+}
+
 // TestNoDecompression: a gzip answer reaches the caller as the server
 // sent it; with decompression: [gzip] it is asked for and decoded.
 func TestNoDecompression(t *testing.T) {
