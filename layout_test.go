@@ -300,3 +300,20 @@ func exportedRecv(recv *ast.FieldList) bool {
 	id, ok := t.(*ast.Ident)
 	return ok && id.IsExported()
 }
+
+// TestCommandUsesNoPathInternals: the command and its machinery use the
+// paths through their public packages (sockets, legacy, transport), never
+// the backends under internal/ that the request path builds on: what the
+// command shows of a path, a user's program can show too.
+func TestCommandUsesNoPathInternals(t *testing.T) {
+	out := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}}", "./cmd/...")
+	for line := range strings.Lines(out) {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			switch imp {
+			case module + "/internal/sockets", module + "/internal/legacy", module + "/internal/backend":
+				t.Errorf("%s imports %s", fields[0], imp)
+			}
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/sockets"
+	"github.com/fusiongo/transport/sockets"
 )
 
 func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -99,7 +99,7 @@ func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "config: NEW: %v\n", err)
 		return 2
 	}
-	for _, c := range sockets.Plan(prev, next) {
+	for _, c := range sockets.PlanReload(prev, next) {
 		line := fmt.Sprintf("%-8s %s", c.Action, c.Schema)
 		switch {
 		case c.Action == "replaced":
@@ -127,7 +127,7 @@ const configLookupTimeout = 2 * time.Second
 // (a unix socket, a proxy).
 func addressesLine(ctx context.Context, r sockets.Resolver, cfg env.Config, name string) string {
 	settings, ok := cfg.Effective(name)
-	if !ok || !sockets.HasAddresses(settings) {
+	if !ok || !sockets.SpreadsAddresses(settings) {
 		return ""
 	}
 	u, err := url.Parse(cfg.SourceSchemas[name].URL)
