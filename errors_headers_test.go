@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,42 +14,63 @@ import (
 	"github.com/fusiongo/transport/fault"
 )
 
-// headerCall sends one query to the source schema products, at url, with
-// ctx (which carries the gateway request), and returns the error it got:
-// a response is read and closed, and reported as no error.
-type headerCall struct {
+// errCall sends one query to the source schema name, at url, with ctx
+// (which may carry the gateway request), by one of the ways a caller has,
+// and returns the error it got: a response is read and closed, and
+// reported as no error.
+type errCall struct {
 	name string
-	send func(t *testing.T, ctx context.Context, inv *transport.Transport, url string) error
+	send func(t *testing.T, ctx context.Context, inv *transport.Transport, name, url string) error
 }
 
-var headerCalls = []headerCall{
-	{"Post", func(t *testing.T, ctx context.Context, inv *transport.Transport, _ string) error {
-		resp, err := inv.Post(ctx, "products", []byte(`{"query":"{ ok }"}`))
+const errQuery = `{"query":"{ ok }"}`
+
+// errCalls are Post, PostFunc, Do and a request through Client (routed by
+// its URL).
+var errCalls = []errCall{
+	{"Post", func(t *testing.T, ctx context.Context, inv *transport.Transport, name, _ string) error {
+		resp, err := inv.Post(ctx, name, []byte(errQuery))
 		if err == nil {
 			readAll(t, resp)
 		}
 		return err
 	}},
-	{"PostFunc", func(t *testing.T, ctx context.Context, inv *transport.Transport, _ string) error {
-		return inv.PostFunc(ctx, "products", []byte(`{"query":"{ ok }"}`), func(*http.Response) error { return nil })
+	{"PostFunc", func(t *testing.T, ctx context.Context, inv *transport.Transport, name, _ string) error {
+		return inv.PostFunc(ctx, name, []byte(errQuery), func(resp *http.Response) error {
+			_, err := io.Copy(io.Discard, resp.Body)
+			return err
+		})
 	}},
-	{"Client", func(t *testing.T, ctx context.Context, inv *transport.Transport, url string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"query":"{ ok }"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := inv.Client().Do(req)
+	{"Do", func(t *testing.T, ctx context.Context, inv *transport.Transport, name, url string) error {
+		resp, err := inv.Do(ctx, name, errRequest(t, ctx, url))
 		if err == nil {
 			readAll(t, resp)
 		}
 		return err
 	}},
+	{"Client", func(t *testing.T, ctx context.Context, inv *transport.Transport, _, url string) error {
+		resp, err := inv.Client().Do(errRequest(t, ctx, url))
+		if err == nil {
+			readAll(t, resp)
+		}
+		return err
+	}},
+}
+
+// errRequest is a GraphQL POST of errQuery to url.
+func errRequest(t *testing.T, ctx context.Context, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(errQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
 }
 
 // TestErrorsForwardedHeaders: a forwarded header that the rules refuse —
 // over headers.max_forwarded_bytes, or with CR, LF or NUL in its value —
-// fails every call (Post, PostFunc, Client) on every path with an error
+// fails every call (Post, PostFunc, Do, Client) on every path with an error
 // that matches package fault's sentinel under errors.Is and names the
 // header and the source schema; the source schema sees no connection, let
 // alone a request. A header within the bound and clean reaches it, the
@@ -70,14 +92,14 @@ func TestErrorsForwardedHeaders(t *testing.T) {
 	}
 	for _, path := range paths {
 		for _, tc := range cases {
-			for _, call := range headerCalls {
+			for _, call := range errCalls {
 				t.Run(fmt.Sprintf("%s/%s/%s", path, tc.name, call.name), func(t *testing.T) {
 					srv := newSchemaServer(t, nil)
 					inv := newInvoker(t, withSchema(path, srv.URL(), func(s *env.SourceSchema) {
 						s.Headers.Forward = []string{name}
 						s.Headers.MaxForwardedBytes = tc.maxBytes
 					}))
-					err := call.send(t, gatewayCtx(name, tc.value), inv, srv.URL())
+					err := call.send(t, gatewayCtx(name, tc.value), inv, "products", srv.URL())
 					if tc.want == nil {
 						if err != nil {
 							t.Fatalf("%s: %v", call.name, err)

@@ -14,8 +14,12 @@
 //		// no response headers within hte.Bound
 //	}
 //
-// Every error that wraps one of these names its source schema. The package
-// imports nothing of this module, so that any package can report them.
+// Every error that wraps one of these names its source schema, but where no
+// schema serves the request: one routed by its URL (transport.Client,
+// RoundTripper) that matches none, or any after Close, names its method and
+// URL instead, and package legacy's shared Transport, which serves no one
+// schema, returns ErrClosed as it is. The package imports nothing of this
+// module, so that any package can report them.
 package fault
 
 import (
