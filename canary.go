@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"hash/maphash"
@@ -16,6 +15,7 @@ import (
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/gqlhttp"
@@ -156,9 +156,9 @@ func record(ctx context.Context, s *canary.Schema, p canary.Side, resp *http.Res
 // canaryPost is Post under a canary: the gateway request's share decides
 // the path. A query that failed on sockets without a response is sent
 // again on legacy, within what is left of the call's bounds; anything
-// else operation.Of does not call a query (a mutation, or a body that
-// servers would read differently), or any request that got a response,
-// is not. A call that the sockets side's circuit breaker refused was not
+// else operation.Classify does not call a query (a mutation, a body over
+// operation.MaxBodyBytes, or one that servers would read differently), or
+// any request that got a response, is not. A call that the sockets side's circuit breaker refused was not
 // sent at all: it goes to legacy whatever its kind, and counts as a
 // sockets failure in the judge.
 func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) (*http.Response, error) {
@@ -178,7 +178,7 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	record(ctx, s, canary.Sockets, resp, err, start)
 	// A call the sockets side's breaker or pending bound refused was not
 	// sent: it goes to legacy whatever its kind.
-	if !spentOnSockets(bctx, err) && !rateLimited(err) && (refusedOnSockets(err) || operation.Of(body) == operation.Query) {
+	if !spentOnSockets(bctx, err) && !rateLimited(err) && (refusedOnSockets(err) || operation.Classify(http.MethodPost, e.primary.url.RawQuery, body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.primary.post(bctx, body)
@@ -200,9 +200,9 @@ func canaryLegacy(ctx context.Context, s *canary.Schema, send func() (*http.Resp
 }
 
 // canaryDo is Do under a canary, as canaryPost. A request that failed on
-// sockets goes again on legacy when it is a GET whose URL holds a query or
-// no document, or a POST whose body can be read again (GetBody) and holds
-// a query.
+// sockets goes again on legacy when operation.Classify calls it a query (a
+// GET whose URL holds a query or no document, a POST whose body holds
+// one) and its body, if any, can be read again (GetBody).
 func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	e, err := inv.entryOf(name)
 	if err != nil {
@@ -220,7 +220,10 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	if !spentOnSockets(bctx, err) && !rateLimited(err) {
 		again, ok := resendable(req)
 		if !ok && refusedOnSockets(err) {
-			again, ok = refusedAgain(req)
+			// Refused unsent: any kind goes, with a fresh body.
+			var rerr error
+			again, rerr = backend.Rewind(req)
+			ok = rerr == nil
 		}
 		if ok {
 			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
@@ -276,56 +279,32 @@ func (c *spannedCall) finish(resp *http.Response, err error) (*http.Response, er
 	return result(c.t, resp, ferr)
 }
 
-// refusedAgain returns a copy of req to send on legacy after the sockets
-// side's breaker refused it, unsent, whatever its kind: as it is without a
-// body, with a fresh body from GetBody otherwise.
-func refusedAgain(req *http.Request) (*http.Request, bool) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return req, true
-	}
-	if req.GetBody == nil {
-		return nil, false
-	}
-	rc, err := req.GetBody()
-	if err != nil {
-		return nil, false
-	}
-	again := req.Clone(req.Context())
-	again.Body = rc
-	return again, true
-}
-
-// maxResendBody bounds the body canaryDo reads to tell a query from a
-// mutation.
-const maxResendBody = 1 << 20
-
-// resendable returns a copy of req to send again on legacy, if req is a
-// query: a GET or HEAD without a body whose URL has no parameter that can
-// be the document, or whose parameters are a query (operation.OfParams),
-// or a request whose body GetBody gives again and holds a query
-// (operation.Of).
+// resendable returns a copy of req to send again on legacy, if
+// operation.Classify calls it a query: by its method, its URL's query
+// string and its body, which GetBody gives again (at most
+// operation.MaxBodyBytes of it are read). A request with a body and no
+// GetBody is not sent again.
 func resendable(req *http.Request) (*http.Request, bool) {
-	if (req.Method == http.MethodGet || req.Method == http.MethodHead) && (req.Body == nil || req.Body == http.NoBody) {
-		if kind, document := operation.OfParams(req.URL.RawQuery); document && kind != operation.Query {
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
 			return nil, false
 		}
-		return req, true
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		body, err = io.ReadAll(io.LimitReader(rc, operation.MaxBodyBytes+1))
+		rc.Close()
+		if err != nil {
+			return nil, false
+		}
 	}
-	if req.GetBody == nil {
+	if operation.Classify(req.Method, req.URL.RawQuery, body) != operation.Query {
 		return nil, false
 	}
-	rc, err := req.GetBody()
-	if err != nil {
-		return nil, false
-	}
-	body, err := io.ReadAll(io.LimitReader(rc, maxResendBody+1))
-	rc.Close()
-	if err != nil || len(body) > maxResendBody || operation.Of(body) != operation.Query {
-		return nil, false
-	}
-	again := req.Clone(req.Context())
-	again.Body = io.NopCloser(bytes.NewReader(body))
-	return again, true
+	again, err := backend.Rewind(req)
+	return again, err == nil
 }
 
 // refusedOnSockets reports whether the sockets side refused a call

@@ -63,8 +63,6 @@ type ResilienceEvent struct {
 	For time.Duration
 }
 
-// fault.ErrCircuitOpen: see errors.go.
-
 // resilience is a route's circuit breaker, retry budget and hedge latency
 // record, with the settings they were made from: a reload keeps each one
 // whose settings are equal, so that an open breaker stays open and a

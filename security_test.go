@@ -29,7 +29,7 @@ import (
 	"github.com/fusiongo/transport/answer"
 	"github.com/fusiongo/transport/compare"
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/middleware"
 )
@@ -377,7 +377,7 @@ func TestSecurityCookies(t *testing.T) {
 // TestSecurityHeaderValueInjection: a gateway header value with CR, LF or
 // NUL is rejected, whichever rule would forward it (a listed name, a
 // pattern, a rename), on both paths and on Post and Do: the error names
-// the header and the source schema and wraps headers.ErrInvalidValue, and
+// the header and the source schema and wraps fault.ErrInvalidHeaderValue, and
 // the source schema sees no connection, let alone a request.
 func TestSecurityHeaderValueInjection(t *testing.T) {
 	st := startSecStats(t)
@@ -408,8 +408,8 @@ func TestSecurityHeaderValueInjection(t *testing.T) {
 							readAll(t, resp)
 							t.Fatalf("%s sent a header value with %s: %s", call.name, kind, resp.Status)
 						}
-						if !errors.Is(err, headers.ErrInvalidValue) {
-							t.Errorf("error %q does not wrap headers.ErrInvalidValue", err)
+						if !errors.Is(err, fault.ErrInvalidHeaderValue) {
+							t.Errorf("error %q does not wrap fault.ErrInvalidHeaderValue", err)
 						}
 						if !strings.Contains(err.Error(), rule.header) || !strings.Contains(err.Error(), `source schema "products"`) {
 							t.Errorf("error %q does not name the header %s and the source schema", err, rule.header)

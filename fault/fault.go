@@ -14,8 +14,12 @@
 //		// no response headers within hte.Bound
 //	}
 //
-// Every error that wraps one of these names its source schema. The package
-// imports nothing of this module, so that any package can report them.
+// Every error that wraps one of these names its source schema, but where no
+// schema serves the request: one routed by its URL (transport.Client,
+// RoundTripper) that matches none, or any after Close, names its method and
+// URL instead, and package legacy's shared Transport, which serves no one
+// schema, returns ErrClosed as it is. The package imports nothing of this
+// module, so that any package can report them.
 package fault
 
 import (
@@ -136,3 +140,19 @@ func (e *RequestTimeoutError) Timeout() bool { return true }
 
 // Is makes errors.Is(err, context.DeadlineExceeded) true.
 func (e *RequestTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// The header rules' refusals: a request whose forwarded headers the rules
+// would not send fails before anything is written, on every path (Post,
+// PostFunc, Do, Client), with an error that names the header and the
+// source schema and wraps one of these. Not sent.
+var (
+	// ErrHeadersTooLarge is wrapped by the error for a request whose
+	// forwarded headers (each line counted whole: name, ": ", value, CRLF)
+	// go over its source schema's headers.max_forwarded_bytes.
+	ErrHeadersTooLarge = errors.New("forwarded headers over their size bound (headers.max_forwarded_bytes)")
+
+	// ErrInvalidHeaderValue is wrapped by the error for a request whose
+	// forwarded header value holds CR, LF or NUL, which could split the
+	// request if it were ever written raw.
+	ErrInvalidHeaderValue = errors.New("header value contains CR, LF or NUL")
+)

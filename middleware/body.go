@@ -10,17 +10,14 @@ import (
 	"github.com/fusiongo/transport/operation"
 )
 
-// maxClassifiedBody is the largest request body that retry and dedupe read
-// to find the operation kind. A larger body is sent as it is, once, and
-// never shared: buffering it would cost more than a retry saves.
-const maxClassifiedBody = 1 << 20
-
 // classified is a request read for its operation kind.
 type classified struct {
 	// req is the request to send in the caller's place. If body is non-nil,
 	// req.GetBody returns a fresh reader over it, so req can be sent again.
-	req  *http.Request
-	body []byte // the whole body, or nil if there is none or it was too large
+	req *http.Request
+	// body is the whole body, or nil if there is none or it was over
+	// operation.MaxBodyBytes (then kind is Unknown).
+	body []byte
 	kind operation.Kind
 	// enc is the compressed body that Compress further out sent, or nil:
 	// each copy sent again carries a fresh one, so that Hedge and Dedupe
@@ -28,8 +25,10 @@ type classified struct {
 	enc *encodedBody
 }
 
-// classify reads req's body, at most maxClassifiedBody bytes of it, and
-// returns the kind of operation it carries. It never modifies req.
+// classify reads req's body, at most operation.MaxBodyBytes of it, and
+// returns the kind of operation req runs by operation.Classify: its
+// method, its URL's query string and its body, so that a GET with ?query=
+// is told as a POST is. It never modifies req.
 //
 // With req.GetBody, the body is read from a fresh copy and req is sent as
 // it is. Without it, req.Body is read (and closed, if read whole) and the
@@ -38,12 +37,12 @@ type classified struct {
 // every byte.
 func classify(req *http.Request) (classified, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return classified{req: req}, nil
+		return classified{req: req, kind: kindOf(req, nil)}, nil
 	}
 	if eb, ok := req.Body.(*encodedBody); ok {
 		// Compress further out sent it compressed: the bytes to send again
 		// are the compressed ones, the kind is the uncompressed body's.
-		return classified{req: req, body: eb.sent, kind: eb.kind(), enc: eb}, nil
+		return classified{req: req, body: eb.sent, kind: kindOf(req, eb.raw), enc: eb}, nil
 	}
 	if req.GetBody != nil {
 		rc, err := req.GetBody()
@@ -60,7 +59,7 @@ func classify(req *http.Request) (classified, error) {
 		if !whole {
 			return classified{req: req}, nil
 		}
-		return classified{req: req, body: body, kind: operation.Of(body)}, nil
+		return classified{req: req, body: body, kind: kindOf(req, body)}, nil
 	}
 	body, whole, err := readUpTo(req.Body)
 	if err != nil {
@@ -74,25 +73,44 @@ func classify(req *http.Request) (classified, error) {
 	}
 	req.Body.Close()
 	setBody(&out, body)
-	return classified{req: &out, body: body, kind: operation.Of(body)}, nil
+	return classified{req: &out, body: body, kind: kindOf(req, body)}, nil
 }
 
-// readUpTo reads r until EOF or past maxClassifiedBody bytes. whole reports
+// kindOf is the kind of operation of req with body (nil: none).
+func kindOf(req *http.Request, body []byte) operation.Kind {
+	var rawQuery string
+	if req.URL != nil {
+		rawQuery = req.URL.RawQuery
+	}
+	return operation.Classify(req.Method, rawQuery, body)
+}
+
+// readUpTo reads r until EOF or past operation.MaxBodyBytes. whole reports
 // whether body is all of r.
 func readUpTo(r io.Reader) (body []byte, whole bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, maxClassifiedBody+1))
-	return body, err == nil && len(body) <= maxClassifiedBody, err
+	body, err = io.ReadAll(io.LimitReader(r, operation.MaxBodyBytes+1))
+	return body, err == nil && len(body) <= operation.MaxBodyBytes, err
 }
 
-// setBody makes body the body of r, readable again through GetBody.
+// setBody makes body the body of r, readable again through GetBody. An
+// empty body is http.NoBody, which every engine sends as no body: an
+// empty reader of length 0 would read as one of unknown length (a GET
+// sent chunked).
 func setBody(r *http.Request, body []byte) {
+	if len(body) == 0 {
+		r.Body = http.NoBody
+		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		r.ContentLength = 0
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 }
 
 // again returns a shallow copy of c.req with a fresh reader over its
-// body, for sending it once more; c must carry a body. A compressed body
+// body, for sending it once more; c must carry its whole body, or none (a
+// GET). A compressed body
 // stays one (its GetBody, its kind, the compressed length), so that a
 // retry of a compressed query is hedged as the first try would be.
 func (c classified) again() *http.Request {

@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/fusiongo/transport/internal/defaults"
-	"github.com/fusiongo/transport/operation"
 )
 
 // The codecs of CompressConfig.Codec.
@@ -54,7 +53,8 @@ type UnreadBytes interface {
 // naming it and Content-Length the compressed length. It leaves alone a
 // GET or HEAD, a request without a body, one that has a Content-Encoding
 // already (the caller encoded it), a body the encoding would not make
-// smaller, and a body it would have to read that is over 1 MiB (which goes
+// smaller, and a body it would have to read that is over
+// operation.MaxBodyBytes, 1 MiB (which goes
 // as it is, unbuffered). The request's GetBody returns the compressed
 // bytes, so a retry, a hedge or a resend after a dead connection sends the
 // same bytes without compressing again; Retry, Hedge and Dedupe further in
@@ -104,7 +104,7 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 	case UnreadBytes:
 		raw = b.UnreadBytes()
 	default:
-		cl, err := classify(req) // reads at most maxClassifiedBody bytes
+		cl, err := classify(req) // reads at most operation.MaxBodyBytes
 		if err != nil {
 			return nil, err
 		}
@@ -172,9 +172,6 @@ func (b *encodedBody) again() (io.ReadCloser, error) {
 	n.r.Reset(b.sent)
 	return n, nil
 }
-
-// kind is the operation kind of the uncompressed body.
-func (b *encodedBody) kind() operation.Kind { return operation.Of(b.raw) }
 
 // encoder compresses a whole body into a new slice of its own length, or
 // returns nil if it cannot (the body then goes as it is).

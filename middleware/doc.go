@@ -45,16 +45,19 @@
 //
 // # What is retried and shared
 //
-// Retry, Hedge and Dedupe act only on GraphQL queries sent as GraphQL-over-HTTP
-// JSON bodies (operation.Of). A mutation is never sent twice, a
+// Retry, Hedge and Dedupe act only on GraphQL queries, as
+// operation.Classify tells them from the method, the URL's query string and
+// the body: a POST whose JSON body runs a query, a GET whose ?query= runs
+// one (or that carries no document: GraphQL over HTTP runs only queries on
+// GET). A mutation is never sent twice, a GET mutation included, a
 // subscription never shared, and a request whose kind cannot be told for
-// sure (a persisted query without its document, a GET request, a body over
-// 1 MiB, anything that does not parse, a body that servers read
-// differently, such as one with a "query" member and a case variant of it
-// that encoding/json takes instead) is treated like a mutation. Both read
-// the body up to that size: through GetBody if the request has it, else
-// from Body, and then send a copy of the request whose body can be read
-// again.
+// sure (a POST of a persisted query without its document, a body over
+// operation.MaxBodyBytes, 1 MiB, anything that does not parse, a request
+// that servers read differently, such as a body with a "query" member and
+// a case variant of it that encoding/json takes instead) is treated like a
+// mutation. All three read the body up to that size: through GetBody if
+// the request has it, else from Body, and then send a copy of the request
+// whose body can be read again.
 //
 // Every middleware wraps its next RoundTripper without an http.Client, so
 // that it keeps next's semantics: it follows no redirects, stores no

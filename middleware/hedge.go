@@ -130,7 +130,7 @@ func (l *Latencies) Quantile(q float64) time.Duration {
 	return time.Duration(v)
 }
 
-// Hedge returns a middleware that sends a query (operation.Of) once more
+// Hedge returns a middleware that sends a query (operation.Classify) once more
 // when its response headers have not arrived after the delay, up to
 // cfg.MaxExtra more times: the first response wins, the other attempts are
 // cancelled (their context ends; a response that still arrives is drained

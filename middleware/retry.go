@@ -100,8 +100,8 @@ func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) ti
 
 // Retry returns a middleware that sends a query again after a transport
 // error or a response with one of cfg.Statuses, up to cfg.MaxAttempts times
-// in all. Mutations, subscriptions and requests whose kind operation.Of
-// cannot tell are sent once, untouched. cfg is copied: later changes to it
+// in all. Mutations, subscriptions and requests whose kind
+// operation.Classify cannot tell are sent once, untouched. cfg is copied: later changes to it
 // have no effect.
 //
 // Retry runs its own loop over the next RoundTripper and takes only its

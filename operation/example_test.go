@@ -27,3 +27,24 @@ func ExampleOf() {
 	// unknown
 	// unknown
 }
+
+func ExampleClassify() {
+	for _, r := range []struct{ method, rawQuery, body string }{
+		{"GET", "query=%7B+product%28id%3A+1%29+%7B+name+%7D+%7D", ""},
+		{"GET", "query=mutation+%7B+pay%28amount%3A+100%29+%7D", ""},
+		{"POST", "", `{"query":"{ product(id: 1) { name } }"}`},
+		// The URL's document counts beside the body's: some servers read
+		// it first.
+		{"POST", "query=mutation+%7B+pay%28amount%3A+100%29+%7D", `{"query":"{ a }"}`},
+		// A GET of a persisted query by its hash: GET runs only queries.
+		{"GET", "extensions=%7B%22persistedQuery%22%3A%7B%7D%7D", ""},
+	} {
+		fmt.Println(operation.Classify(r.method, r.rawQuery, []byte(r.body)))
+	}
+	// Output:
+	// query
+	// mutation
+	// query
+	// unknown
+	// query
+}

@@ -1,17 +1,21 @@
 // Package operation classifies GraphQL-over-HTTP requests by the kind of
-// operation they run: Of reads a JSON request body, either one request
-// object ({"query": "...", "operationName": "..."}) or a batch of them, and
-// tells whether it is a query, a mutation or a subscription, selecting the
-// operation by operationName as a server does, or Unknown when that cannot
-// be told for sure, for instance because servers that read the members
-// differently would run different operations. OfParams does the same for
-// the URL parameters of a GET request.
+// operation they run. Classify is the rule for a whole request: its method,
+// the query string of its URL and its body (at most MaxBodyBytes), a GET
+// with ?query= as well as a POST of JSON. It is built on two readings: Of
+// reads a JSON request body, either one request object ({"query": "...",
+// "operationName": "..."}) or a batch of them, and tells whether it is a
+// query, a mutation or a subscription, selecting the operation by
+// operationName as a server does, or Unknown when that cannot be told for
+// sure, for instance because servers that read the members differently
+// would run different operations; OfParams does the same for the URL
+// parameters of a GET request.
 //
-// Retry and deduplication (package middleware), the comparison recorder
-// (package compare) and shadow mode (package shadow) use it to decide what
-// is safe to send twice. It is a leaf package: it imports only the
-// standard library, so that any package can classify an operation without
-// depending on the others.
+// Retry, hedging and deduplication (package middleware) and the canary's
+// re-send on legacy (package transport) decide by Classify what is safe to
+// send twice or to share; the comparison recorder (package compare) and
+// shadow mode (package shadow) use Of and OfParams. It is a leaf package:
+// it imports only the standard library, so that any package can classify
+// an operation without depending on the others.
 package operation
 
 import (

@@ -3,6 +3,7 @@ package operation_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -229,6 +230,18 @@ func FuzzOf(f *testing.F) {
 		padded := request(t, "\uFEFF # comment\r\n,\t"+query, &name)
 		if again := operation.Of([]byte(padded)); again != got {
 			t.Errorf("with ignored tokens in front: %v, without: %v\nquery: %q", again, got, query)
+		}
+
+		// The same request as a GET's parameters, or as a POST whose URL
+		// repeats them, is classified alike.
+		params := url.Values{"query": {query}, "operationName": {name}}.Encode()
+		for _, c := range []struct {
+			method, rawQuery string
+			body             []byte
+		}{{"POST", "", []byte(body)}, {"GET", params, nil}, {"POST", params, []byte(body)}} {
+			if k := operation.Classify(c.method, c.rawQuery, c.body); k != got {
+				t.Errorf("Classify(%s, %q, %q) = %v, Of: %v", c.method, c.rawQuery, c.body, k, got)
+			}
 		}
 
 		// A batch is a query exactly when all its entries are.

@@ -1,7 +1,10 @@
 package telemetry_test
 
 import (
+	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,57 +13,55 @@ import (
 	"github.com/fusiongo/transport/telemetry"
 )
 
-// TestNamesAgree: the instrument names and attribute keys that this
-// package exports are those that the instruments it creates through
-// internal/meters use.
-func TestNamesAgree(t *testing.T) {
-	names := map[string]string{
-		telemetry.MetricConnectionsOpen:        meters.MetricConnectionsOpen,
-		telemetry.MetricConnectionsIdle:        meters.MetricConnectionsIdle,
-		telemetry.MetricReloads:                meters.MetricReloads,
-		telemetry.MetricTransportsKept:         meters.MetricTransportsKept,
-		telemetry.MetricTransportsReplaced:     meters.MetricTransportsReplaced,
-		telemetry.MetricTransportsRemoved:      meters.MetricTransportsRemoved,
-		telemetry.MetricCanaryShare:            meters.MetricCanaryShare,
-		telemetry.MetricCanaryFallbacks:        meters.MetricCanaryFallbacks,
-		telemetry.MetricBreakerState:           meters.MetricBreakerState,
-		telemetry.MetricBreakerTransitions:     meters.MetricBreakerTransitions,
-		telemetry.MetricRetryBudgetExhaustions: meters.MetricRetryBudgetExhaustions,
-		telemetry.MetricHedgesSent:             meters.MetricHedgesSent,
-		telemetry.MetricHedgesWon:              meters.MetricHedgesWon,
-		telemetry.MetricAddresses:              meters.MetricAddresses,
-		telemetry.MetricAddressConnections:     meters.MetricAddressConnections,
-		telemetry.MetricAddressInFlight:        meters.MetricAddressInFlight,
-		telemetry.MetricAddressEjected:         meters.MetricAddressEjected,
-		telemetry.MetricEjections:              meters.MetricEjections,
-		telemetry.MetricCompressedRequests:     meters.MetricCompressedRequests,
-		telemetry.MetricCompressionBytesSaved:  meters.MetricCompressionBytesSaved,
-		telemetry.MetricRateLimited:            meters.MetricRateLimited,
-		telemetry.MetricShadowComparisons:      meters.MetricShadowComparisons,
-		telemetry.MetricShadowMismatches:       meters.MetricShadowMismatches,
-		telemetry.MetricShadowDropped:          meters.MetricShadowDropped,
+// TestNamesDocumented: the package documentation's metrics table lists
+// every instrument name that this package exports, each once, and the
+// names are distinct; so are the attribute keys, which the documentation
+// names too. The names that internal/meters declares are this package's
+// by reference, so no copy can drift; the table is the copy users read.
+func TestNamesDocumented(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(names) != 24 {
-		t.Errorf("%d distinct names, want 24: two constants share a name", len(names))
-	}
-	for exported, internal := range names {
-		if exported != internal {
-			t.Errorf("telemetry exports %q, the instrument is %q", exported, internal)
+	var table []string // the first column of the metrics table
+	for line := range strings.Lines(string(src)) {
+		fields := strings.Fields(strings.TrimPrefix(line, "//"))
+		// A row: the name, then the instrument (Int64Counter, ...).
+		if len(fields) >= 3 && (strings.HasPrefix(fields[1], "Int64") || strings.HasPrefix(fields[1], "Float64")) {
+			table = append(table, fields[0])
 		}
 	}
-	keys := [][2]attribute.Key{
-		{telemetry.AttrSourceSchema, meters.AttrSourceSchema},
-		{telemetry.AttrPath, meters.AttrPath},
-		{telemetry.AttrBreakerState, meters.AttrBreakerState},
-		{telemetry.AttrAddress, meters.AttrAddress},
-		{telemetry.AttrShadowEqual, meters.AttrShadowEqual},
-		{telemetry.AttrShadowKind, meters.AttrShadowKind},
-		{telemetry.AttrShadowReason, meters.AttrShadowReason},
+	names := []string{
+		telemetry.MetricRequestDuration, telemetry.MetricRequests, telemetry.MetricErrors, telemetry.MetricRequestsInFlight,
+		telemetry.MetricConnectionsOpen, telemetry.MetricConnectionsIdle, telemetry.MetricReloads,
+		telemetry.MetricTransportsKept, telemetry.MetricTransportsReplaced, telemetry.MetricTransportsRemoved,
+		telemetry.MetricCanaryShare, telemetry.MetricCanaryFallbacks,
+		telemetry.MetricBreakerState, telemetry.MetricBreakerTransitions, telemetry.MetricRetryBudgetExhaustions,
+		telemetry.MetricHedgesSent, telemetry.MetricHedgesWon,
+		telemetry.MetricAddresses, telemetry.MetricAddressConnections, telemetry.MetricAddressInFlight,
+		telemetry.MetricAddressEjected, telemetry.MetricEjections,
+		telemetry.MetricCompressedRequests, telemetry.MetricCompressionBytesSaved, telemetry.MetricRateLimited,
+		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
+	}
+	slices.Sort(table)
+	sorted := slices.Sorted(slices.Values(names))
+	if !slices.Equal(table, sorted) {
+		t.Errorf("the documentation's table lists\n\t%v\nthe package exports\n\t%v", table, sorted)
+	}
+	if len(slices.Compact(sorted)) != len(names) {
+		t.Errorf("two instruments share a name: %v", names)
+	}
+	keys := []attribute.Key{
+		telemetry.AttrSourceSchema, telemetry.AttrPath, telemetry.AttrBreakerState, telemetry.AttrAddress,
+		telemetry.AttrShadowEqual, telemetry.AttrShadowKind, telemetry.AttrShadowReason,
 	}
 	for _, k := range keys {
-		if k[0] != k[1] {
-			t.Errorf("telemetry exports key %q, the measurements use %q", k[0], k[1])
+		if !strings.Contains(string(src), string(k)) {
+			t.Errorf("the documentation does not name the attribute %s", k)
 		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(keys)))) != len(keys) {
+		t.Errorf("two attribute constants share a key: %v", keys)
 	}
 }
 

@@ -17,10 +17,13 @@ import (
 // obtains, so that a view or a sampler can pick this package's signals out.
 const ScopeName = "github.com/fusiongo/transport/telemetry"
 
-// The names of the instruments that New creates. The duration histogram
-// follows the OpenTelemetry HTTP client semantic conventions; the others
-// have no semantic convention and live under fusion.transport. The package
-// documentation lists each one's instrument, unit and attributes.
+// The names of the instruments that New creates, as the package
+// documentation's table lists them with each one's instrument, unit and
+// attributes. The duration histogram follows the OpenTelemetry HTTP client
+// semantic conventions; the others have no semantic convention and live
+// under fusion.transport. The names of the instruments that the transport
+// records (all but the first four) are declared where those instruments
+// are made, in internal/meters, and exported here.
 const (
 	// Requests, fed by Middleware.
 	MetricRequestDuration  = "http.client.request.duration"
@@ -30,65 +33,67 @@ const (
 
 	// Connections and reloads, fed by the transport that
 	// transport.WithTelemetry is given to.
-	MetricConnectionsOpen    = "fusion.transport.connections.open"
-	MetricConnectionsIdle    = "fusion.transport.connections.idle"
-	MetricReloads            = "fusion.transport.reloads"
-	MetricTransportsKept     = "fusion.transport.transports.kept"
-	MetricTransportsReplaced = "fusion.transport.transports.replaced"
-	MetricTransportsRemoved  = "fusion.transport.transports.removed"
+	MetricConnectionsOpen    = meters.MetricConnectionsOpen
+	MetricConnectionsIdle    = meters.MetricConnectionsIdle
+	MetricReloads            = meters.MetricReloads
+	MetricTransportsKept     = meters.MetricTransportsKept
+	MetricTransportsReplaced = meters.MetricTransportsReplaced
+	MetricTransportsRemoved  = meters.MetricTransportsRemoved
 
 	// A canary rollout.
-	MetricCanaryShare     = "fusion.transport.canary.share"
-	MetricCanaryFallbacks = "fusion.transport.canary.fallbacks"
+	MetricCanaryShare     = meters.MetricCanaryShare
+	MetricCanaryFallbacks = meters.MetricCanaryFallbacks
 
 	// Circuit breakers, retry budgets, hedging.
-	MetricBreakerState           = "fusion.transport.breaker.state"
-	MetricBreakerTransitions     = "fusion.transport.breaker.transitions"
-	MetricRetryBudgetExhaustions = "fusion.transport.retry.budget_exhausted"
-	MetricHedgesSent             = "fusion.transport.hedges.sent"
-	MetricHedgesWon              = "fusion.transport.hedges.won"
+	MetricBreakerState           = meters.MetricBreakerState
+	MetricBreakerTransitions     = meters.MetricBreakerTransitions
+	MetricRetryBudgetExhaustions = meters.MetricRetryBudgetExhaustions
+	MetricHedgesSent             = meters.MetricHedgesSent
+	MetricHedgesWon              = meters.MetricHedgesWon
 
 	// The addresses of the sockets path's pools, and outlier detection.
-	MetricAddresses          = "fusion.transport.addresses"
-	MetricAddressConnections = "fusion.transport.address.connections"
-	MetricAddressInFlight    = "fusion.transport.address.in_flight"
-	MetricAddressEjected     = "fusion.transport.address.ejected"
-	MetricEjections          = "fusion.transport.outlier.ejections"
+	MetricAddresses          = meters.MetricAddresses
+	MetricAddressConnections = meters.MetricAddressConnections
+	MetricAddressInFlight    = meters.MetricAddressInFlight
+	MetricAddressEjected     = meters.MetricAddressEjected
+	MetricEjections          = meters.MetricEjections
 
 	// Traffic shaping: request compression, rate limits.
-	MetricCompressedRequests    = "fusion.transport.request_compression.requests"
-	MetricCompressionBytesSaved = "fusion.transport.request_compression.bytes_saved"
-	MetricRateLimited           = "fusion.transport.rate_limit.limited"
+	MetricCompressedRequests    = meters.MetricCompressedRequests
+	MetricCompressionBytesSaved = meters.MetricCompressionBytesSaved
+	MetricRateLimited           = meters.MetricRateLimited
 
 	// Shadow comparison (FUSION_SOCKETS_TRANSPORT=shadow).
-	MetricShadowComparisons = "fusion.transport.shadow.comparisons"
-	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
-	MetricShadowDropped     = "fusion.transport.shadow.dropped"
+	MetricShadowComparisons = meters.MetricShadowComparisons
+	MetricShadowMismatches  = meters.MetricShadowMismatches
+	MetricShadowDropped     = meters.MetricShadowDropped
 )
 
-// The attribute keys on spans and measurements. The fusion.* keys are ours;
-// the others are from the OpenTelemetry semantic conventions.
+// The attribute keys on spans and measurements, as the package
+// documentation names them. The fusion.* keys are ours, declared where the
+// transport's measurements are made, in internal/meters, and exported
+// here; the others are from the OpenTelemetry semantic conventions.
 const (
 	// AttrSourceSchema is the source schema's name, as the configuration
 	// spells it.
-	AttrSourceSchema = attribute.Key("fusion.source_schema")
+	AttrSourceSchema = meters.AttrSourceSchema
 	// AttrPath is the transport path, "legacy" or "sockets".
-	AttrPath = attribute.Key("fusion.transport.path")
+	AttrPath = meters.AttrPath
 	// AttrBreakerState is the state a circuit breaker changed to:
 	// "closed", "half_open" or "open".
-	AttrBreakerState = attribute.Key("fusion.breaker.state")
+	AttrBreakerState = meters.AttrBreakerState
 	// AttrAddress is one address of a source schema's host: an IP
 	// address, without the port.
-	AttrAddress = attribute.Key("fusion.transport.address")
+	AttrAddress = meters.AttrAddress
 	// AttrShadowEqual says whether a shadow comparison found the two
 	// answers equal.
-	AttrShadowEqual = attribute.Key("fusion.shadow.equal")
+	AttrShadowEqual = meters.AttrShadowEqual
 	// AttrShadowKind is the kind of a difference that shadow comparison
 	// found (answer.Kind: "status", "header", "body", ...).
-	AttrShadowKind = attribute.Key("fusion.shadow.kind")
+	AttrShadowKind = meters.AttrShadowKind
 	// AttrShadowReason is why a sampled query was not compared (shadow's
 	// Drop* constants: "busy", "too_large", "primary_unread").
-	AttrShadowReason = attribute.Key("fusion.shadow.reason")
+	AttrShadowReason = meters.AttrShadowReason
 
 	AttrRequestMethod         = attribute.Key("http.request.method")
 	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")

@@ -4,7 +4,6 @@ package headers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/gateway"
 )
 
@@ -82,10 +82,6 @@ func IsHopByHop(name string) bool {
 	return slices.Contains(hopByHop, name)
 }
 
-// ErrInvalidValue is wrapped by Forward's error for a header value holding
-// CR, LF or NUL, which could split a request if it were ever written raw.
-var ErrInvalidValue = errors.New("header value contains CR, LF or NUL")
-
 // ValueFunc computes a header value from the gateway request (nil when the
 // source schema request was made outside one). It reports false to send no
 // header.
@@ -106,8 +102,8 @@ type Spec struct {
 	// Values adds headers computed per request.
 	Values map[string]ValueFunc
 	// MaxBytes bounds the bytes (name, ": ", value, CRLF per value) that the
-	// rules add to one request; Apply fails over it. Zero or negative: no
-	// bound.
+	// rules add to one request; Apply fails over it, wrapping
+	// fault.ErrHeadersTooLarge. Zero or negative: no bound.
 	MaxBytes int
 }
 
@@ -194,8 +190,10 @@ func (r Rules) Empty() bool {
 // earlier rule. A header the gateway request's Connection header names is
 // not forwarded. dst is cloned before the first change unless owned is
 // true, so a caller's request is never modified. A value with CR, LF or NUL
-// fails with an error naming the header and wrapping ErrInvalidValue;
-// nothing is sent then.
+// fails with an error naming the header and wrapping
+// fault.ErrInvalidHeaderValue, and headers over Spec.MaxBytes with one
+// wrapping fault.ErrHeadersTooLarge: package fault's, so that a caller can
+// match them whichever path refused; nothing is sent then.
 func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Header, error) {
 	gwReq := gateway.Request(ctx)
 	var gw http.Header
@@ -251,10 +249,6 @@ func (r Rules) Apply(ctx context.Context, dst http.Header, owned bool) (http.Hea
 	return a.dst, nil
 }
 
-// ErrTooLarge is wrapped by Apply's error when the headers the rules add
-// go over Spec.MaxBytes.
-var ErrTooLarge = errors.New("forwarded headers over their size bound (headers.max_forwarded_bytes)")
-
 // applier adds headers to dst, cloning it first unless it is owned.
 type applier struct {
 	dst     http.Header
@@ -270,11 +264,11 @@ func (a *applier) add(name string, values []string) error {
 	}
 	for _, v := range values {
 		if strings.ContainsAny(v, "\r\n\x00") {
-			return fmt.Errorf("forwarding gateway header %s: %w", name, ErrInvalidValue)
+			return fmt.Errorf("forwarding gateway header %s: %w", name, fault.ErrInvalidHeaderValue)
 		}
 		if a.bounded {
 			if a.left -= len(name) + len(v) + 4; a.left < 0 {
-				return fmt.Errorf("forwarding gateway header %s: %w", name, ErrTooLarge)
+				return fmt.Errorf("forwarding gateway header %s: %w", name, fault.ErrHeadersTooLarge)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/gateway"
 )
 
@@ -61,8 +62,8 @@ func TestApply(t *testing.T) {
 		{"forwarded, all values", nil, http.Header{"Authorization": {"Bearer x"}, "X-Request-Id": {"1", "2"}}, http.Header{"Authorization": {"Bearer x"}, "X-Request-Id": {"1", "2"}}, nil},
 		{"caller wins", http.Header{"Authorization": {"mine"}}, http.Header{"Authorization": {"theirs"}}, http.Header{"Authorization": {"mine"}}, nil},
 		{"named by Connection", nil, http.Header{"Connection": {"keep-alive, x-conn"}, "X-Conn": {"v"}, "X-Request-Id": {"1"}}, http.Header{"X-Request-Id": {"1"}}, nil},
-		{"CR LF rejected", nil, http.Header{"X-Request-Id": {"1\r\nX-Evil: 1"}}, nil, ErrInvalidValue},
-		{"NUL rejected", nil, http.Header{"Authorization": {"a\x00b"}}, nil, ErrInvalidValue},
+		{"CR LF rejected", nil, http.Header{"X-Request-Id": {"1\r\nX-Evil: 1"}}, nil, fault.ErrInvalidHeaderValue},
+		{"NUL rejected", nil, http.Header{"Authorization": {"a\x00b"}}, nil, fault.ErrInvalidHeaderValue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.dst.Clone()
@@ -105,7 +106,7 @@ func FuzzApply(f *testing.F) {
 		gw := http.Header{http.CanonicalHeaderKey(name): {value}, "Connection": {connection}, "Authorization": {value}}
 		got, err := rules.Apply(withGateway(gw), nil, false)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidValue) {
+			if !errors.Is(err, fault.ErrInvalidHeaderValue) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -170,14 +171,14 @@ func TestRules(t *testing.T) {
 		t.Error("New accepted an invalid expression")
 	}
 	bad, _ := New(Spec{Values: map[string]ValueFunc{"X-A": func(context.Context, *http.Request) (string, bool) { return "a\nb", true }}})
-	if _, err := bad.Apply(context.Background(), nil, false); !errors.Is(err, ErrInvalidValue) {
+	if _, err := bad.Apply(context.Background(), nil, false); !errors.Is(err, fault.ErrInvalidHeaderValue) {
 		t.Errorf("computed value with LF: %v", err)
 	}
 }
 
 // TestMaxBytesExact: MaxBytes counts name, ": ", value and CRLF per
 // value, the bytes a header line takes: at exactly that many, the headers
-// are forwarded; at one byte less, Apply refuses with ErrTooLarge and dst
+// are forwarded; at one byte less, Apply refuses with fault.ErrHeadersTooLarge and dst
 // is returned unchanged.
 func TestMaxBytesExact(t *testing.T) {
 	line := func(name, value string) int { return len(name) + len(": ") + len(value) + len("\r\n") }
@@ -203,8 +204,8 @@ func TestMaxBytesExact(t *testing.T) {
 			dst := http.Header{"Content-Type": {"application/json"}}
 			got, err := rules.Apply(withGateway(tc.gw), dst, false)
 			if tc.wantErr {
-				if !errors.Is(err, ErrTooLarge) {
-					t.Fatalf("MaxBytes %d: err = %v, want ErrTooLarge", tc.budget, err)
+				if !errors.Is(err, fault.ErrHeadersTooLarge) {
+					t.Fatalf("MaxBytes %d: err = %v, want fault.ErrHeadersTooLarge", tc.budget, err)
 				}
 				if len(got) != 1 || len(dst) != 1 {
 					t.Errorf("refused, yet headers were added: got %v, dst %v", got, dst)

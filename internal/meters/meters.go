@@ -20,8 +20,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// The attribute keys. Package telemetry exports the same keys under its
-// own names (AttrSourceSchema, ...), and its tests check that they agree.
+// The attribute keys of the measurements, declared here once: package
+// telemetry exports each under the same name (telemetry.AttrSourceSchema is
+// AttrSourceSchema).
 const (
 	AttrSourceSchema = attribute.Key("fusion.source_schema")
 	AttrPath         = attribute.Key("fusion.transport.path")

@@ -1,7 +1,8 @@
 package meters
 
-// The names of the instruments of a Set. Package telemetry exports them
-// under the same names, and its tests check that they agree.
+// The names of the instruments of a Set, declared here once: package
+// telemetry exports each under the same name (telemetry.MetricReloads is
+// MetricReloads), and its documentation lists them.
 const (
 	MetricConnectionsOpen    = "fusion.transport.connections.open"
 	MetricConnectionsIdle    = "fusion.transport.connections.idle"
