@@ -80,12 +80,12 @@ type RecorderOptions struct {
 
 	// RecordMutations records every request. Default false: only requests
 	// that are safe to replay are recorded, the others skipped and
-	// counted, because a comparison sends each request twice: a GET or
-	// HEAD without a query parameter, or whose query parameter is a query
-	// (operation.OfParams), and a request whose body runs queries only, as
-	// operation.Of tells (the rule shadow mode follows). A request whose
-	// operation cannot be told, such as a persisted query sent by hash or
-	// a GET whose query parameter does not parse, is skipped.
+	// counted, because a comparison sends each request twice: a query, as
+	// operation.Classify tells from the method, the URL's parameters and
+	// the body (the rule retry, dedupe, the canary and shadow mode
+	// follow). A request whose operation cannot be told, such as a POST of
+	// a persisted query sent by hash or a GET whose query parameter does
+	// not parse, is skipped.
 	RecordMutations bool
 
 	// Rand returns a number in [0, 1) that decides whether a request is
@@ -486,14 +486,9 @@ func (r *Recorder) write(line []byte) error {
 	return r.err
 }
 
-// repeatable reports whether replaying a request is safe: a GET or HEAD
-// whose URL has no parameter that can be the document, or whose parameters
-// are a query (operation.OfParams), or a request whose JSON body runs
-// queries only (operation.Of).
+// repeatable reports whether replaying a request is safe: it is a query
+// by operation.Classify, the one rule the transport sends twice or shares
+// by (its method, its URL's parameters and its body).
 func repeatable(method string, body []byte, u *url.URL) bool {
-	if method == http.MethodGet || method == http.MethodHead {
-		kind, document := operation.OfParams(u.RawQuery)
-		return !document || kind == operation.Query
-	}
-	return operation.Of(body) == operation.Query
+	return operation.Classify(method, u.RawQuery, body) == operation.Query
 }

@@ -22,7 +22,7 @@ const maxSharedBody = 32 << 20
 // Dedupe returns a middleware that lets identical queries in flight at the
 // same time share one source schema request, as HotChocolate's request
 // deduplication does. Mutations, subscriptions and requests whose kind
-// operation.Of cannot tell always go on their own, and so does a request
+// operation.Classify cannot tell always go on their own, and so does a request
 // with trailers.
 //
 // Two queries are identical if their method, URL, Host and body are equal,

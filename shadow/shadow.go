@@ -111,7 +111,7 @@ func New(primary, candidate answer.Sender, o Options) *Shadow {
 // Post serves body from the primary and, for a sampled query, also sends
 // it through the candidate and compares.
 func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Response, error) {
-	if !s.take(ctx, schema, body) {
+	if !s.take(ctx, schema, http.MethodPost, "", body) {
 		return s.primary.Post(ctx, schema, body)
 	}
 	copied := bytes.Clone(body) // the caller may reuse body once its answer arrived
@@ -128,7 +128,7 @@ func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Re
 // only goes to the primary.
 func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
 	body, ok := replayableBody(req, s.o.MaxBodyBytes)
-	if !ok || !s.take(ctx, schema, body) {
+	if !ok || !s.take(ctx, schema, req.Method, req.URL.RawQuery, body) {
 		return s.primary.Do(ctx, schema, req)
 	}
 	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
@@ -142,13 +142,14 @@ func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*htt
 	return s.finishPrimary(schema, resp, err, start, cand), err
 }
 
-// take decides whether to shadow: a sampled query that fits, with a free
-// comparison slot. It takes the slot. ctx is the request's.
-func (s *Shadow) take(ctx context.Context, schema string, body []byte) bool {
+// take decides whether to shadow: a sampled query (operation.Classify of
+// method, rawQuery and body) that fits, with a free comparison slot. It
+// takes the slot. ctx is the request's.
+func (s *Shadow) take(ctx context.Context, schema, method, rawQuery string, body []byte) bool {
 	if s.o.Rand() >= s.o.Rate {
 		return false
 	}
-	if operation.Of(body) != operation.Query {
+	if operation.Classify(method, rawQuery, body) != operation.Query {
 		s.stats.notQuery.Add(1)
 		return false
 	}
