@@ -95,16 +95,18 @@ func (b *Backend) release(r *rotator) {
 // redirects (up to 10, Go's default policy), keeps no cookies, and on every
 // hop that goes to the first request's host applies the header rules before
 // next, the schema's pipeline. The pipeline, middleware included, runs once
-// per hop.
+// per hop; its innermost middleware (Middleware) takes the credentials off
+// a hop that net/http's Client would send none to (checkRedirect).
 func (b *Backend) Front(s *backend.Schema, rules headers.Rules, next http.RoundTripper) http.RoundTripper {
-	// Jar nil and Timeout zero: Go's defaults. CheckRedirect nil: up to
-	// 10 redirects are followed.
-	return clientFront{&http.Client{Transport: &propagator{rules: rules, next: next}}}
+	// Jar nil and Timeout zero: Go's defaults.
+	return clientFront{&http.Client{Transport: &propagator{rules: rules, next: next}, CheckRedirect: checkRedirect}}
 }
 
-// Middleware adds nothing: the shared transport decompresses gzip itself.
+// Middleware is withhold: on a redirect hop to where net/http's Client
+// sends no credentials, it takes off those any middleware added. There is
+// no decompression: the shared transport decompresses gzip itself.
 func (b *Backend) Middleware(*backend.Schema) []func(http.RoundTripper) http.RoundTripper {
-	return nil
+	return []func(http.RoundTripper) http.RoundTripper{withhold}
 }
 
 // Close retires every shared transport still open.
