@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"golang.org/x/net/idna"
 )
 
 // The legacy path's http.Client runs the schema's whole pipeline on every
@@ -63,16 +61,11 @@ func leftOrigin(initial, dest *url.URL) bool {
 }
 
 // asciiHost is u's host name as net/http compares it (idnaASCIIFromURL):
-// an ASCII name as it is, another in its IDNA form.
+// an ASCII name as it is, another in its IDNA form if it has one.
 func asciiHost(u *url.URL) string {
 	h := u.Hostname()
-	for i := 0; i < len(h); i++ {
-		if h[i] >= 0x80 {
-			if a, err := idna.Lookup.ToASCII(h); err == nil {
-				return a
-			}
-			return h
-		}
+	if a, err := idnaASCII(h); err == nil {
+		return a
 	}
 	return h
 }
