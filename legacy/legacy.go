@@ -15,9 +15,13 @@
 // server offers it over TLS), shared by every host it is used for, and
 // replaced every handler_lifetime (2m) so that new connections see DNS
 // changes: the old one closes its idle connections and retires once its
-// requests have ended. Forwarding gateway request headers, time bounds,
-// retries and the other policies are the request path's (package
-// transport's Invoker); New refuses their settings, naming the key.
+// requests have ended. Its TLS is Go's: certificates are verified against
+// the system's roots (on Unix, SSL_CERT_FILE and SSL_CERT_DIR name them),
+// and a handshake is bounded at 10s; the tls keys and tls_handshake_timeout
+// are the sockets path's, and New refuses them. Forwarding gateway request
+// headers, time bounds, retries and the other policies are the request
+// path's (package transport's Invoker); New refuses their settings, naming
+// the key.
 package legacy
 
 import (
@@ -41,10 +45,10 @@ type Config struct {
 	// Settings are the shared transport's settings, as the defaults of a
 	// configuration file (docs/configuration.md): connect_timeout,
 	// idle_conn_timeout, keep_alive, max_conns_per_host,
-	// max_idle_conns_per_host, max_response_header_bytes,
-	// tls_handshake_timeout and the tls.* keys. Every zero field is the
-	// built-in default; New refuses the other keys, which the legacy path
-	// reads per source schema or not at all.
+	// max_idle_conns_per_host and max_response_header_bytes. Every zero
+	// field is the built-in default; New refuses the other keys, naming
+	// the key: the legacy path reads them per source schema or not at
+	// all (its TLS settings among them: see the package doc).
 	Settings env.Settings
 
 	// HandlerLifetime is how often the shared transport is replaced

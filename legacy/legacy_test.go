@@ -2,9 +2,13 @@ package legacy_test
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +29,10 @@ func TestNewErrors(t *testing.T) {
 		{"per-schema key", legacy.Config{Settings: env.Settings{HeaderTimeout: time.Second}}, "header_timeout is not a setting of the shared transport"},
 		{"sockets key", legacy.Config{Settings: env.Settings{Engine: env.EngineH1}}, "engine"},
 		{"bad value", legacy.Config{Settings: env.Settings{MaxConnsPerHost: -5}}, "max_conns_per_host"},
+		// The shared transport's TLS is Go's (the system's roots, a 10s
+		// handshake bound): the tls keys are the sockets path's.
+		{"tls_handshake_timeout", legacy.Config{Settings: env.Settings{TLSHandshakeTimeout: time.Second}}, "tls_handshake_timeout is not a setting of the shared transport"},
+		{"tls.ca_file", legacy.Config{Settings: env.Settings{TLS: env.TLSSettings{CAFile: "ca.pem"}}}, "tls.ca_file is not a setting of the shared transport"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lt, err := legacy.New(tc.c)
@@ -97,4 +105,65 @@ func TestSharedAndClosed(t *testing.T) {
 	if n := a.hits.Load(); n != 3 {
 		t.Errorf("server saw %d requests, want 3", n)
 	}
+}
+
+// TestConfigDocListsTheSharedKeys: the settings Config.Settings's doc lists
+// as the shared transport's are the keys New takes (those a change of
+// which rebuilds the legacy shared client), no more and no fewer (a word
+// "tls.*" would list every tls key); and New takes all of them at once.
+func TestConfigDocListsTheSharedKeys(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "legacy.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Config" {
+			for _, field := range ts.Type.(*ast.StructType).Fields.List {
+				if len(field.Names) == 1 && field.Names[0].Name == "Settings" {
+					doc = field.Doc.Text()
+				}
+			}
+		}
+		return true
+	})
+	if doc == "" {
+		t.Fatal("no doc on Config.Settings")
+	}
+	words := strings.FieldsFunc(doc, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '*')
+	})
+	var listed, taken []string
+	for _, key := range env.SettingKeys() {
+		if slices.ContainsFunc(words, func(w string) bool {
+			w = strings.TrimSuffix(w, ".")
+			return w == key || strings.HasSuffix(w, ".*") && strings.HasPrefix(key, strings.TrimSuffix(w, "*"))
+		}) {
+			listed = append(listed, key)
+		}
+		if env.Rebuilds(key, env.PathLegacy) == env.RebuildShared {
+			taken = append(taken, key)
+		}
+	}
+	if !slices.Equal(listed, taken) {
+		t.Errorf("Config.Settings lists %v; New takes %v", listed, taken)
+	}
+
+	shared := env.Config{}.EffectiveDefaults().Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
+	shared.MaxIdleConnsPerHost = 4 // unset by default: Go's 2
+	if got := env.DiffSettings(env.Settings{}, shared); !slices.Equal(got, taken) {
+		t.Fatalf("the built-in defaults set %v of the shared keys %v", got, taken)
+	}
+	lt, err := legacy.New(legacy.Config{Settings: shared, LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatalf("New with every shared key set: %v", err)
+	}
+	defer lt.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	resp, err := lt.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 }
