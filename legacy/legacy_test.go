@@ -167,3 +167,96 @@ func TestConfigDocListsTheSharedKeys(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// closeBody is a request body that records that it was closed.
+type closeBody struct {
+	*strings.Reader
+	closed atomic.Bool
+}
+
+func (b *closeBody) Close() error { b.closed.Store(true); return nil }
+
+// post builds a POST to srv whose body records its Close.
+func post(srv *httptest.Server) (*http.Request, *closeBody) {
+	body := &closeBody{Reader: strings.NewReader(`{"query":"{ ok }"}`)}
+	req, err := http.NewRequest(http.MethodPost, srv.URL, body)
+	if err != nil {
+		panic(err) // srv.URL always parses; callers run in goroutines, where t.Fatal may not
+	}
+	return req, body
+}
+
+// TestRoundTripAfterClose: after Close, RoundTrip fails with
+// fault.ErrClosed itself (not the backend's own error), closes the
+// request's body as a RoundTripper must, and sends nothing.
+func TestRoundTripAfterClose(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	lt, err := legacy.New(legacy.Config{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.Close()
+	req, body := post(srv)
+	resp, err := lt.RoundTrip(req)
+	if err != fault.ErrClosed {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		t.Errorf("RoundTrip after Close: %v, want fault.ErrClosed", err)
+	}
+	if !body.closed.Load() {
+		t.Error("RoundTrip after Close left the request body open")
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests after Close", n)
+	}
+}
+
+// TestRoundTripRacingClose: callers keep sending while Close runs: each
+// call either succeeds or fails with fault.ErrClosed, and a refused
+// call's body is closed when RoundTrip returns.
+func TestRoundTripRacingClose(t *testing.T) {
+	const callers = 8
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	lt, err := legacy.New(legacy.Config{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, callers)
+	errs := make(chan error, callers)
+	var open atomic.Int64 // bodies of refused calls not closed
+	for range callers {
+		go func() {
+			for i := 0; ; i++ {
+				req, body := post(srv)
+				resp, err := lt.RoundTrip(req)
+				if err != nil {
+					if !body.closed.Load() {
+						open.Add(1)
+					}
+					errs <- err
+					return
+				}
+				resp.Body.Close()
+				if i == 0 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range callers {
+		<-started
+	}
+	lt.Close()
+	for range callers {
+		if err := <-errs; err != fault.ErrClosed {
+			t.Errorf("a call racing Close: %v, want fault.ErrClosed", err)
+		}
+	}
+	if n := open.Load(); n != 0 {
+		t.Errorf("%d request bodies were left open", n)
+	}
+}
