@@ -70,16 +70,9 @@ func TestDialHookBounded(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	b := New().(*Backend)
+	b := New()
 	defer b.Close()
-	k, err := b.Key(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := b.Open(s, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := openOn(t, b, s)
 	defer tr.Drain()
 	req, err := http.NewRequest(http.MethodGet, s.URL.String(), nil)
 	if err != nil {

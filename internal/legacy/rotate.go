@@ -128,6 +128,12 @@ func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, backend.ErrDrained // closed: the request path moves the request
 	}
+	return g.roundTrip(req)
+}
+
+// roundTrip sends req on g's transport, counting it in flight until its
+// body is done. g may have been retired since the rotator handed it out.
+func (g *generation) roundTrip(req *http.Request) (*http.Response, error) {
 	g.inflight.Add(1)
 	if req.Header.Get("Upgrade") != "" {
 		// net/http sends a websocket upgrade on an HTTP/1 connection of
@@ -200,15 +206,20 @@ func (r *rotator) close() {
 
 // retire marks g as replaced and closes its idle connections at once.
 // CloseIdleConnections also makes the transport close each connection that
-// turns idle later, as long as no new request arrives on it; release calls
-// it again when the last request ends, for the one that raced retirement.
+// turns idle later, until a request asks it for a connection again: one
+// that took g just before it was retired does. So release calls it again
+// each time a request on a retired g ends, its count in flight aside: the
+// last call then follows every request's asking, and a connection never
+// waits for the slowest request of its generation, nor stays open for good
+// when one request's count is never released.
 func (g *generation) retire() {
 	g.retired.Store(true)
 	g.tr.CloseIdleConnections()
 }
 
 func (g *generation) release() {
-	if g.inflight.Add(-1) == 0 && g.retired.Load() {
+	g.inflight.Add(-1)
+	if g.retired.Load() {
 		g.tr.CloseIdleConnections()
 	}
 }
