@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -59,10 +58,16 @@ func (ch events) hook(ev canary.Event) {
 	}
 }
 
-// failingDial makes the sockets side of a schema fail: SchemaOptions.Dial
-// is read by the sockets engine only, so legacy still reaches the server.
-func failingDial(context.Context, string, string) (net.Conn, error) {
-	return nil, errors.New("canary test: sockets dial refused")
+// failSockets makes the sockets side of source schema name fail at its
+// dial, before anything is sent: its unix_socket, which only the sockets
+// path reads, names a socket that does not exist, so legacy still reaches
+// the server. (A SchemaOptions.Dial hook holds on both paths.) cfg's map
+// is changed in place.
+func failSockets(cfg env.Config, name string) env.Config {
+	s := cfg.SourceSchemas[name]
+	s.UnixSocket = "/nonexistent/fusion-canary-test.sock"
+	cfg.SourceSchemas[name] = s
+	return cfg
 }
 
 // canaryState reads CanaryHandler's JSON.
@@ -167,11 +172,10 @@ func TestCanaryOneGatewayRequestOnePath(t *testing.T) {
 // back at the starting rate.
 func TestCanaryFallbackAndRestart(t *testing.T) {
 	srv := newSchemaServer(t, nil)
-	cfg := canaryConfig(env.CanarySettings{Rate: 0.5, Window: 20, MinRequests: 10, Cooldown: 50 * time.Millisecond}, "products", srv.URL())
+	cfg := failSockets(canaryConfig(env.CanarySettings{Rate: 0.5, Window: 20, MinRequests: 10, Cooldown: 50 * time.Millisecond}, "products", srv.URL()), "products")
 	ev := make(events, 1000)
 	var logs logBuffer
 	inv := newInvoker(t, cfg,
-		transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: failingDial}),
 		transport.WithCanaryHook(ev.hook),
 		transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 
@@ -282,11 +286,11 @@ func TestCanaryResend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newSchemaServer(t, tt.handler)
-			var opts []transport.Option
+			cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
 			if tt.dial {
-				opts = append(opts, transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: failingDial}))
+				cfg = failSockets(cfg, "products")
 			}
-			inv := newInvoker(t, canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL()), opts...)
+			inv := newInvoker(t, cfg)
 			var resp *http.Response
 			var err error
 			if tt.do {
@@ -322,11 +326,9 @@ func TestCanaryResend(t *testing.T) {
 func TestCanaryReload(t *testing.T) {
 	srv := newSchemaServer(t, nil)
 	c := env.CanarySettings{Rate: 1, Window: 10, MinRequests: 5, Cooldown: time.Hour}
-	cfg := canaryConfig(c, "products", srv.URL(), "reviews", srv.URL())
+	cfg := failSockets(canaryConfig(c, "products", srv.URL(), "reviews", srv.URL()), "products")
 	ev := make(events, 100)
-	inv := newInvoker(t, cfg,
-		transport.WithSchemaOptions("products", transport.SchemaOptions{Dial: failingDial}),
-		transport.WithCanaryHook(ev.hook))
+	inv := newInvoker(t, cfg, transport.WithCanaryHook(ev.hook))
 	// products' sockets fails; reviews' legacy side must have requests too,
 	// so products' legacy side is fed by its resent queries.
 	for i := 0; i < 50 && canaryState(t, inv).Schemas["products"].Share != 0; i++ {
@@ -337,7 +339,7 @@ func TestCanaryReload(t *testing.T) {
 		t.Fatalf("products %+v, want fallen back", before)
 	}
 
-	next := canaryConfig(c, "products", srv.URL(), "accounts", srv.URL())
+	next := failSockets(canaryConfig(c, "products", srv.URL(), "accounts", srv.URL()), "products")
 	next.Defaults.HeaderTimeout = 30 * time.Second // a change that keeps every route's engine
 	if err := inv.Reload(next); err != nil {
 		t.Fatal(err)
@@ -453,7 +455,7 @@ func TestCanaryResendSpendsBounds(t *testing.T) {
 	}
 	t.Run("left/request_timeout", func(t *testing.T) {
 		srv := newSchemaServer(t, nil)
-		cfg := canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL())
+		cfg := failSockets(canaryConfig(env.CanarySettings{Rate: 1}, "products", srv.URL()), "products")
 		s := cfg.SourceSchemas["products"]
 		s.RequestTimeout = time.Hour
 		cfg.SourceSchemas["products"] = s
@@ -469,7 +471,6 @@ func TestCanaryResendSpendsBounds(t *testing.T) {
 			})
 		}
 		inv := newInvoker(t, cfg, transport.WithSchemaOptions("products", transport.SchemaOptions{
-			Dial:       failingDial, // the sockets attempt fails at once
 			Middleware: []func(http.RoundTripper) http.RoundTripper{record},
 		}))
 		resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))

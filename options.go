@@ -59,9 +59,20 @@ type options struct {
 // value changes nothing. Each field names the paths that honour it.
 type SchemaOptions struct {
 	// Dial opens the source schema's connections instead of the default
-	// dialer (sockets path; the legacy path's shared transport ignores
-	// it). Nil: a net.Dialer with connect_timeout and keep_alive, or the
-	// unix_socket if configured.
+	// dialer (both paths), bounded by connect_timeout. Nil: a net.Dialer
+	// with connect_timeout and keep_alive, or the unix_socket if
+	// configured (sockets path).
+	//
+	// On the legacy path the shared transport dials with it every
+	// connection to the host and port of the schema's URL, whichever
+	// request it carries (another schema's redirect to that host
+	// included), and no other. So New and Reload refuse, naming the
+	// schema, a Dial on a schema whose URL the environment's proxy
+	// applies to (the shared transport would dial the proxy), and a
+	// second one at a host and port where another schema has one (the
+	// shared transport keeps one pool per host and port). A reload that
+	// changes which schemas have hooks where starts a new shared
+	// transport for the requests after it.
 	//
 	// Before it reuses an idle connection, engine h1 looks at its socket
 	// (a non-blocking MSG_PEEK) to see whether the server closed it or
@@ -87,8 +98,18 @@ type SchemaOptions struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// VerifyConnection is called after the TLS handshake and certificate
-	// verification (sockets path), as tls.Config.VerifyConnection: a
-	// non-nil error aborts the connection. Nil: none.
+	// verification (both paths), as tls.Config.VerifyConnection: a
+	// non-nil error aborts the connection, before any request is sent on
+	// it. Nil: none.
+	//
+	// On the legacy path the shared transport calls it for every TLS
+	// connection to the host and port of the schema's URL, whichever
+	// request opens it (another schema's redirect to that host
+	// included), and for no other; where several schemas share a host
+	// and port, a connection must pass each of their hooks. New and
+	// Reload refuse it, naming the schema, on a schema whose URL the
+	// environment's proxy applies to (net/http then makes the handshake
+	// through the proxy, where no hook is known).
 	VerifyConnection func(tls.ConnectionState) error
 
 	// RoundTripper replaces the path's own transport for this source

@@ -15,9 +15,13 @@
 // server offers it over TLS), shared by every host it is used for, and
 // replaced every handler_lifetime (2m) so that new connections see DNS
 // changes: the old one closes its idle connections and retires once its
-// requests have ended. Forwarding gateway request headers, time bounds,
-// retries and the other policies are the request path's (package
-// transport's Invoker); New refuses their settings, naming the key.
+// requests have ended. Its TLS is Go's: certificates are verified against
+// the system's roots (on Unix, SSL_CERT_FILE and SSL_CERT_DIR name them),
+// and a handshake is bounded at 10s; the tls keys and tls_handshake_timeout
+// are the sockets path's, and New refuses them. Forwarding gateway request
+// headers, time bounds, retries and the other policies are the request
+// path's (package transport's Invoker); New refuses their settings, naming
+// the key.
 package legacy
 
 import (
@@ -41,10 +45,10 @@ type Config struct {
 	// Settings are the shared transport's settings, as the defaults of a
 	// configuration file (docs/configuration.md): connect_timeout,
 	// idle_conn_timeout, keep_alive, max_conns_per_host,
-	// max_idle_conns_per_host, max_response_header_bytes,
-	// tls_handshake_timeout and the tls.* keys. Every zero field is the
-	// built-in default; New refuses the other keys, which the legacy path
-	// reads per source schema or not at all.
+	// max_idle_conns_per_host and max_response_header_bytes. Every zero
+	// field is the built-in default; New refuses the other keys, naming
+	// the key: the legacy path reads them per source schema or not at
+	// all (its TLS settings among them: see the package doc).
 	Settings env.Settings
 
 	// HandlerLifetime is how often the shared transport is replaced
@@ -65,7 +69,7 @@ type Config struct {
 type Transport struct {
 	be     *ilegacy.Backend  // set by New, never changes
 	shared backend.Transport // set by New, never changes; drained by Close
-	closed atomic.Bool
+	closed atomic.Bool       // set by the first Close, which alone drains
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -103,15 +107,13 @@ func New(c Config) (*Transport, error) {
 
 // RoundTrip sends req on the shared transport, as net/http's Transport
 // does: once, to whatever host req.URL names, with the environment's proxy
-// and gzip asked for and decoded. After Close it fails with
-// fault.ErrClosed, unsent.
+// and gzip asked for and decoded. After Close, or racing it, it fails with
+// fault.ErrClosed, unsent, and closes req's body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.closed.Load() {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, fault.ErrClosed
-	}
+	// No check of closed first: a call that passed one could still meet
+	// the drained transport. Once drained, the shared transport refuses
+	// every call the same way (backend.ErrDrained, the body closed), and
+	// that one way is what the tests hold, after Close and racing it.
 	resp, err := t.shared.RoundTrip(req)
 	if errors.Is(err, backend.ErrDrained) {
 		return nil, fault.ErrClosed

@@ -2,9 +2,13 @@ package legacy_test
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +29,10 @@ func TestNewErrors(t *testing.T) {
 		{"per-schema key", legacy.Config{Settings: env.Settings{HeaderTimeout: time.Second}}, "header_timeout is not a setting of the shared transport"},
 		{"sockets key", legacy.Config{Settings: env.Settings{Engine: env.EngineH1}}, "engine"},
 		{"bad value", legacy.Config{Settings: env.Settings{MaxConnsPerHost: -5}}, "max_conns_per_host"},
+		// The shared transport's TLS is Go's (the system's roots, a 10s
+		// handshake bound): the tls keys are the sockets path's.
+		{"tls_handshake_timeout", legacy.Config{Settings: env.Settings{TLSHandshakeTimeout: time.Second}}, "tls_handshake_timeout is not a setting of the shared transport"},
+		{"tls.ca_file", legacy.Config{Settings: env.Settings{TLS: env.TLSSettings{CAFile: "ca.pem"}}}, "tls.ca_file is not a setting of the shared transport"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lt, err := legacy.New(tc.c)
@@ -96,5 +104,159 @@ func TestSharedAndClosed(t *testing.T) {
 	}
 	if n := a.hits.Load(); n != 3 {
 		t.Errorf("server saw %d requests, want 3", n)
+	}
+}
+
+// TestConfigDocListsTheSharedKeys: the settings Config.Settings's doc lists
+// as the shared transport's are the keys New takes (those a change of
+// which rebuilds the legacy shared client), no more and no fewer (a word
+// "tls.*" would list every tls key); and New takes all of them at once.
+func TestConfigDocListsTheSharedKeys(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "legacy.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Config" {
+			for _, field := range ts.Type.(*ast.StructType).Fields.List {
+				if len(field.Names) == 1 && field.Names[0].Name == "Settings" {
+					doc = field.Doc.Text()
+				}
+			}
+		}
+		return true
+	})
+	if doc == "" {
+		t.Fatal("no doc on Config.Settings")
+	}
+	words := strings.FieldsFunc(doc, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '*')
+	})
+	var listed, taken []string
+	for _, key := range env.SettingKeys() {
+		if slices.ContainsFunc(words, func(w string) bool {
+			w = strings.TrimSuffix(w, ".")
+			return w == key || strings.HasSuffix(w, ".*") && strings.HasPrefix(key, strings.TrimSuffix(w, "*"))
+		}) {
+			listed = append(listed, key)
+		}
+		if env.Rebuilds(key, env.PathLegacy) == env.RebuildShared {
+			taken = append(taken, key)
+		}
+	}
+	if !slices.Equal(listed, taken) {
+		t.Errorf("Config.Settings lists %v; New takes %v", listed, taken)
+	}
+
+	shared := env.Config{}.EffectiveDefaults().Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
+	shared.MaxIdleConnsPerHost = 4 // unset by default: Go's 2
+	if got := env.DiffSettings(env.Settings{}, shared); !slices.Equal(got, taken) {
+		t.Fatalf("the built-in defaults set %v of the shared keys %v", got, taken)
+	}
+	lt, err := legacy.New(legacy.Config{Settings: shared, LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatalf("New with every shared key set: %v", err)
+	}
+	defer lt.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	resp, err := lt.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// closeBody is a request body that records that it was closed.
+type closeBody struct {
+	*strings.Reader
+	closed atomic.Bool
+}
+
+func (b *closeBody) Close() error { b.closed.Store(true); return nil }
+
+// post builds a POST to srv whose body records its Close.
+func post(srv *httptest.Server) (*http.Request, *closeBody) {
+	body := &closeBody{Reader: strings.NewReader(`{"query":"{ ok }"}`)}
+	req, err := http.NewRequest(http.MethodPost, srv.URL, body)
+	if err != nil {
+		panic(err) // srv.URL always parses; callers run in goroutines, where t.Fatal may not
+	}
+	return req, body
+}
+
+// TestRoundTripAfterClose: after Close, RoundTrip fails with
+// fault.ErrClosed itself (not the backend's own error), closes the
+// request's body as a RoundTripper must, and sends nothing.
+func TestRoundTripAfterClose(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	lt, err := legacy.New(legacy.Config{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.Close()
+	req, body := post(srv)
+	resp, err := lt.RoundTrip(req)
+	if err != fault.ErrClosed {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		t.Errorf("RoundTrip after Close: %v, want fault.ErrClosed", err)
+	}
+	if !body.closed.Load() {
+		t.Error("RoundTrip after Close left the request body open")
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests after Close", n)
+	}
+}
+
+// TestRoundTripRacingClose: callers keep sending while Close runs: each
+// call either succeeds or fails with fault.ErrClosed, and a refused
+// call's body is closed when RoundTrip returns.
+func TestRoundTripRacingClose(t *testing.T) {
+	const callers = 8
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	lt, err := legacy.New(legacy.Config{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, callers)
+	errs := make(chan error, callers)
+	var open atomic.Int64 // bodies of refused calls not closed
+	for range callers {
+		go func() {
+			for i := 0; ; i++ {
+				req, body := post(srv)
+				resp, err := lt.RoundTrip(req)
+				if err != nil {
+					if !body.closed.Load() {
+						open.Add(1)
+					}
+					errs <- err
+					return
+				}
+				resp.Body.Close()
+				if i == 0 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range callers {
+		<-started
+	}
+	lt.Close()
+	for range callers {
+		if err := <-errs; err != fault.ErrClosed {
+			t.Errorf("a call racing Close: %v, want fault.ErrClosed", err)
+		}
+	}
+	if n := open.Load(); n != 0 {
+		t.Errorf("%d request bodies were left open", n)
 	}
 }

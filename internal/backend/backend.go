@@ -46,13 +46,15 @@ var (
 // users; the other Go-only settings (a RoundTripper, middleware, computed
 // headers) are the request path's own.
 type SchemaOptions struct {
-	// Dial opens the schema's connections (sockets path); nil: the
-	// backend's dialer. See transport.SchemaOptions.Dial for what engine h1
-	// needs of the connection it returns.
+	// Dial opens the schema's connections (both paths; legacy: those to
+	// its URL's host and port); nil: the backend's dialer. See
+	// transport.SchemaOptions.Dial for what engine h1 needs of the
+	// connection it returns.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	// VerifyConnection is called after the TLS handshake (sockets path),
-	// as tls.Config.VerifyConnection; nil: none.
+	// VerifyConnection is called after the TLS handshake (both paths;
+	// legacy: for connections to its URL's host and port), as
+	// tls.Config.VerifyConnection; nil: none.
 	VerifyConnection func(tls.ConnectionState) error
 }
 

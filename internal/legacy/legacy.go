@@ -13,6 +13,7 @@ package legacy
 import (
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -26,25 +27,33 @@ import (
 // between every source schema whose configuration has the same shared
 // settings. Its zero value is not usable: call New.
 type Backend struct {
-	mu   sync.Mutex // guards live
-	live []*rotator // shared transports with at least one Transport open on them
+	mu    sync.Mutex      // guards live, dials, and each rotator's refs and hooks
+	live  []*rotator      // shared transports with at least one Transport open on them
+	dials map[string]bool // the source schemas Key saw with a Dial hook (hooks.go)
 }
 
 // New returns the legacy backend.
 func New() backend.Backend { return &Backend{} }
 
-// key is what the shared transport is built from: the settings of
-// Config.Defaults that it reads, and the handler lifetime. Every source
-// schema of one configuration has the same key, so a reload keeps or
-// replaces the shared transport for all of them at once.
+// key is what a schema's Transport is built from: the shared transport's
+// settings (those of Config.Defaults that it reads, and the handler
+// lifetime), which every source schema of one configuration has alike, so
+// that a reload keeps or replaces the shared transport for all of them at
+// once; and the schema's own SchemaOptions hooks and where they apply.
 type key struct {
 	shared   env.Settings
 	lifetime time.Duration
+	hooks    hookSpec
 }
 
 func (k *key) Equal(o backend.Key) bool {
 	ok, _ := o.(*key)
-	return ok != nil && k.lifetime == ok.lifetime && k.shared.Equal(ok.shared)
+	return ok != nil && k.sameShared(ok) && k.hooks == ok.hooks
+}
+
+// sameShared reports whether k and o build the same shared transport.
+func (k *key) sameShared(o *key) bool {
+	return k.lifetime == o.lifetime && k.shared.Equal(o.shared)
 }
 
 // sharedSettings keeps the settings the shared transport is built from
@@ -54,36 +63,70 @@ func sharedSettings(s env.Settings) env.Settings {
 	return s.Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
 }
 
-// Key returns the shared transport's settings of s's configuration.
+// Key returns the shared transport's settings of s's configuration and
+// s's hooks. It refuses, by name, a Dial hook on a host and port where
+// another source schema of the configuration has one (hooks.go).
 func (b *Backend) Key(s *backend.Schema) (backend.Key, error) {
-	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: env.Bound(s.Config.EffectiveLegacy().HandlerLifetime)}, nil
+	spec, err := hooksOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if spec.dial {
+		if err := b.checkDialShared(s, spec.addr); err != nil {
+			return nil, err
+		}
+	}
+	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: env.Bound(s.Config.EffectiveLegacy().HandlerLifetime), hooks: spec}, nil
 }
 
 // Open returns a Transport on the shared transport of k, which it builds
-// if no open Transport uses one with an equal key.
+// if no open Transport uses one with the same shared settings, and
+// registers s's hooks on it for as long as the Transport is open. It
+// refuses, by name, hooks on a schema that the environment's proxy applies
+// to (hooks.go).
 func (b *Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
 	kk := k.(*key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, r := range b.live {
-		if r.key.Equal(kk) {
-			r.refs++
-			return &handle{b: b, r: r}, nil
+	var r *rotator
+	for _, x := range b.live {
+		if x.key.sameShared(kk) {
+			r = x
+			break
 		}
 	}
-	r := newRotator(kk, backend.ProxyFromEnvironment(s.LookupEnv), s.Log)
-	r.refs = 1
-	b.live = append(b.live, r)
-	return &handle{b: b, r: r}, nil
+	var p func(*http.Request) (*url.URL, error)
+	if r != nil {
+		p = r.proxy
+	} else {
+		p = backend.ProxyFromEnvironment(s.LookupEnv)
+	}
+	if err := kk.hooks.checkProxy(s, p); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		r = newRotator(kk, p, s.Log)
+		b.live = append(b.live, r)
+	}
+	r.refs++
+	h := &handle{b: b, r: r}
+	if spec := kk.hooks; spec.addr != "" {
+		h.hook = &hook{schema: s.Name, addr: spec.addr, dial: s.Options.Dial, verify: s.Options.VerifyConnection}
+		r.setHooks((*r.hooks.Load()).with(h.hook))
+	}
+	return h, nil
 }
 
-// release ends one Transport's use of r; the last one retires it.
-func (b *Backend) release(r *rotator) {
+// release ends one Transport's use of r, and takes its hook, if any, off
+// r's table; the last one retires r.
+func (b *Backend) release(r *rotator, hk *hook) {
 	b.mu.Lock()
 	r.refs--
 	last := r.refs == 0
 	if last {
 		b.live = slices.DeleteFunc(b.live, func(x *rotator) bool { return x == r })
+	} else if hk != nil {
+		r.setHooks((*r.hooks.Load()).without(hk))
 	}
 	b.mu.Unlock()
 	if last {
@@ -95,16 +138,18 @@ func (b *Backend) release(r *rotator) {
 // redirects (up to 10, Go's default policy), keeps no cookies, and on every
 // hop that goes to the first request's host applies the header rules before
 // next, the schema's pipeline. The pipeline, middleware included, runs once
-// per hop.
+// per hop; its innermost middleware (Middleware) takes the credentials off
+// a hop that net/http's Client would send none to (checkRedirect).
 func (b *Backend) Front(s *backend.Schema, rules headers.Rules, next http.RoundTripper) http.RoundTripper {
-	// Jar nil and Timeout zero: Go's defaults. CheckRedirect nil: up to
-	// 10 redirects are followed.
-	return clientFront{&http.Client{Transport: &propagator{rules: rules, next: next}}}
+	// Jar nil and Timeout zero: Go's defaults.
+	return clientFront{&http.Client{Transport: &propagator{rules: rules, next: next}, CheckRedirect: checkRedirect}}
 }
 
-// Middleware adds nothing: the shared transport decompresses gzip itself.
+// Middleware is withhold: on a redirect hop to where net/http's Client
+// sends no credentials, it takes off those any middleware added. There is
+// no decompression: the shared transport decompresses gzip itself.
 func (b *Backend) Middleware(*backend.Schema) []func(http.RoundTripper) http.RoundTripper {
-	return nil
+	return []func(http.RoundTripper) http.RoundTripper{withhold}
 }
 
 // Close retires every shared transport still open.
@@ -126,6 +171,7 @@ func (f clientFront) RoundTrip(req *http.Request) (*http.Response, error) { retu
 type handle struct {
 	b    *Backend
 	r    *rotator  // immutable
+	hook *hook     // immutable: the schema's hooks registered on r; nil for none
 	once sync.Once // Drain releases r once
 }
 
@@ -133,7 +179,7 @@ func (h *handle) RoundTrip(req *http.Request) (*http.Response, error) { return h
 
 // Drain releases the shared transport; the last Transport on it retires it.
 // Requests already sent run to their end on it.
-func (h *handle) Drain() { h.once.Do(func() { h.b.release(h.r) }) }
+func (h *handle) Drain() { h.once.Do(func() { h.b.release(h.r, h.hook) }) }
 
 // Describe: a handle only sends; the shared http.Transport counts no
 // connections it could report per schema.

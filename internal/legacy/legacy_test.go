@@ -132,6 +132,20 @@ func schema(t *testing.T, cfg *env.Config, name string) *backend.Schema {
 	return &backend.Schema{Name: name, URL: u, Settings: eff, Config: cfg, LookupEnv: noEnv, Log: discard}
 }
 
+// openOn keys s on b and opens its Transport; it fails the test on error.
+func openOn(t *testing.T, b backend.Backend, s *backend.Schema) backend.Transport {
+	t.Helper()
+	k, err := b.Key(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := b.Open(s, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // hop is one request a server received.
 type hop struct {
 	server string // "first" or "other"
@@ -321,18 +335,7 @@ func TestOpenShares(t *testing.T) {
 	}
 	b := New()
 	t.Cleanup(b.Close)
-	open := func(cfg *env.Config, name string) backend.Transport {
-		s := schema(t, cfg, name)
-		k, err := b.Key(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := b.Open(s, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
+	open := func(cfg *env.Config, name string) backend.Transport { return openOn(t, b, schema(t, cfg, name)) }
 	ta, tb, tc := open(cfg, "a"), open(cfg, "b"), open(other, "c")
 	t.Cleanup(tc.Drain)
 

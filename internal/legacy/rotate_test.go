@@ -225,3 +225,40 @@ func TestRetiredDialClosed(t *testing.T) {
 		t.Fatal("the connection dialled after retirement was not closed")
 	}
 }
+
+// TestRetiredClosesEachRequestsConnection: a request that took a
+// generation just before it was retired (the rotator handed it out, then
+// rotated) asks its transport for a connection after the retirement,
+// which makes net/http keep connections that turn idle again; when that
+// request ends, its connection closes, while another request on the
+// generation is still being read: a retired generation's connections do
+// not wait for its last request.
+func TestRetiredClosesEachRequestsConnection(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	r := newTestRotator(t, 0, nil)
+	g := r.cur.Load()
+
+	first, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := g.roundTrip(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Body.Close() // read last: it keeps g's count above zero meanwhile
+	r.mu.Lock()
+	r.rotateLocked()
+	r.mu.Unlock()
+
+	remote, _ := get(t, roundTripFunc(g.roundTrip), srv.URL)
+	srv.waitClosed(t, remote, "the racing request's connection, after it ended on the retired generation")
+	if slowRemote := slow.Header.Get("X-Remote"); srv.isClosed(slowRemote) {
+		t.Error("the connection of the request still being read was closed")
+	}
+}
+
+// roundTripFunc is a RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
