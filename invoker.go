@@ -117,6 +117,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if err := unknownSchemaOptions(o.schemas, &cfg); err != nil {
 		return nil, err
 	}
+	if err := unusedSchemaHooks(o.schemas); err != nil {
+		return nil, err
+	}
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -117,7 +118,9 @@ type SchemaOptions struct {
 	// it. Header rules, timeouts and middleware still apply; on the legacy
 	// path redirects are still followed. It sends, so dedupe's key cannot
 	// see what it adds to a request: credentials that differ per caller
-	// belong in AttemptMiddleware, not here. Nil: the path's transport.
+	// belong in AttemptMiddleware, not here. It dials nothing itself, so
+	// New refuses it beside Dial or VerifyConnection, naming the schema
+	// and the field. Nil: the path's transport.
 	RoundTripper http.RoundTripper
 
 	// Middleware wraps this source schema's requests, the first entry
@@ -272,4 +275,28 @@ func unknownSchemaOptions(schemas map[string]SchemaOptions, cfg *env.Config) err
 	}
 	return fmt.Errorf("WithSchemaOptions for %s: the configuration has no such source schema (it has %s): %w",
 		strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(cfg.SourceSchemas)), ", "), fault.ErrUnknownSchema)
+}
+
+// errHookUnused is the cause of a SchemaOptions hook that RoundTripper,
+// which replaces the transport that would call it, leaves unused.
+var errHookUnused = errors.New("it has no effect with SchemaOptions.RoundTripper, which replaces the transport that would call it: set one of the two")
+
+// unusedSchemaHooks returns an error naming the first (by schema name)
+// source schema whose SchemaOptions set Dial or VerifyConnection beside
+// RoundTripper: a certificate pin or a dial hook that would never run is
+// refused rather than dropped in silence.
+func unusedSchemaHooks(schemas map[string]SchemaOptions) error {
+	for _, name := range slices.Sorted(maps.Keys(schemas)) {
+		so := schemas[name]
+		if so.RoundTripper == nil {
+			continue
+		}
+		if so.Dial != nil {
+			return fmt.Errorf("source schema %q: SchemaOptions.Dial: %w", name, errHookUnused)
+		}
+		if so.VerifyConnection != nil {
+			return fmt.Errorf("source schema %q: SchemaOptions.VerifyConnection: %w", name, errHookUnused)
+		}
+	}
+	return nil
 }

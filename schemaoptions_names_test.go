@@ -2,8 +2,10 @@ package transport_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,5 +64,51 @@ func TestSchemaOptionsForUnknownSchema(t *testing.T) {
 				t.Errorf("after the reload that added reviews back, it received X-Options %q, want on", got)
 			}
 		})
+	}
+}
+
+// TestSchemaOptionsUnusedHooks: Dial or VerifyConnection beside a
+// RoundTripper, which replaces the transport that would call them, fails
+// New naming the schema and the field, on every path; the RoundTripper
+// alone is accepted and answers.
+func TestSchemaOptionsUnusedHooks(t *testing.T) {
+	answered := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) { return nil, errors.New("never") }
+	verify := func(tls.ConnectionState) error { return errors.New("never") }
+	for _, path := range paths {
+		for _, tc := range []struct {
+			name, want string
+			so         transport.SchemaOptions
+		}{
+			{"Dial", "SchemaOptions.Dial", transport.SchemaOptions{RoundTripper: answered, Dial: dial}},
+			{"VerifyConnection", "SchemaOptions.VerifyConnection", transport.SchemaOptions{RoundTripper: answered, VerifyConnection: verify}},
+			{"RoundTripper alone", "", transport.SchemaOptions{RoundTripper: answered}},
+		} {
+			t.Run(string(path)+"/"+tc.name, func(t *testing.T) {
+				cfg := config(path, "products", "http://127.0.0.1:1/graphql")
+				inv, err := transport.New(cfg, transport.WithLookupEnv(noEnv), transport.WithLogger(quiet), transport.WithSchemaOptions("products", tc.so))
+				if tc.want == "" {
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer inv.Close()
+					resp, err := inv.Post(context.Background(), "products", []byte(`{"query":"{a}"}`))
+					if err != nil || resp.StatusCode != 200 {
+						t.Fatalf("Post through the RoundTripper: %v", err)
+					}
+					resp.Body.Close()
+					return
+				}
+				if err == nil {
+					inv.Close()
+					t.Fatalf("New accepted %s beside a RoundTripper", tc.want)
+				}
+				if !strings.Contains(err.Error(), `"products"`) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("New: %v; want an error naming \"products\" and %s", err, tc.want)
+				}
+			})
+		}
 	}
 }
