@@ -29,7 +29,7 @@ const (
 	stageBreaker                 // circuit_breaker
 	stageRateLimit               // rate_limit
 	stageAttemptMiddleware       // SchemaOptions.AttemptMiddleware
-	stageBackendMiddleware       // backend.Backend.Middleware (sockets: decompression)
+	stageBackendMiddleware       // backend.Backend.Middleware (sockets: decompression; legacy: credentials off a redirect hop to another host)
 	// stageTransport: the chain's innermost RoundTripper, sender, which
 	// sends on the route's transport (or SchemaOptions.RoundTripper).
 	stageTransport
