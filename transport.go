@@ -1,3 +1,31 @@
+// Package transport sends a GraphQL gateway's requests to its source schemas
+// (subgraphs). Every call goes through one request path (header rules,
+// bounds, middleware, reload) to one of two paths, chosen per schema at
+// startup:
+//
+//   - legacy: one shared http.Transport with an http.Client per source
+//     schema: header propagation, redirect following, transparent
+//     decompression and the environment's proxy, as most Go gateways run
+//     today;
+//   - sockets: one owned connection pool per source schema with
+//     reverse-proxy defaults (no cookies, no redirects, no decompression, no
+//     environment proxy, pooled connections closed after a lifetime),
+//     speaking HTTP/1.1 with one of two engines: h1 (its own) or nethttp
+//     (net/http's connections, also for HTTP/2).
+//
+// New returns a *Transport, which implements Invoker (Do, Post, Reload,
+// Close) and gives gateways that take an *http.Client one that routes by
+// URL (Client, RoundTripper). FUSION_SOCKETS_TRANSPORT=1 selects the
+// sockets path at startup; see package env for the configuration and
+// docs/design.md for the request path, the paths, the engines and the
+// reload contract.
+//
+// Every error value and type of every path is package fault's
+// (errors.Is(err, fault.ErrCircuitOpen), errors.As(err,
+// new(*fault.HeaderTimeoutError))). A program that wants one path alone,
+// without the request path, has its public face: package sockets (an
+// owned transport for one source schema, an http.RoundTripper) and
+// package legacy (the shared client).
 package transport
 
 import (
