@@ -260,7 +260,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := r.attempt(req)
 		if err == nil {
 			if backend.TurnsOver(resp) {
-				return r.switched(req, resp)
+				return r.upgraded(req, resp)
 			}
 			return resp, nil
 		}
@@ -313,11 +313,11 @@ func (r *route) attempt(req *http.Request) (*http.Response, error) {
 	return r.transport.RoundTrip(req)
 }
 
-// switched takes a response that hands the connection over: judged by
-// backend.Switched, the connection is then the caller's, counted by the
+// upgraded takes a response that hands the connection over: judged by
+// backend.Upgraded, the connection is then the caller's, counted by the
 // invoker so that Close closes it.
-func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response, error) {
-	rwc, err := backend.Switched(req, resp)
+func (r *route) upgraded(req *http.Request, resp *http.Response) (*http.Response, error) {
+	rwc, err := backend.Upgraded(req, resp)
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if c.kind != operation.Query || len(c.req.Trailer) > 0 || gqlhttp.AsksUpgrade(c.req) {
 		// Trailers are not in the key: a request with them goes alone. A
-		// protocol switch hands its caller a connection, which no one
+		// protocol upgrade hands its caller a connection, which no one
 		// shares.
 		return d.next.RoundTrip(c.req)
 	}

@@ -64,7 +64,7 @@ func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport)
 // when set, bounds the request and its body (a *fault.RequestTimeoutError).
 // A 101 Switching Protocols is returned only to a request that asked for
 // that protocol, with a writable body that is the connection, then the
-// caller's to close; any other switch fails with fault.ErrUnaskedUpgrade
+// caller's to close; any other upgrade fails with fault.ErrUnaskedUpgrade
 // and its connection is closed. Errors name the source schema.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.closed.Load() {
@@ -116,7 +116,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := s.attempt(req)
 		if err == nil {
 			if backend.TurnsOver(resp) {
-				rwc, err := backend.Switched(req, resp)
+				rwc, err := backend.Upgraded(req, resp)
 				if err != nil {
 					return nil, err
 				}
