@@ -42,10 +42,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/canaryjudge"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/meters"
@@ -93,7 +93,7 @@ type entry struct {
 	primary   *route // answers the caller
 	candidate *route // shadow and canary: the sockets route; nil otherwise
 
-	judge *canary.Schema // canary: the schema's canary state; nil otherwise
+	judge *canaryjudge.Schema // canary: the schema's canary state; nil otherwise
 
 	limit rateLimit // the schema's rate limit, shared by its routes (shaping.go)
 }
