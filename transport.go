@@ -50,6 +50,7 @@ import (
 	"github.com/fusiongo/transport/internal/headers"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/shadow"
@@ -272,7 +273,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		Rename:   settings.Headers.Rename,
 		Set:      settings.Headers.Set,
 		Values:   headerValues(so.HeaderValues),
-		MaxBytes: env.Limit(settings.Headers.MaxForwardedBytes),
+		MaxBytes: setting.Limit(settings.Headers.MaxForwardedBytes),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("source_schemas.%s.headers: %w", name, err)
@@ -286,8 +287,8 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		target:         u.Scheme + "://" + backend.HostPort(u),
 		postTemplate:   gqlhttp.Template(u),
 		rules:          rules,
-		headerTimeout:  env.Bound(settings.HeaderTimeout),
-		requestTimeout: env.Bound(settings.RequestTimeout),
+		headerTimeout:  setting.Bound(settings.HeaderTimeout),
+		requestTimeout: setting.Bound(settings.RequestTimeout),
 	}
 	if opened, err = inv.attachTransport(r, s, be, so.RoundTripper, prev); err != nil {
 		return nil, nil, err
@@ -363,12 +364,12 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 }
 
 // forBackend returns settings as a backend gets them: without the keys
-// the request path itself acts on for every path (env.RebuildRoute: the
+// the request path itself acts on for every path (setting.RebuildRoute: the
 // circuit breaker, the retry budget, hedging, resilience.go; request
 // compression and the rate limit, shaping.go), so that changing one of them
 // never makes a backend build a new transport.
 func forBackend(settings env.Settings) env.Settings {
-	return settings.Only(env.PathSockets, func(r env.Rebuild) bool { return r != env.RebuildRoute })
+	return setting.Only(settings, env.PathSockets, func(r setting.Rebuild) bool { return r != setting.RebuildRoute })
 }
 
 // headerValues converts SchemaOptions.HeaderValues for package headers.

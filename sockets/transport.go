@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Transport is an owned transport for one source schema: an
@@ -41,7 +41,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport) *Transport {
 	t := &Transport{
 		name: s.Name, url: s.URL, pool: pool, desc: pool.Describe(),
-		header: env.Bound(s.Settings.HeaderTimeout), request: env.Bound(s.Settings.RequestTimeout),
+		header: setting.Bound(s.Settings.HeaderTimeout), request: setting.Bound(s.Settings.RequestTimeout),
 	}
 	if ht := t.desc.Timed; ht != nil && ht.TimesHeaders(s) && t.request == 0 && t.header > 0 {
 		t.timed = ht

@@ -20,6 +20,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Backend is the legacy path's backend: it shares one rotating transport
@@ -48,15 +49,15 @@ func (k *key) Equal(o backend.Key) bool {
 }
 
 // sharedSettings keeps the settings the shared transport is built from
-// (env.RebuildShared); the others are the sockets path's or act per
+// (setting.RebuildShared); the others are the sockets path's or act per
 // request.
 func sharedSettings(s env.Settings) env.Settings {
-	return s.Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
+	return setting.Only(s, env.PathLegacy, func(r setting.Rebuild) bool { return r == setting.RebuildShared })
 }
 
 // Key returns the shared transport's settings of s's configuration.
 func (b *Backend) Key(s *backend.Schema) (backend.Key, error) {
-	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: env.Bound(s.Config.EffectiveLegacy().HandlerLifetime)}, nil
+	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: setting.Bound(s.Config.EffectiveLegacy().HandlerLifetime)}, nil
 }
 
 // Open returns a Transport on the shared transport of k, which it builds
@@ -183,12 +184,12 @@ func sameOrigin(req *http.Request) bool {
 }
 
 // perRequest reports whether the legacy path reads key for each source
-// schema (env.RebuildNothing, env.RebuildRoute); it reads the shared keys
-// (env.RebuildShared) from defaults only. Every other key is the sockets
+// schema (setting.RebuildNothing, setting.RebuildRoute); it reads the shared keys
+// (setting.RebuildShared) from defaults only. Every other key is the sockets
 // path's.
 func perRequest(key string) bool {
-	r := env.Rebuilds(key, env.PathLegacy)
-	return r == env.RebuildNothing || r == env.RebuildRoute
+	r := setting.Rebuilds(key, env.PathLegacy)
+	return r == setting.RebuildNothing || r == setting.RebuildRoute
 }
 
 // Ignored lists the keys set in cfg that the legacy path does not read, as
@@ -199,14 +200,14 @@ func (b *Backend) Ignored(cfg *env.Config) []string {
 	// differs from the built-in one: Load writes some built-in values into
 	// Config.Defaults, and a key derived from another (the jitter from the
 	// lifetime) is not set by setting the other.
-	differs := env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
-	for _, k := range env.DiffSettings(env.Settings{}, cfg.Defaults) {
-		if slices.Contains(differs, k) && env.Rebuilds(k, env.PathLegacy) == env.RebuildIgnored {
+	differs := setting.Diff(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
+	for _, k := range setting.Diff(env.Settings{}, cfg.Defaults) {
+		if slices.Contains(differs, k) && setting.Rebuilds(k, env.PathLegacy) == setting.RebuildIgnored {
 			out = append(out, "defaults."+k)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
-		for _, k := range env.DiffSettings(env.Settings{}, cfg.SourceSchemas[name].Settings) {
+		for _, k := range setting.Diff(env.Settings{}, cfg.SourceSchemas[name].Settings) {
 			if !perRequest(k) {
 				out = append(out, "source_schemas."+name+"."+k)
 			}
