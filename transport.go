@@ -345,7 +345,7 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 		l.add(stageTelemetry, inv.o.telemetry.Middleware(name, string(path)))
 	}
 	if inv.o.requestLog != nil {
-		l.add(stageRequestLog, middleware.Logging(inv.o.requestLog, name))
+		l.add(stageRequestLog, middleware.RequestLog(inv.o.requestLog, name))
 	}
 	l.add(stageMiddleware, inv.o.middleware...)
 	l.add(stageSchemaMiddleware, so.Middleware...)
