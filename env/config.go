@@ -360,21 +360,21 @@ type RateLimitSettings struct {
 }
 
 // Codecs of RequestCompressionSettings.Codec; gzip and zstd are also the
-// content codings of Settings.Decompression. They are middleware's codec
-// names (middleware.CodecGzip, middleware.CodecZstd): one vocabulary.
+// content codings of Settings.Decompression. CodecGzip and CodecZstd are
+// middleware's, by the same names: one vocabulary.
 const (
-	CompressionOff  = "off"
-	CompressionGzip = defaults.CodecGzip // "gzip"
-	CompressionZstd = defaults.CodecZstd // "zstd"
+	CodecOff  = "off"
+	CodecGzip = defaults.CodecGzip // "gzip"
+	CodecZstd = defaults.CodecZstd // "zstd"
 )
 
-// DefaultCompressionMinBytes is RequestCompressionSettings.MinBytes's
-// default: 1024 (middleware.DefaultCompressMinBytes).
-const DefaultCompressionMinBytes = defaults.CompressMinBytes
+// DefaultCompressMinBytes is RequestCompressionSettings.MinBytes's
+// default: 1024, middleware's DefaultCompressMinBytes by the same name.
+const DefaultCompressMinBytes = defaults.CompressMinBytes
 
 // On reports whether s compresses request bodies.
 func (s RequestCompressionSettings) On() bool {
-	return s.Codec == CompressionGzip || s.Codec == CompressionZstd
+	return s.Codec == CodecGzip || s.Codec == CodecZstd
 }
 
 // On reports whether s limits the rate.
@@ -789,8 +789,8 @@ var builtin = Settings{
 		MaxExtra: defaults.HedgeMaxExtra,
 	},
 	RequestCompression: RequestCompressionSettings{
-		Codec:    CompressionOff,
-		MinBytes: DefaultCompressionMinBytes,
+		Codec:    CodecOff,
+		MinBytes: DefaultCompressMinBytes,
 	},
 	RateLimit: RateLimitSettings{
 		RequestsPerSecond: RatioOff,

@@ -101,7 +101,7 @@ var settingFields = []field{
 	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
-	enumField("request_compression.codec", []string{CompressionOff, CompressionGzip, CompressionZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("request_compression.codec", []string{CodecOff, CodecGzip, CodecZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),

@@ -125,7 +125,7 @@ func TestRebuildColumnsAgree(t *testing.T) {
 // keys its docs name.
 func TestOnly(t *testing.T) {
 	all := env.Config{}.EffectiveDefaults()
-	all.Decompression = []string{env.CompressionGzip}
+	all.Decompression = []string{env.CodecGzip}
 	all.Headers.Forward = []string{"X-Tenant"}
 	for _, tc := range []struct {
 		path env.Path

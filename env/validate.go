@@ -112,8 +112,8 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 		}
 	}
 	for i, c := range s.Decompression {
-		if c != CompressionGzip && c != CompressionZstd {
-			errs.add(fmt.Sprintf("%s.decompression[%d]", prefix, i), c, nil, "invalid value %q: allowed %s, %s", c, CompressionGzip, CompressionZstd)
+		if c != CodecGzip && c != CodecZstd {
+			errs.add(fmt.Sprintf("%s.decompression[%d]", prefix, i), c, nil, "invalid value %q: allowed %s, %s", c, CodecGzip, CodecZstd)
 		}
 	}
 	headerNames(errs, prefix+".headers.forward", s.Headers.Forward)
