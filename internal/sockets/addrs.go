@@ -159,9 +159,6 @@ func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(context.Co
 	p.refreshTimer.Reset(0)
 }
 
-// Resolver resolves a host to its addresses, as *net.Resolver does.
-type Resolver = backend.Resolver
-
 // HasAddresses reports whether the sockets pool of a schema with
 // settings s chooses among the addresses of its host: not for a
 // unix_socket or through a proxy (nor with a SchemaOptions.Dial hook,
