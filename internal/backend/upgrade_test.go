@@ -92,7 +92,7 @@ func TestUpgraded(t *testing.T) {
 		name    string
 		header  http.Header // the request's
 		head    string      // the server's answer
-		refused string      // the error's text when refused; "" when the switch is the caller's
+		refused string      // the error's text when refused; "" when the upgrade is the caller's
 		// closeChecked: the server can tell whether the client closed
 		// (net/http returns a 101 without Upgrade headers with no body
 		// and keeps its connection)

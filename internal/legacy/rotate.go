@@ -112,7 +112,7 @@ func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if _, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
-		// A protocol switch: the connection left the transport, which no
+		// A protocol upgrade: the connection left the transport, which no
 		// longer counts it; the body stays writable.
 		g.release()
 		return resp, nil
