@@ -105,7 +105,7 @@ type route struct {
 	inv            *Transport
 	name           string
 	path           env.Path // the path the route sends on
-	engine         string   // the engine serving it (its transport's Description); empty on legacy
+	engine         string   // the engine serving it (its pool's Description); empty on legacy
 	candidate      bool     // the shadow candidate, not the serving route
 	url            *url.URL
 	target         string        // scheme://host:port, lower case, for Do on a bound backend
@@ -114,16 +114,16 @@ type route struct {
 	headerTimeout  time.Duration
 	requestTimeout time.Duration
 	key            backend.Key
-	transport      backend.Transport
+	pool           backend.Pool
 	entry          http.RoundTripper   // what Do and Post call: the backend's front, or the pipeline
 	front          bool                // the backend has a front: it applies the rules, any target goes
-	desc           backend.Description // what the transport said of itself (Describe) when the route was built
-	timed          backend.HeaderTimer // non-nil: the transport bounds the header wait itself
-	anyBody        bool                // the transport writes Post's body in one write as it is (Description.WritesAnyBody)
+	desc           backend.Description // what the pool said of itself (Describe) when the route was built
+	timed          backend.HeaderTimer // non-nil: the pool bounds the header wait itself
+	anyBody        bool                // the pool writes Post's body in one write as it is (Description.WritesAnyBody)
 	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
 	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
 	// lends: PostFunc pools its calls on this route (lentCall): the
-	// transport writes the whole request before RoundTrip returns (h1),
+	// pool writes the whole request before RoundTrip returns (h1),
 	// the request path arms no timer of its own, and no middleware can
 	// hold the request or the response once the pipeline has returned
 	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
@@ -201,9 +201,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 // build makes the state for cfg, keeping old's transports whose keys are
 // equal. It returns the transports it opened, for the caller to drain if
 // the state is not used. An error names the source schema and key.
-func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Transport, error) {
+func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Pool, error) {
 	st := &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
-	var fresh []backend.Transport
+	var fresh []backend.Pool
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
 		var prev *entry
 		if old != nil {
@@ -214,7 +214,7 @@ func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Tran
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
 		var err error
-		var opened backend.Transport
+		var opened backend.Pool
 		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter)
 		if opened != nil {
 			fresh = append(fresh, opened)
@@ -251,10 +251,10 @@ func (e *entry) route(candidate bool) *route {
 }
 
 // buildRoute builds the route of source schema name on path, keeping
-// prev's transport if it is on the same path with an equal key. lim is the
-// schema's rate limiter, nil for none. opened is the transport it opened,
+// prev's pool if it is on the same path with an equal key. lim is the
+// schema's rate limiter, nil for none. opened is the pool it opened,
 // if any.
-func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter) (r *route, opened backend.Transport, err error) {
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter) (r *route, opened backend.Pool, err error) {
 	be := inv.backends[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
@@ -290,7 +290,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		headerTimeout:  setting.Bound(settings.HeaderTimeout),
 		requestTimeout: setting.Bound(settings.RequestTimeout),
 	}
-	if opened, err = inv.attachTransport(r, s, be, so.RoundTripper, prev); err != nil {
+	if opened, err = inv.attachPool(r, s, be, so.RoundTripper, prev); err != nil {
 		return nil, nil, err
 	}
 	r.res = inv.resilienceOf(r, settings, prev)
@@ -302,31 +302,31 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	return r, opened, nil
 }
 
-// attachTransport gives r its transport: the caller's RoundTripper hook,
+// attachPool gives r its pool: the caller's RoundTripper hook,
 // prev's when it is on the same path with an equal key, or one that be
 // opens (returned as opened, for the caller to drain if the build fails).
-func (inv *Transport) attachTransport(r *route, s *backend.Schema, be backend.Backend, hook http.RoundTripper, prev *route) (opened backend.Transport, err error) {
+func (inv *Transport) attachPool(r *route, s *backend.Schema, be backend.Backend, hook http.RoundTripper, prev *route) (opened backend.Pool, err error) {
 	if hook != nil {
-		// A pointer: the request path keys maps by Transport, and the
+		// A pointer: the request path keys maps by Pool, and the
 		// caller's RoundTripper may be of a type that cannot be a key.
-		r.key, r.transport = hookKey{}, &hookTransport{hook}
+		r.key, r.pool = hookKey{}, &hookPool{hook}
 		if prev != nil && prev.key.Equal(hookKey{}) {
-			r.transport = prev.transport
+			r.pool = prev.pool
 		}
 	} else {
 		if r.key, err = be.Key(s); err != nil {
 			return nil, err
 		}
 		if prev != nil && prev.path == r.path && prev.key.Equal(r.key) {
-			r.transport = prev.transport
+			r.pool = prev.pool
 		} else {
 			if opened, err = be.Open(s, r.key); err != nil {
 				return nil, err
 			}
-			r.transport = opened
+			r.pool = opened
 		}
 	}
-	r.desc = r.transport.Describe()
+	r.desc = r.pool.Describe()
 	r.engine = r.desc.Engine
 	r.anyBody = r.desc.WritesAnyBody
 	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
@@ -336,7 +336,7 @@ func (inv *Transport) attachTransport(r *route, s *backend.Schema, be backend.Ba
 }
 
 // assemble stacks r's pipeline by stage (pipeline.go) in front of its
-// transport and sets r.entry, and r.front when the backend puts its own
+// pool and sets r.entry, and r.front when the backend puts its own
 // front (legacy's http.Client) before it.
 func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, so SchemaOptions, settings env.Settings, rules headers.Rules) {
 	name, path := r.name, r.path
@@ -390,14 +390,14 @@ type hookKey struct{}
 
 func (hookKey) Equal(o backend.Key) bool { _, ok := o.(hookKey); return ok }
 
-// hookTransport is a SchemaOptions.RoundTripper as a Transport: the caller
+// hookPool is a SchemaOptions.RoundTripper as a Pool: the caller
 // owns it, so draining does nothing.
-type hookTransport struct{ http.RoundTripper }
+type hookPool struct{ http.RoundTripper }
 
-func (*hookTransport) Drain() {}
+func (*hookPool) Drain() {}
 
 // Describe: the request path knows nothing of the caller's RoundTripper.
-func (*hookTransport) Describe() backend.Description { return backend.Description{} }
+func (*hookPool) Describe() backend.Description { return backend.Description{} }
 
 // builtins adds to l the built-in middleware that settings switch on, each
 // at its stage (see stage for the order, docs/design.md "Pipeline" for
@@ -464,33 +464,33 @@ func (inv *Transport) Reload(cfg env.Config) error {
 // retire drains the transports of old that st does not use, and counts
 // what happened to each source schema's serving transport.
 func retire(old, st *state) (kept, replaced, removed int) {
-	inUse := map[backend.Transport]bool{}
+	inUse := map[backend.Pool]bool{}
 	for _, e := range st.schemas {
-		inUse[e.primary.transport] = true
+		inUse[e.primary.pool] = true
 		if e.candidate != nil {
-			inUse[e.candidate.transport] = true
+			inUse[e.candidate.pool] = true
 		}
 	}
 	for name, e := range old.schemas {
 		switch n, ok := st.schemas[name]; {
 		case !ok:
 			removed++
-		case n.primary.transport == e.primary.transport:
+		case n.primary.pool == e.primary.pool:
 			kept++
 		default:
 			replaced++
 		}
 		for _, r := range []*route{e.primary, e.candidate} {
-			if r != nil && !inUse[r.transport] {
-				r.transport.Drain()
-				inUse[r.transport] = true // drained once
+			if r != nil && !inUse[r.pool] {
+				r.pool.Drain()
+				inUse[r.pool] = true // drained once
 			}
 		}
 	}
 	return kept, replaced, removed
 }
 
-func drainAll(ts []backend.Transport) {
+func drainAll(ts []backend.Pool) {
 	for _, t := range ts {
 		t.Drain()
 	}

@@ -64,8 +64,8 @@ type Config struct {
 // safe for concurrent use, for any host. Build it with New; Close it when
 // done.
 type Transport struct {
-	be     *ilegacy.Backend  // set by New, never changes
-	shared backend.Transport // set by New, never changes; drained by Close
+	be     *ilegacy.Backend // set by New, never changes
+	shared backend.Pool     // set by New, never changes; drained by Close
 	closed atomic.Bool
 }
 

@@ -23,7 +23,7 @@ type Transport struct {
 	// state and closed is atomic.
 	name  string
 	url   *url.URL
-	pool  backend.Transport // drained by Close
+	pool  backend.Pool // drained by Close
 	desc  backend.Description
 	chain http.RoundTripper // decompression (if on) around the sender
 
@@ -38,7 +38,7 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // newTransport wraps pool, the schema's, as a Transport.
-func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport) *Transport {
+func newTransport(s *backend.Schema, be backend.Backend, pool backend.Pool) *Transport {
 	t := &Transport{
 		name: s.Name, url: s.URL, pool: pool, desc: pool.Describe(),
 		header: setting.Bound(s.Settings.HeaderTimeout), request: setting.Bound(s.Settings.RequestTimeout),

@@ -62,7 +62,7 @@ func (b *Backend) Key(s *backend.Schema) (backend.Key, error) {
 
 // Open returns a Transport on the shared transport of k, which it builds
 // if no open Transport uses one with an equal key.
-func (b *Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
+func (b *Backend) Open(s *backend.Schema, k backend.Key) (backend.Pool, error) {
 	kk := k.(*key)
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -321,7 +321,7 @@ func TestOpenShares(t *testing.T) {
 	}
 	b := New()
 	t.Cleanup(b.Close)
-	open := func(cfg *env.Config, name string) backend.Transport {
+	open := func(cfg *env.Config, name string) backend.Pool {
 		s := schema(t, cfg, name)
 		k, err := b.Key(s)
 		if err != nil {
@@ -363,7 +363,7 @@ func TestOpenShares(t *testing.T) {
 		t.Errorf("draining a and b moved c from %s to %s", rc, rc2)
 	}
 
-	for name, tr := range map[string]backend.Transport{"a": ta, "b": tb} {
+	for name, tr := range map[string]backend.Pool{"a": ta, "b": tb} {
 		body := &closeRecorder{Reader: strings.NewReader("{}")}
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/"+name, body)
 		resp, err := tr.RoundTrip(req)

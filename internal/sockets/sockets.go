@@ -72,7 +72,7 @@ func (Backend) Key(s *backend.Schema) (backend.Key, error) {
 }
 
 // Open builds the schema's pool.
-func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
+func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Pool, error) {
 	kk := k.(*key)
 	p, err := newPool(s.Name, kk, s.Options.Dial, s.LookupEnv, s.Log)
 	if err != nil {
