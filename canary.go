@@ -17,6 +17,7 @@ import (
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
+	"github.com/fusiongo/transport/internal/canaryjudge"
 	"github.com/fusiongo/transport/internal/gateway"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/operation"
@@ -52,7 +53,7 @@ func (inv *Transport) CanaryHandler() http.Handler {
 // judge, which is safe for concurrent use.
 type canaryRouter struct {
 	inv       *Transport
-	judge     *canary.Judge
+	judge     *canaryjudge.Judge
 	schemas   map[string]bool // nil: every schema
 	keyHeader string          // canonical form
 	seed      maphash.Seed    // per process: keys are not comparable across gateways
@@ -67,10 +68,10 @@ func newCanaryRouter(inv *Transport, cfg *env.Config) *canaryRouter {
 			c.schemas[n] = true
 		}
 	}
-	c.judge = canary.New(canary.Settings{
+	c.judge = canaryjudge.New(canaryjudge.Settings{
 		Rate: cs.Rate, MaxRate: cs.MaxRate, Step: cs.Step, Interval: cs.Interval,
 		Window: cs.Window, MinRequests: cs.MinRequests, MaxErrorRatioDelta: cs.MaxErrorRatioDelta, Cooldown: cs.Cooldown,
-	}, canary.Options{Publish: c.publish})
+	}, canaryjudge.Options{Publish: c.publish})
 	return c
 }
 
@@ -146,7 +147,7 @@ func (c *canaryRouter) publish(ev canary.Event) {
 //
 // A call the schema's rate limit refused is not counted either: the limit
 // is shared by both paths and says nothing about either (shaping.go).
-func record(ctx context.Context, s *canary.Schema, p canary.Side, resp *http.Response, err error, start time.Time) {
+func record(ctx context.Context, s *canaryjudge.Schema, p canaryjudge.Side, resp *http.Response, err error, start time.Time) {
 	if ctx.Err() != nil || rateLimited(err) {
 		return
 	}
@@ -175,27 +176,27 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	g, bctx := e.primary.spanBounds(ctx, http.MethodPost, e.primary.url)
 	start := s.Start()
 	resp, err := e.candidate.post(bctx, body)
-	record(ctx, s, canary.Sockets, resp, err, start)
+	record(ctx, s, canaryjudge.Sockets, resp, err, start)
 	// A call the sockets side's breaker or pending bound refused was not
 	// sent: it goes to legacy whatever its kind.
 	if !spentOnSockets(bctx, err) && !rateLimited(err) && (refusedOnSockets(err) || operation.Classify(http.MethodPost, e.primary.url.RawQuery, body) == operation.Query) {
 		inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 		start = s.Start()
 		resp, err = e.primary.post(bctx, body)
-		record(ctx, s, canary.Legacy, resp, err, start)
+		record(ctx, s, canaryjudge.Legacy, resp, err, start)
 	}
 	return g.finish(resp, err)
 }
 
 // canaryLegacy sends a call on legacy and records its outcome, if s is
 // the schema's canary state.
-func canaryLegacy(ctx context.Context, s *canary.Schema, send func() (*http.Response, error)) (*http.Response, error) {
+func canaryLegacy(ctx context.Context, s *canaryjudge.Schema, send func() (*http.Response, error)) (*http.Response, error) {
 	if s == nil {
 		return send()
 	}
 	start := s.Start()
 	resp, err := send()
-	record(ctx, s, canary.Legacy, resp, err, start)
+	record(ctx, s, canaryjudge.Legacy, resp, err, start)
 	return resp, err
 }
 
@@ -216,7 +217,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	g, bctx := e.primary.spanBounds(ctx, req.Method, req.URL)
 	start := s.Start()
 	resp, err := e.candidate.do(bctx, req)
-	record(ctx, s, canary.Sockets, resp, err, start)
+	record(ctx, s, canaryjudge.Sockets, resp, err, start)
 	if !spentOnSockets(bctx, err) && !rateLimited(err) {
 		again, ok := resendable(req)
 		if !ok && refusedOnSockets(err) {
@@ -229,7 +230,7 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 			inv.log.Debug("canary: query failed on sockets, sent again on legacy", "source_schema", name, "error", err)
 			start = s.Start()
 			resp, err = e.primary.do(bctx, again)
-			record(ctx, s, canary.Legacy, resp, err, start)
+			record(ctx, s, canaryjudge.Legacy, resp, err, start)
 		}
 	}
 	return g.finish(resp, err)

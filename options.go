@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
+	"github.com/fusiongo/transport/sockets"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -39,7 +39,7 @@ type options struct {
 	meters          *meters.Set // the instruments of telemetry (nil without): see meters.Of
 	requestLog      *slog.Logger
 
-	resolver       Resolver              // see WithResolver; nil: net.DefaultResolver
+	resolver       sockets.Resolver      // see WithResolver; nil: net.DefaultResolver
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 
@@ -192,12 +192,6 @@ func WithMiddleware(mws ...func(http.RoundTripper) http.RoundTripper) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mws...) }
 }
 
-// Resolver resolves a source schema's host to its addresses, as
-// *net.Resolver does; network is "ip".
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
 // WithResolver makes the sockets path resolve the hosts of its source
 // schemas with r, when it starts a pool, every dns_refresh, and when every
 // known address of a host failed to connect: for tests, and for users
@@ -205,8 +199,9 @@ type Resolver interface {
 // bounded at 5 s, and a failed or empty answer keeps the addresses known.
 // It does not apply to a schema with a SchemaOptions.Dial hook, a
 // unix_socket, a proxy, a host written as an IP address, or dns_refresh
-// off. Default: net.DefaultResolver (a *net.Resolver satisfies Resolver).
-func WithResolver(r Resolver) Option {
+// off. Default: net.DefaultResolver (a *net.Resolver satisfies
+// sockets.Resolver).
+func WithResolver(r sockets.Resolver) Option {
 	return func(o *options) { o.resolver = r }
 }
 

@@ -32,6 +32,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/shadow"
@@ -49,7 +50,7 @@ const (
 	reloadKeysBody  = `{"data":{"ok":true}}`
 )
 
-// reloadKeySkips are the keys of env.SettingKeys that the test does not
+// reloadKeySkips are the keys of setting.Keys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
 	"hedge.enabled": "a hedge sends a query twice, which the run's per-request accounting does not expect " +
@@ -60,7 +61,7 @@ var reloadKeySkips = map[string]string{
 }
 
 // reloadKey is one row of the key table: two values, A and B, of one key of
-// env.SettingKeys, both valid in every combination with the other rows'
+// setting.Keys, both valid in every combination with the other rows'
 // values at every level and with every schema URL, so that no reload is
 // rejected and no request fails. A row names several keys where the values
 // are only valid together (a certificate with its key, tls.min_version
@@ -81,7 +82,7 @@ type reloadTLSFiles struct {
 	certA, keyA, certB, keyB string // two client certificates the beta server accepts
 }
 
-// reloadKeyTable is every reloaded key of env.SettingKeys with its values.
+// reloadKeyTable is every reloaded key of setting.Keys with its values.
 // Durations are chosen so that requests keep succeeding: bounds a request
 // waits on are seconds, while connection lifetimes and idle timeouts are
 // milliseconds, so that connections are replaced all the time under load.
@@ -195,7 +196,7 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 }
 
 // TestReloadKeyTableCoversEverySetting fails when a key of
-// env.SettingKeys is neither in reloadKeyTable nor in reloadKeySkips, so
+// setting.Keys is neither in reloadKeyTable nor in reloadKeySkips, so
 // that a new key cannot be left out of TestReloadEveryKeyUnderLoad; and
 // when a row's A and B values do not differ in exactly the keys it names.
 func TestReloadKeyTableCoversEverySetting(t *testing.T) {
@@ -209,7 +210,7 @@ func checkReloadKeyTable(t *testing.T, table []reloadKey) {
 		var a, b env.Settings
 		row.a(&a)
 		row.b(&b)
-		if got := env.DiffSettings(a, b); !slices.Equal(got, row.keys) {
+		if got := setting.Diff(a, b); !slices.Equal(got, row.keys) {
 			t.Errorf("the row for %v: A and B differ in %v, want exactly %v", row.keys, got, row.keys)
 		}
 		for _, k := range row.keys {
@@ -219,24 +220,24 @@ func checkReloadKeyTable(t *testing.T, table []reloadKey) {
 			inTable[k] = true
 		}
 	}
-	known := env.SettingKeys()
+	known := setting.Keys()
 	for _, k := range known {
 		_, skipped := reloadKeySkips[k]
 		switch {
 		case inTable[k] && skipped:
 			t.Errorf("key %s is both in the reload key table and skipped", k)
 		case !inTable[k] && !skipped:
-			t.Errorf("key %s (env.SettingKeys) is not reloaded by TestReloadEveryKeyUnderLoad: add it to reloadKeyTable with two valid values, or to reloadKeySkips with the reason", k)
+			t.Errorf("key %s (setting.Keys) is not reloaded by TestReloadEveryKeyUnderLoad: add it to reloadKeyTable with two valid values, or to reloadKeySkips with the reason", k)
 		}
 	}
 	for k := range inTable {
 		if !slices.Contains(known, k) {
-			t.Errorf("the reload key table has %s, which env.SettingKeys does not know", k)
+			t.Errorf("the reload key table has %s, which setting.Keys does not know", k)
 		}
 	}
 	for k := range reloadKeySkips {
 		if !slices.Contains(known, k) {
-			t.Errorf("reloadKeySkips has %s, which env.SettingKeys does not know", k)
+			t.Errorf("reloadKeySkips has %s, which setting.Keys does not know", k)
 		}
 	}
 }
@@ -418,7 +419,7 @@ func (p *reloadShadowPublisher) Dropped(context.Context, string, string) {}
 // Beta is an https server that demands a client certificate where the
 // sockets path serves it, so that the tls.* keys act; where the legacy path
 // serves it (with Go's system roots), beta is cleartext. The test fails
-// first if a key of env.SettingKeys is neither reloaded nor skipped with a
+// first if a key of setting.Keys is neither reloaded nor skipped with a
 // reason. 300 reloads per path, 80 with -short.
 func TestReloadEveryKeyUnderLoad(t *testing.T) {
 	pki := testpki.New(t, t.TempDir())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -97,8 +98,8 @@ func (inv *Transport) resilienceOf(r *route, settings env.Settings, prev *route)
 				Schema:           r.name,
 				FailureRatio:     b.FailureRatio,
 				MinRequests:      b.MinRequests,
-				Window:           env.Bound(b.Window),
-				OpenFor:          env.Bound(b.OpenFor),
+				Window:           setting.Bound(b.Window),
+				OpenFor:          setting.Bound(b.OpenFor),
 				HalfOpenRequests: b.HalfOpenRequests,
 				Statuses:         b.Statuses,
 				OnStateChange:    inv.breakerChanged(r.name, r.path),
@@ -147,8 +148,8 @@ func (inv *Transport) resilient(res resilience, settings env.Settings, name stri
 	if r.MaxAttempts > 1 {
 		retry = middleware.Retry(middleware.RetryConfig{
 			MaxAttempts: r.MaxAttempts,
-			WaitMin:     env.Bound(r.WaitMin),
-			WaitMax:     env.Bound(r.WaitMax),
+			WaitMin:     setting.Bound(r.WaitMin),
+			WaitMax:     setting.Bound(r.WaitMax),
 			Statuses:    r.Statuses,
 			Budget:      res.budget,
 			Logger:      log,

@@ -70,10 +70,10 @@ func (r *resilienceEvents) count(k transport.ResilienceKind) int {
 	return n
 }
 
-// switchServer answers every request with the status in status, counts
+// statusServer answers every request with the status in status, counts
 // what reaches it, and, while hold is set, reports each arrival on arrived
 // and waits for release.
-type switchServer struct {
+type statusServer struct {
 	*schemaServer
 	status  atomic.Int32
 	seen    atomic.Int64
@@ -82,8 +82,8 @@ type switchServer struct {
 	release chan struct{}
 }
 
-func newSwitchServer(t *testing.T, status int) *switchServer {
-	s := &switchServer{arrived: make(chan struct{}, 100), release: make(chan struct{})}
+func newStatusServer(t *testing.T, status int) *statusServer {
+	s := &statusServer{arrived: make(chan struct{}, 100), release: make(chan struct{})}
 	s.status.Store(int32(status))
 	s.schemaServer = newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -144,7 +144,7 @@ func TestResilienceBreakerOpensAndRecovers(t *testing.T) {
 	const openFor = 200 * time.Millisecond
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			srv := newStatusServer(t, http.StatusServiceUnavailable)
 			var evs resilienceEvents
 			inv := newInvoker(t, withSchema(p, srv.URL(), breakerOn(openFor)), transport.WithResilienceHook(evs.hook))
 			for i := range 10 {
@@ -212,7 +212,7 @@ func TestResilienceBreakerOpensAndRecovers(t *testing.T) {
 func TestResilienceBreakerIgnores4xx(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			srv := newSwitchServer(t, http.StatusBadRequest)
+			srv := newStatusServer(t, http.StatusBadRequest)
 			var evs resilienceEvents
 			inv := newInvoker(t, withSchema(p, srv.URL(), breakerOn(time.Hour)), transport.WithResilienceHook(evs.hook))
 			for i := range 50 {
@@ -250,7 +250,7 @@ func TestResilienceBreakerStatuses(t *testing.T) {
 	for _, p := range paths {
 		for _, tc := range cases {
 			t.Run(string(p)+"/"+tc.name, func(t *testing.T) {
-				srv := newSwitchServer(t, tc.status)
+				srv := newStatusServer(t, tc.status)
 				yaml := "circuit_breaker:\n  enabled: true\n  min_requests: 10\n  open_for: 1h\n"
 				if tc.yaml != "" {
 					yaml += "  statuses: " + tc.yaml + "\n"
@@ -307,7 +307,7 @@ func loadBreaker(t *testing.T, yaml string) env.BreakerSettings {
 func TestResilienceReloadKeepsBreaker(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
-			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			srv := newStatusServer(t, http.StatusServiceUnavailable)
 			cfg := withSchema(p, srv.URL(), breakerOn(time.Hour))
 			inv := newInvoker(t, cfg)
 			for range 10 {
@@ -360,7 +360,7 @@ func TestResilienceRetryBudget(t *testing.T) {
 	for _, p := range paths {
 		for _, budget := range []string{"default", "off"} {
 			t.Run(string(p)+"/"+budget, func(t *testing.T) {
-				srv := newSwitchServer(t, http.StatusServiceUnavailable)
+				srv := newStatusServer(t, http.StatusServiceUnavailable)
 				var evs resilienceEvents
 				inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 					s.Retry = env.RetrySettings{MaxAttempts: attempts, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
@@ -660,7 +660,7 @@ func TestResilienceTelemetryAndLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs logBuffer
-			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			srv := newStatusServer(t, http.StatusServiceUnavailable)
 			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 				breakerOn(time.Hour)(s)
 				s.Retry = env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, BudgetRatio: 0.1, BudgetMinPerSecond: env.NoLimit}

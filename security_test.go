@@ -485,7 +485,7 @@ func TestSecurityTLSVerifiedByDefault(t *testing.T) {
 // gateway request and on a caller's request, a password in the source
 // schema's URL), and the source schema answers with credentials in
 // sensitive response headers that differ between the paths. Every log line
-// of both paths at Debug (middleware.Logging, WithRequestLog, retries,
+// of both paths at Debug (middleware.RequestLog, WithRequestLog, retries,
 // reloads, failures), the shadow mode's mismatch logs, the compare report in its
 // text, JSON and JUnit forms, and the errors callers get hold none of the
 // secrets.
@@ -550,7 +550,7 @@ func TestSecurityRedaction(t *testing.T) {
 		return cfg
 	}
 	opts := func() []transport.Option {
-		return []transport.Option{transport.WithLogger(logger), transport.WithMiddleware(middleware.Logging(logger, "any")), transport.WithRequestLog(logger)}
+		return []transport.Option{transport.WithLogger(logger), transport.WithMiddleware(middleware.RequestLog(logger, "any")), transport.WithRequestLog(logger)}
 	}
 
 	var callerErrs []string
@@ -847,7 +847,7 @@ func TestLegacyCGIIgnoresHTTPProxy(t *testing.T) {
 // POST whose URL carries a query, retried after a 503 until the retries
 // give up (retry's error and log lines), leave no query, fragment or
 // userinfo in the caller's error or in any log line at Debug
-// (WithLogger, middleware.Logging, WithRequestLog); each names the host
+// (WithLogger, middleware.RequestLog, WithRequestLog); each names the host
 // and the path.
 func TestSecurityRequestURLParts(t *testing.T) {
 	parts := []string{"pw-secret", "doc-secret", "var-secret", "frag-secret", "user:", "@"}
@@ -864,7 +864,7 @@ func TestSecurityRequestURLParts(t *testing.T) {
 			s := cfg.SourceSchemas["products"]
 			s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}
 			cfg.SourceSchemas["products"] = s
-			inv := newInvoker(t, cfg, transport.WithLogger(logger), transport.WithMiddleware(middleware.Logging(logger, "any")), transport.WithRequestLog(logger))
+			inv := newInvoker(t, cfg, transport.WithLogger(logger), transport.WithMiddleware(middleware.RequestLog(logger, "any")), transport.WithRequestLog(logger))
 			withUser := func(u string) string { return strings.Replace(u, "http://", "http://user:pw-secret@", 1) }
 
 			get, err := http.NewRequest(http.MethodGet, withUser(refused)+query, nil)

@@ -200,7 +200,7 @@ type doCall struct {
 	req   http.Request
 }
 
-// postBody is a Post's body as a transport that writes any body in one
+// postBody is a Post's body as a pool that writes any body in one
 // write gets it (backend.Description.WritesAnyBody): the call's reader,
 // with no allocation.
 type postBody postCall
@@ -221,7 +221,7 @@ func (c *postCall) getBody() (io.ReadCloser, error) {
 }
 
 // guardHeaderTimeout is the header bound the request path's bound.Guard
-// enforces: none when the transport's own timer does (see route.attempt).
+// enforces: none when the pool's own timer does (see route.attempt).
 func (r *route) guardHeaderTimeout() time.Duration {
 	if r.timed != nil {
 		return 0
@@ -249,7 +249,7 @@ func result(t bound.Target, resp *http.Response, err error) (*http.Response, err
 }
 
 // sender is the innermost RoundTripper of a route's pipeline: it sends on
-// the route's transport, again when backend.Resend says the request may go
+// the route's pool, again when backend.Resend says the request may go
 // again.
 type sender struct{ r *route }
 
@@ -260,23 +260,23 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := r.attempt(req)
 		if err == nil {
 			if backend.TurnsOver(resp) {
-				return r.switched(req, resp)
+				return r.upgraded(req, resp)
 			}
 			return resp, nil
 		}
 		switch backend.Resend(req, err, &tries) {
 		case backend.NoResend:
-			return nil, backend.Cause(err) // the transport closed the body
+			return nil, backend.Cause(err) // the pool closed the body
 
 		case backend.Moved:
 			// Nothing was sent: the same request follows its schema to the
-			// transport of the configuration in force.
+			// pool of the configuration in force.
 			next, lerr := r.inv.lookup(r.name, r.candidate)
 			if lerr != nil {
 				gqlhttp.CloseBody(req)
 				return nil, errors.Unwrap(lerr)
 			}
-			if next.transport == r.transport {
+			if next.pool == r.pool {
 				gqlhttp.CloseBody(req)
 				return nil, fault.ErrClosed // drained, not replaced
 			}
@@ -287,7 +287,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if !next.anyBody {
 				// A PostFunc call whose memory is pooled (route.lends)
-				// goes on to a transport that may read its body after
+				// goes on to a pool that may read its body after
 				// RoundTrip returns: its memory must not be reused.
 				if b := backend.BorrowOf(req.Context()); b != nil {
 					b.Spoil()
@@ -302,7 +302,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// attempt sends req once on r's transport, with the transport's own header
+// attempt sends req once on r's pool, with the pool's own header
 // timer when it has one and req has no deadline.
 func (r *route) attempt(req *http.Request) (*http.Response, error) {
 	if r.timed != nil {
@@ -310,14 +310,14 @@ func (r *route) attempt(req *http.Request) (*http.Response, error) {
 			return r.timed.RoundTripWithin(req, r.headerTimeout)
 		}
 	}
-	return r.transport.RoundTrip(req)
+	return r.pool.RoundTrip(req)
 }
 
-// switched takes a response that hands the connection over: judged by
-// backend.Switched, the connection is then the caller's, counted by the
+// upgraded takes a response that hands the connection over: judged by
+// backend.Upgraded, the connection is then the caller's, counted by the
 // invoker so that Close closes it.
-func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response, error) {
-	rwc, err := backend.Switched(req, resp)
+func (r *route) upgraded(req *http.Request, resp *http.Response) (*http.Response, error) {
+	rwc, err := backend.Upgraded(req, resp)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func (r *route) switched(req *http.Request, resp *http.Response) (*http.Response
 	return resp, nil
 }
 
-// moveTo returns req, which r's transport was drained before sending, as
+// moveTo returns req, which r's pool was drained before sending, as
 // it goes to next, the schema's route in the configuration now in force:
 // never the old request on a new address.
 //

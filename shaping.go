@@ -6,6 +6,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/middleware"
 )
 
@@ -33,7 +34,7 @@ func (inv *Transport) limitOf(name string, s env.RateLimitSettings, prev *entry)
 		Schema:            name,
 		RequestsPerSecond: s.RequestsPerSecond,
 		Burst:             s.Burst,
-		Wait:              env.Bound(s.Wait),
+		Wait:              setting.Bound(s.Wait),
 	})}
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/legacy"
-	"github.com/fusiongo/transport/internal/sockets"
+	isockets "github.com/fusiongo/transport/internal/sockets"
 )
 
 // The startup switch: which path each source schema takes. New reads it
@@ -22,7 +22,7 @@ import (
 // line here.
 var paths = map[env.Path]func() backend.Backend{
 	env.PathLegacy:  legacy.New,
-	env.PathSockets: sockets.New,
+	env.PathSockets: isockets.New,
 }
 
 // choosePaths sets the switch of a new Transport from cfg: the path it

@@ -125,7 +125,7 @@ func TestTelemetryContextReachesResilience(t *testing.T) {
 	for _, p := range paths {
 		t.Run(string(p), func(t *testing.T) {
 			tr := newTraced(t)
-			srv := newSwitchServer(t, http.StatusServiceUnavailable)
+			srv := newStatusServer(t, http.StatusServiceUnavailable)
 			inv := newInvoker(t, withSchema(p, srv.URL(), func(s *env.SourceSchema) {
 				breakerOn(time.Hour)(s)
 				s.Retry = env.RetrySettings{MaxAttempts: 3, WaitMin: time.Millisecond, BudgetRatio: 0.1, BudgetMinPerSecond: env.NoLimit}

@@ -29,64 +29,571 @@
 package transport
 
 import (
-	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/fusiongo/transport/env"
-	"github.com/fusiongo/transport/internal/gateway"
+	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/canaryjudge"
+	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/meters"
+	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
+	"github.com/fusiongo/transport/internal/sharekey"
+	"github.com/fusiongo/transport/middleware"
+	"github.com/fusiongo/transport/shadow"
 )
 
-// Invoker sends source schema requests. *Transport, which New returns,
-// implements it for every path; wrap it (middleware of your own, a test
-// double) where you want. A wrapped Invoker has only these methods: the
-// routing by URL and the canary handler are methods of *Transport
-// (Client, RoundTripper, CanaryHandler), so no wrapper can lose them
-// silently. Implementations are safe for concurrent use.
-type Invoker interface {
-	// Do sends req, which the caller built, for source schema schema. The
-	// request is sent with ctx. The gateway request headers that the
-	// configuration names are added unless req already has them. On the
-	// sockets path req.URL must have the schema's scheme, host and port
-	// (fault.ErrWrongTarget otherwise). The error names the source schema; on
-	// every error req's body is closed, as http.Client.Do does.
-	Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error)
+// Transport is the Invoker that New returns: the one request path of every
+// source schema, whichever path the startup switch gave it (switch.go).
+// Legacy, sockets, mixed (a per-schema choice of path), shadow (each schema
+// served by legacy and compared with sockets) and canary (a share of each
+// schema's gateway requests served by sockets, judged against legacy)
+// differ only in which path each schema's route uses. Beside the Invoker
+// methods it has the gateway-facing forms of the same request path:
+// Client, RoundTripper, CanaryHandler and StatusHandler. It is safe for concurrent use;
+// its zero value is not usable: build one with New.
+type Transport struct {
+	o         options                      // immutable after New
+	log       *slog.Logger                 // immutable
+	path      env.Path                     // immutable: the path chosen at startup
+	onSockets map[string]bool              // immutable: PathMixed's schemas on sockets
+	backends  map[env.Path]backend.Backend // immutable set after New (switch.go); their methods run under mu
+	shadow    *shadow.Shadow               // immutable; nil unless shadowing
+	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
+	unobserve []func() error               // set in New; called in Close under mu
 
-	// Post sends body to schema's configured URL as a GraphQL-over-HTTP
-	// POST, with Content-Type "application/json; charset=utf-8" and Accept
-	// "application/graphql-response+json; charset=utf-8,
-	// application/json; charset=utf-8". The caller must not modify body
-	// until the response has arrived.
-	Post(ctx context.Context, schema string, body []byte) (*http.Response, error)
+	recent recentEvents // the latest canary and resilience events, for the status page (status_events.go)
 
-	// Reload applies a new configuration as one swap: every new piece is
-	// built first, and if any fails nothing changes and the old
-	// configuration stays in force. Source schemas whose transport settings
-	// are equal keep their transport and warm connections, changed ones get
-	// new ones, removed ones are dropped once their in-flight requests end.
-	// The path never changes (cfg.Path, cfg.SocketsSchemas,
-	// cfg.Shadow.Rate and cfg.Canary are read at startup only); a canary
-	// keeps the state of every schema that stays.
-	Reload(cfg env.Config) error
+	upgrades upgradeSet // the connections handed over after a 101; safe for concurrent use (upgrade.go)
 
-	// Close closes every connection once its in-flight requests end. After
-	// Close, Do and Post fail with fault.ErrClosed.
-	Close() error
+	mu    sync.Mutex            // serialises Reload and Close
+	state atomic.Pointer[state] // the configuration in force; stored under mu, nil after Close
 }
 
-// WithGatewayRequest returns a copy of ctx that carries r, the incoming
-// gateway request, so that either path can forward its headers.
-// GatewayRequestHandler does this for every request it serves.
-func WithGatewayRequest(ctx context.Context, r *http.Request) context.Context {
-	return gateway.WithRequest(ctx, r)
+// state is one configuration in force. It is never modified once stored:
+// Reload builds a new one and swaps it in.
+type state struct {
+	schemas map[string]*entry
 }
 
-// GatewayRequestHandler returns a handler that serves next with the
-// incoming gateway request in its context (WithGatewayRequest), so that
-// the Invoker can forward its headers on every source schema request made
-// with that context. (In this module "middleware" names RoundTripper
-// wrappers only; this is an http.Handler wrapper.)
-func GatewayRequestHandler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(gateway.WithRequest(r.Context(), r)))
+// entry is one source schema in one state.
+type entry struct {
+	primary   *route // answers the caller
+	candidate *route // shadow and canary: the sockets route; nil otherwise
+
+	judge *canaryjudge.Schema // canary: the schema's canary state; nil otherwise
+
+	limit rateLimit // the schema's rate limit, shared by its routes (shaping.go)
+}
+
+// route is one source schema on one path in one configuration: every
+// field is set by build and immutable after.
+type route struct {
+	inv            *Transport
+	name           string
+	path           env.Path // the path the route sends on
+	engine         string   // the engine serving it (its pool's Description); empty on legacy
+	candidate      bool     // the shadow candidate, not the serving route
+	url            *url.URL
+	target         string        // scheme://host:port, lower case, for Do on a bound backend
+	postTemplate   *http.Request // template of Post's requests: method, URL, Host
+	rules          headers.Rules
+	headerTimeout  time.Duration
+	requestTimeout time.Duration
+	key            backend.Key
+	pool           backend.Pool
+	entry          http.RoundTripper   // what Do and Post call: the backend's front, or the pipeline
+	front          bool                // the backend has a front: it applies the rules, any target goes
+	desc           backend.Description // what the pool said of itself (Describe) when the route was built
+	timed          backend.HeaderTimer // non-nil: the pool bounds the header wait itself
+	anyBody        bool                // the pool writes Post's body in one write as it is (Description.WritesAnyBody)
+	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
+	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
+	// lends: PostFunc pools its calls on this route (lentCall): the
+	// pool writes the whole request before RoundTrip returns (h1),
+	// the request path arms no timer of its own, and no middleware can
+	// hold the request or the response once the pipeline has returned
+	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
+	// middleware).
+	lends bool
+}
+
+// New builds the path that cfg selects (cfg.Path(), and shadow when
+// cfg.Shadow.Rate is positive). It fails if cfg is invalid (see
+// env.Config.Validate) or a transport cannot be built; the error names the
+// source schema and key.
+func New(cfg env.Config, opts ...Option) (*Transport, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := unknownSchemaOptions(o.schemas, &cfg); err != nil {
+		return nil, err
+	}
+	if err := unusedSchemaHooks(o.schemas); err != nil {
+		return nil, err
+	}
+	if o.lookupEnv == nil {
+		o.lookupEnv = os.LookupEnv
+	}
+	inv := &Transport{o: o, log: o.logger}
+	if inv.log == nil {
+		inv.log = slog.Default()
+	}
+	shadowed := inv.choosePaths(&cfg)
+	if shadowed {
+		sh := cfg.EffectiveShadow()
+		pub := o.shadowPublisher
+		if pub == nil {
+			pub = shadow.LogPublisher{Logger: inv.log}
+		}
+		if counters := o.meters.ShadowPublisher(); counters != nil {
+			pub = shadow.Multi{pub, counters} // WithTelemetry's shadow counters
+		}
+		inv.shadow = shadow.New(role{inv, false}, role{inv, true}, shadow.Options{
+			Rate:          sh.Rate,
+			MaxConcurrent: sh.MaxConcurrent,
+			MaxBodyBytes:  sh.MaxBodyBytes,
+			Timeout:       sh.Timeout,
+			Comparer:      o.shadowComparer,
+			Publisher:     pub,
+		})
+	}
+	st, fresh, err := inv.build(&cfg, nil)
+	if err != nil {
+		drainAll(fresh)
+		inv.closeBackends()
+		return nil, err
+	}
+	inv.canary.attach(st)
+	inv.state.Store(st)
+	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
+		unobserve, err := o.meters.ObserveConnections(string(p), inv.connections(p))
+		if err != nil {
+			inv.Close()
+			return nil, err
+		}
+		inv.unobserve = append(inv.unobserve, unobserve)
+		unobserve, err = o.meters.ObserveAddresses(string(p), inv.addresses(p))
+		if err != nil {
+			inv.Close()
+			return nil, err
+		}
+		inv.unobserve = append(inv.unobserve, unobserve)
+	}
+	inv.logIgnored(&cfg)
+	return inv, nil
+}
+
+// build makes the state for cfg, keeping old's transports whose keys are
+// equal. It returns the transports it opened, for the caller to drain if
+// the state is not used. An error names the source schema and key.
+func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Pool, error) {
+	st := &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
+	var fresh []backend.Pool
+	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
+		var prev *entry
+		if old != nil {
+			prev = old.schemas[name]
+		}
+		primary, candidate := inv.assign(name)
+		e := &entry{}
+		settings, _ := cfg.Effective(name)
+		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
+		var err error
+		var opened backend.Pool
+		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter)
+		if opened != nil {
+			fresh = append(fresh, opened)
+		}
+		if err == nil && candidate != "" {
+			lim := e.limit.limiter
+			if inv.shadow != nil {
+				// A shadow candidate's requests are the shadow's copies,
+				// bounded by shadow.rate: they take no turn of the limit
+				// that protects the schema from callers.
+				lim = nil
+			}
+			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), lim)
+			if opened != nil {
+				fresh = append(fresh, opened)
+			}
+		}
+		if err != nil {
+			return nil, fresh, err
+		}
+		st.schemas[name] = e
+	}
+	return st, fresh, nil
+}
+
+func (e *entry) route(candidate bool) *route {
+	switch {
+	case e == nil:
+		return nil
+	case candidate:
+		return e.candidate
+	}
+	return e.primary
+}
+
+// buildRoute builds the route of source schema name on path, keeping
+// prev's pool if it is on the same path with an equal key. lim is the
+// schema's rate limiter, nil for none. opened is the pool it opened,
+// if any.
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter) (r *route, opened backend.Pool, err error) {
+	be := inv.backends[path]
+	sc := cfg.SourceSchemas[name]
+	settings, _ := cfg.Effective(name)
+	// redact.Parse: url.Parse's error quotes the URL, password and all.
+	u, err := redact.Parse(sc.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source_schemas.%s.url: %w", name, err)
+	}
+	so := inv.o.schemas[name]
+	hooks := backend.SchemaOptions{Dial: so.Dial, VerifyConnection: so.VerifyConnection}
+	s := &backend.Schema{Name: name, URL: u, Settings: forBackend(settings), Config: cfg, Options: hooks, LookupEnv: inv.o.lookupEnv, Log: inv.log,
+		Resolver: inv.o.resolver, OnAddress: inv.addressChanged(name, path), OnQueue: inv.o.queueHook}
+	rules, err := headers.New(headers.Spec{
+		Forward:  slices.Concat(cfg.ForwardHeaders, sc.ForwardHeaders, settings.Headers.Forward),
+		Matching: settings.Headers.ForwardMatching,
+		Rename:   settings.Headers.Rename,
+		Set:      settings.Headers.Set,
+		Values:   headerValues(so.HeaderValues),
+		MaxBytes: setting.Limit(settings.Headers.MaxForwardedBytes),
 	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("source_schemas.%s.headers: %w", name, err)
+	}
+	r = &route{
+		inv:            inv,
+		name:           name,
+		path:           path,
+		candidate:      candidate,
+		url:            u,
+		target:         u.Scheme + "://" + backend.HostPort(u),
+		postTemplate:   gqlhttp.Template(u),
+		rules:          rules,
+		headerTimeout:  setting.Bound(settings.HeaderTimeout),
+		requestTimeout: setting.Bound(settings.RequestTimeout),
+	}
+	if opened, err = inv.attachPool(r, s, be, so.RoundTripper, prev); err != nil {
+		return nil, nil, err
+	}
+	r.res = inv.resilienceOf(r, settings, prev)
+	r.res.limiter = lim
+	if c := settings.RequestCompression; c.On() {
+		r.compressMin = max(c.MinBytes, 1)
+	}
+	inv.assemble(r, s, be, so, settings, rules)
+	return r, opened, nil
+}
+
+// attachPool gives r its pool: the caller's RoundTripper hook,
+// prev's when it is on the same path with an equal key, or one that be
+// opens (returned as opened, for the caller to drain if the build fails).
+func (inv *Transport) attachPool(r *route, s *backend.Schema, be backend.Backend, hook http.RoundTripper, prev *route) (opened backend.Pool, err error) {
+	if hook != nil {
+		// A pointer: the request path keys maps by Pool, and the
+		// caller's RoundTripper may be of a type that cannot be a key.
+		r.key, r.pool = hookKey{}, &hookPool{hook}
+		if prev != nil && prev.key.Equal(hookKey{}) {
+			r.pool = prev.pool
+		}
+	} else {
+		if r.key, err = be.Key(s); err != nil {
+			return nil, err
+		}
+		if prev != nil && prev.path == r.path && prev.key.Equal(r.key) {
+			r.pool = prev.pool
+		} else {
+			if opened, err = be.Open(s, r.key); err != nil {
+				return nil, err
+			}
+			r.pool = opened
+		}
+	}
+	r.desc = r.pool.Describe()
+	r.engine = r.desc.Engine
+	r.anyBody = r.desc.WritesAnyBody
+	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
+		r.timed = ht
+	}
+	return opened, nil
+}
+
+// assemble stacks r's pipeline by stage (pipeline.go) in front of its
+// pool and sets r.entry, and r.front when the backend puts its own
+// front (legacy's http.Client) before it.
+func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, so SchemaOptions, settings env.Settings, rules headers.Rules) {
+	name, path := r.name, r.path
+	var l layers
+	if inv.o.telemetry != nil {
+		l.add(stageTelemetry, inv.o.telemetry.Middleware(name, string(path)))
+	}
+	if inv.o.requestLog != nil {
+		l.add(stageRequestLog, middleware.RequestLog(inv.o.requestLog, name))
+	}
+	l.add(stageMiddleware, inv.o.middleware...)
+	l.add(stageSchemaMiddleware, so.Middleware...)
+	inv.builtins(&l, r.res, settings, so, name, path)
+	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
+	l.add(stageBackendMiddleware, be.Middleware(s)...)
+	// Retry, the breaker, compression and the rate limit let go of the
+	// request and the response when they return; the other stages may not.
+	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 &&
+		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
+	pipeline := l.chain(sender{r})
+	r.entry = pipeline
+	if f := be.Front(s, rules, pipeline); f != nil {
+		r.entry, r.front = f, true
+	}
+}
+
+// forBackend returns settings as a backend gets them: without the keys
+// the request path itself acts on for every path (setting.RebuildRoute: the
+// circuit breaker, the retry budget, hedging, resilience.go; request
+// compression and the rate limit, shaping.go), so that changing one of them
+// never makes a backend build a new transport.
+func forBackend(settings env.Settings) env.Settings {
+	return setting.Only(settings, env.PathSockets, func(r setting.Rebuild) bool { return r != setting.RebuildRoute })
+}
+
+// headerValues converts SchemaOptions.HeaderValues for package headers.
+func headerValues(m map[string]HeaderValueFunc) map[string]headers.ValueFunc {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]headers.ValueFunc, len(m))
+	for name, f := range m {
+		out[name] = f
+	}
+	return out
+}
+
+// hookKey is the key of a SchemaOptions.RoundTripper: it is fixed for the
+// invoker's life, so a reload always keeps it.
+type hookKey struct{}
+
+func (hookKey) Equal(o backend.Key) bool { _, ok := o.(hookKey); return ok }
+
+// hookPool is a SchemaOptions.RoundTripper as a Pool: the caller
+// owns it, so draining does nothing.
+type hookPool struct{ http.RoundTripper }
+
+func (*hookPool) Drain() {}
+
+// Describe: the request path knows nothing of the caller's RoundTripper.
+func (*hookPool) Describe() backend.Description { return backend.Description{} }
+
+// builtins adds to l the built-in middleware that settings switch on, each
+// at its stage (see stage for the order, docs/design.md "Pipeline" for
+// why): dedupe (identical in-flight queries share one request; its key
+// holds every header of the request as it would be sent, the rules', the
+// caller's and, through a probe, those so.AttemptMiddleware adds, so two
+// users never share an answer), compression (once per call, so that every
+// attempt resends the same bytes), retry and hedge (each attempt goes on
+// through the rest of the pipeline and is paid from the retry budget), the
+// circuit breaker, which every attempt and hedge passes (resilience.go),
+// and the rate limit, where every attempt and hedge the breaker let
+// through takes a turn (shaping.go).
+func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, so SchemaOptions, name string, path env.Path) {
+	if settings.Dedupe.On() {
+		// The attempt middleware runs inside dedupe and may add what tells
+		// callers apart (middleware.Token): the key is taken on the
+		// request as it would send it.
+		probe := sharekey.NewProbe(so.AttemptMiddleware)
+		l.add(stageDedupe, sharekey.Dedupe(sharekey.DedupeOptions{Probe: probe, Joined: inv.o.dedupeJoined}))
+	}
+	l.add(stageCompress, inv.compression(settings.RequestCompression, name, path))
+	retry, hedge, breaker := inv.resilient(res, settings, name, path)
+	l.add(stageRetry, retry)
+	l.add(stageHedge, hedge)
+	l.add(stageBreaker, breaker)
+	l.add(stageRateLimit, inv.limited(res.limiter, name, path))
+}
+
+// rejected wraps the reason a reload was refused.
+func rejected(err error) error {
+	return fmt.Errorf("reload rejected, old configuration kept: %w", err)
+}
+
+// Reload applies cfg as one swap; see Invoker.Reload.
+func (inv *Transport) Reload(cfg env.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return rejected(err)
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	old := inv.state.Load()
+	if old == nil {
+		return fault.ErrClosed
+	}
+	if err := inv.switchKept(&cfg); err != nil {
+		return rejected(err)
+	}
+	st, fresh, err := inv.build(&cfg, old)
+	if err != nil {
+		drainAll(fresh)
+		return rejected(err)
+	}
+	inv.canary.attach(st)
+	inv.state.Store(st)
+	if err := unknownSchemaOptions(inv.o.schemas, &cfg); err != nil {
+		inv.log.Warn("source schema options kept for a reload that adds the schema back", "error", err)
+	}
+	kept, replaced, removed := retire(old, st)
+	inv.o.meters.RecordReload(kept, replaced, removed)
+	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
+	return nil
+}
+
+// retire drains the transports of old that st does not use, and counts
+// what happened to each source schema's serving transport.
+func retire(old, st *state) (kept, replaced, removed int) {
+	inUse := map[backend.Pool]bool{}
+	for _, e := range st.schemas {
+		inUse[e.primary.pool] = true
+		if e.candidate != nil {
+			inUse[e.candidate.pool] = true
+		}
+	}
+	for name, e := range old.schemas {
+		switch n, ok := st.schemas[name]; {
+		case !ok:
+			removed++
+		case n.primary.pool == e.primary.pool:
+			kept++
+		default:
+			replaced++
+		}
+		for _, r := range []*route{e.primary, e.candidate} {
+			if r != nil && !inUse[r.pool] {
+				r.pool.Drain()
+				inUse[r.pool] = true // drained once
+			}
+		}
+	}
+	return kept, replaced, removed
+}
+
+func drainAll(ts []backend.Pool) {
+	for _, t := range ts {
+		t.Drain()
+	}
+}
+
+// Close waits for the shadow comparisons in flight, then drains every
+// transport: idle connections close at once, the others when their
+// requests end. Requests after Close fail with fault.ErrClosed.
+func (inv *Transport) Close() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.state.Load() == nil {
+		return nil
+	}
+	if inv.shadow != nil {
+		inv.shadow.Close()
+	}
+	st := inv.state.Swap(nil)
+	var errs []error
+	for _, u := range inv.unobserve {
+		errs = append(errs, u())
+	}
+	retire(st, &state{})
+	inv.upgrades.closeAll()
+	inv.closeBackends()
+	return errors.Join(errs...)
+}
+
+func (inv *Transport) closeBackends() {
+	for _, be := range inv.backends {
+		be.Close()
+	}
+}
+
+// routesOn yields the routes of the current state served on path, each
+// schema's serving route and candidate, for the telemetry callbacks.
+func (inv *Transport) routesOn(path env.Path) iter.Seq2[string, *route] {
+	return func(yield func(string, *route) bool) {
+		st := inv.state.Load()
+		if st == nil {
+			return
+		}
+		for name, e := range st.schemas {
+			for _, r := range []*route{e.primary, e.candidate} {
+				if r != nil && r.path == path && !yield(name, r) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// connections reports the open and idle connections of each source schema
+// served on path, for the telemetry gauges.
+func (inv *Transport) connections(path env.Path) func(yield func(schema string, open, idle int)) {
+	return func(yield func(schema string, open, idle int)) {
+		for name, r := range inv.routesOn(path) {
+			if conns := r.desc.Conns; conns != nil {
+				open, idle := conns()
+				yield(name, open, idle)
+			}
+		}
+	}
+}
+
+// addresses reports the addresses of each source schema served on path
+// whose transport knows them, for the telemetry gauges.
+func (inv *Transport) addresses(path env.Path) func(yield func(schema string, addrs []meters.Address)) {
+	return func(yield func(schema string, addrs []meters.Address)) {
+		for name, r := range inv.routesOn(path) {
+			if addrs := r.desc.Addresses; addrs != nil {
+				if stats := addrs(); len(stats) > 0 {
+					yield(name, telemetryAddresses(stats))
+				}
+			}
+		}
+	}
+}
+
+func telemetryAddresses(stats []backend.AddressStats) []meters.Address {
+	out := make([]meters.Address, len(stats))
+	for i, a := range stats {
+		out[i] = meters.Address{Address: a.Address.String(), Conns: a.Conns, InFlight: a.InFlight, Ejected: a.Ejected, Gone: a.Gone}
+	}
+	return out
+}
+
+// logIgnored logs once, at startup, the keys set in cfg that a path does
+// not read for the source schemas it serves.
+func (inv *Transport) logIgnored(cfg *env.Config) {
+	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
+		sub := *cfg
+		sub.SourceSchemas = map[string]env.SourceSchema{}
+		for name, sc := range cfg.SourceSchemas {
+			if primary, candidate := inv.assign(name); primary == p || candidate == p {
+				sub.SourceSchemas[name] = sc
+			}
+		}
+		if keys := inv.backends[p].Ignored(&sub); len(keys) > 0 {
+			inv.log.Info("these settings are set but the "+string(p)+" path does not read them", "path", string(p), "keys", keys)
+		}
+	}
 }

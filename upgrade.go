@@ -6,7 +6,7 @@ import (
 )
 
 // upgradeSet is the connections an invoker handed over to their callers
-// after a protocol switch (101 Switching Protocols): no pool counts them
+// after a protocol upgrade (101 Switching Protocols): no pool counts them
 // any more, so the invoker does, and its Close closes them. A reload does
 // not: like a request in flight on a drained transport, an upgraded
 // connection lives until its caller closes it. The zero value is ready.

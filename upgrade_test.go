@@ -15,7 +15,7 @@ import (
 	"github.com/fusiongo/transport/fault"
 )
 
-// echoUpgrade is a source schema that switches a request asking for
+// echoUpgrade is a source schema that upgrades a request asking for
 // Upgrade: echo-test to the protocol answered (answer: "" for echo-test
 // itself), then echoes each line it reads until the client closes;
 // closed receives once its side of the connection has seen the end.
@@ -48,7 +48,7 @@ func echoUpgrade(t *testing.T, answer string, closed chan<- error) http.HandlerF
 	}
 }
 
-// upgradeRequest is a request asking url's server to switch to echo-test.
+// upgradeRequest is a request asking url's server to upgrade to echo-test.
 func upgradeRequest(t *testing.T, url string) *http.Request {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -59,7 +59,7 @@ func upgradeRequest(t *testing.T, url string) *http.Request {
 	return req
 }
 
-// TestUpgrade: a request that asks to switch protocols gets the 101 with
+// TestUpgrade: a request that asks for a protocol upgrade gets the 101 with
 // a body it can write to, on every path and engine, through Do and
 // through Transport.Client; the connection outlives the header and request
 // bounds (messages echoed after twice the bound), and closing the body
@@ -224,7 +224,7 @@ func TestStreamCancel(t *testing.T) {
 	}
 }
 
-// TestUpgradeQueryGoesAlone: a POST query that asks to switch protocols
+// TestUpgradeQueryGoesAlone: a POST query that asks for a protocol upgrade
 // is never shared (dedupe on) and never hedged (hedging on, 1ms): on every
 // path and engine the caller gets the 101's connection itself, an
 // io.ReadWriteCloser that echoes, and the source schema got one request.
@@ -238,7 +238,7 @@ func TestUpgradeQueryGoesAlone(t *testing.T) {
 				chance := newSecondChance()
 				echo := echoUpgrade(t, "", closed)
 				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
-					io.ReadAll(r.Body) // the query, before the connection is switched
+					io.ReadAll(r.Body) // the query, before the connection is upgraded
 					chance.hold()
 					echo(w, r)
 				})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/defaults"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Path names the HTTP stack that serves source schema requests.
@@ -85,8 +86,8 @@ const (
 	EngineH1 = "h1"
 )
 
-// Engines lists the values of Settings.Engine.
-var Engines = []string{EngineNetHTTP, EngineH1}
+// engines are the values of Settings.Engine (setting.Engines).
+var engines = []string{EngineNetHTTP, EngineH1}
 
 // Off, as the value of a duration setting, turns that bound off. Files and
 // the environment write it as 0 or the word "off"; in a Config built by hand
@@ -359,21 +360,21 @@ type RateLimitSettings struct {
 }
 
 // Codecs of RequestCompressionSettings.Codec; gzip and zstd are also the
-// content codings of Settings.Decompression. They are middleware's codec
-// names (middleware.CodecGzip, middleware.CodecZstd): one vocabulary.
+// content codings of Settings.Decompression. CodecGzip and CodecZstd are
+// middleware's, by the same names: one vocabulary.
 const (
-	CompressionOff  = "off"
-	CompressionGzip = defaults.CodecGzip // "gzip"
-	CompressionZstd = defaults.CodecZstd // "zstd"
+	CodecOff  = "off"
+	CodecGzip = defaults.CodecGzip // "gzip"
+	CodecZstd = defaults.CodecZstd // "zstd"
 )
 
-// DefaultCompressionMinBytes is RequestCompressionSettings.MinBytes's
-// default: 1024 (middleware.DefaultCompressMinBytes).
-const DefaultCompressionMinBytes = defaults.CompressMinBytes
+// DefaultCompressMinBytes is RequestCompressionSettings.MinBytes's
+// default: 1024, middleware's DefaultCompressMinBytes by the same name.
+const DefaultCompressMinBytes = defaults.CompressMinBytes
 
 // On reports whether s compresses request bodies.
 func (s RequestCompressionSettings) On() bool {
-	return s.Codec == CompressionGzip || s.Codec == CompressionZstd
+	return s.Codec == CodecGzip || s.Codec == CodecZstd
 }
 
 // On reports whether s limits the rate.
@@ -694,7 +695,7 @@ func (c Config) Effective(name string) (Settings, bool) {
 func resolve(s Settings) Settings {
 	s = s.inherit(builtin)
 	if s.ConnLifetimeJitter == 0 {
-		s.ConnLifetimeJitter = Bound(s.ConnLifetime) / 10
+		s.ConnLifetimeJitter = setting.Bound(s.ConnLifetime) / 10
 		if s.ConnLifetimeJitter == 0 {
 			s.ConnLifetimeJitter = Off
 		}
@@ -788,8 +789,8 @@ var builtin = Settings{
 		MaxExtra: defaults.HedgeMaxExtra,
 	},
 	RequestCompression: RequestCompressionSettings{
-		Codec:    CompressionOff,
-		MinBytes: DefaultCompressionMinBytes,
+		Codec:    CodecOff,
+		MinBytes: DefaultCompressMinBytes,
 	},
 	RateLimit: RateLimitSettings{
 		RequestsPerSecond: RatioOff,
@@ -803,21 +804,4 @@ func (s Settings) inherit(parent Settings) Settings {
 		f.inherit(&s, &parent)
 	}
 	return s
-}
-
-// Bound returns d as net/http counts a bound: zero for Off (no bound), d
-// otherwise.
-func Bound(d time.Duration) time.Duration {
-	if d < 0 {
-		return 0
-	}
-	return d
-}
-
-// Limit returns n as net/http counts a limit: zero for NoLimit, n otherwise.
-func Limit(n int) int {
-	if n < 0 {
-		return 0
-	}
-	return n
 }

@@ -2,9 +2,9 @@ package env_test
 
 // Reading configuration links no implementation: package env depends on
 // no package of this module but its leaves (internal/defaults,
-// internal/redact), so that a command that only loads a file links neither
-// the middleware (retryablehttp, oauth2, klauspost/compress, x/time) nor a
-// backend.
+// internal/redact, internal/setting), so that a command that only loads a
+// file links neither the middleware (retryablehttp, oauth2,
+// klauspost/compress, x/time) nor a backend.
 
 import (
 	"os"
@@ -20,7 +20,7 @@ const module = "github.com/fusiongo/transport"
 
 // envLeaves are the packages of this module that env may import: each
 // imports nothing of the module itself.
-var envLeaves = []string{module + "/internal/defaults", module + "/internal/redact"}
+var envLeaves = []string{module + "/internal/defaults", module + "/internal/redact", module + "/internal/setting"}
 
 // TestEnvDependsOnLeavesOnly: go list -deps of package env holds, of this
 // module, env itself and envLeaves, and each leaf depends on no package of

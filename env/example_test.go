@@ -49,11 +49,15 @@ source_schemas:
 	fmt.Println("forward headers:", cfg.ForwardHeaders)
 	for _, name := range []string{"products", "reviews"} {
 		s, _ := cfg.Effective(name)
-		fmt.Printf("%s: connect %v, lifetime %v, max conns %d\n", name, s.ConnectTimeout, s.ConnLifetime, env.Limit(s.MaxConnsPerHost))
+		maxConns := fmt.Sprint(s.MaxConnsPerHost)
+		if s.MaxConnsPerHost == env.NoLimit {
+			maxConns = "no limit"
+		}
+		fmt.Printf("%s: connect %v, lifetime %v, max conns %s\n", name, s.ConnectTimeout, s.ConnLifetime, maxConns)
 	}
 	// Output:
 	// path: sockets
 	// forward headers: [Authorization X-Request-Id]
 	// products: connect 15s, lifetime 30s, max conns 64
-	// reviews: connect 15s, lifetime 5m0s, max conns 0
+	// reviews: connect 15s, lifetime 5m0s, max conns no limit
 }

@@ -82,11 +82,9 @@ func lookupOrigin(origin map[string]string, key string) (string, bool) {
 	return "", false
 }
 
-// DiffSettings returns the keys whose values differ between a and b, in
-// key order. It compares the values themselves, secrets included, and
-// returns only keys: a changed headers.set value or proxy password is a
-// changed key.
-func DiffSettings(a, b Settings) []string {
+// diffSettings returns the keys whose values differ between a and b, in
+// key order, secrets compared too (setting.Diff).
+func diffSettings(a, b Settings) []string {
 	var keys []string
 	for _, f := range settingFields {
 		if f.format(&a) != f.format(&b) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // field is one setting key: how a file value decodes into Settings, how a
@@ -21,14 +22,14 @@ type field struct {
 	inherit func(dst, parent *Settings)
 	isSet   func(s *Settings) bool
 	// format writes the value as a file would, secrets included: what
-	// DiffSettings compares, so that a changed secret is a change.
+	// diffSettings compares, so that a changed secret is a change.
 	format func(s *Settings) string
 	// show writes the value for people (Explain, the config command) with
 	// its secrets hidden; nil for a key that holds none: format then.
 	show func(s *Settings) string
 	// sockets and legacy are what a change of the key rebuilds on each
 	// path (rebuild.go), set by rebuilds.
-	sockets, legacy Rebuild
+	sockets, legacy setting.Rebuild
 }
 
 // display is the value of the key in s as Explain shows it.
@@ -41,75 +42,75 @@ func (f field) display(s *Settings) string {
 
 // settingFields are the setting keys in documentation order. The last
 // column says what a change of the key rebuilds on the sockets path, then
-// on the legacy path (Rebuild).
+// on the legacy path (setting.Rebuild).
 var settingFields = []field{
-	durationField("connect_timeout", func(s *Settings) *time.Duration { return &s.ConnectTimeout }).rebuilds(RebuildPool, RebuildShared),
-	durationField("conn_lifetime", func(s *Settings) *time.Duration { return &s.ConnLifetime }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("conn_lifetime_jitter", func(s *Settings) *time.Duration { return &s.ConnLifetimeJitter }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }).rebuilds(RebuildPool, RebuildShared),
-	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }).rebuilds(RebuildPool, RebuildShared),
-	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }).rebuilds(RebuildPool, RebuildShared),
-	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("dns_refresh", func(s *Settings) *time.Duration { return &s.DNSRefresh }).rebuilds(RebuildPool, RebuildIgnored),
-	toggleField("outlier_detection.enabled", func(s *Settings) *Toggle { return &s.OutlierDetection.Enabled }).rebuilds(RebuildPool, RebuildIgnored),
-	countField("outlier_detection.consecutive_failures", func(s *Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("outlier_detection.interval", func(s *Settings) *time.Duration { return &s.OutlierDetection.Interval }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("outlier_detection.base_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("outlier_detection.max_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }).rebuilds(RebuildPool, RebuildIgnored),
-	percentField("outlier_detection.max_ejection_percent", func(s *Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }).rebuilds(RebuildPool, RebuildIgnored),
-	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }).rebuilds(RebuildPool, RebuildShared),
-	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }).rebuilds(RebuildPool, RebuildShared),
-	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }).rebuilds(RebuildNothing, RebuildNothing),
-	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }).rebuilds(RebuildNothing, RebuildNothing),
-	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }).rebuilds(RebuildPool, RebuildIgnored),
-	enumField("engine", Engines, func(s *Settings) *string { return &s.Engine }).rebuilds(RebuildPool, RebuildIgnored),
-	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }).rebuilds(RebuildPool, RebuildIgnored),
-	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }).rebuilds(RebuildPool, RebuildIgnored),
-	durationField("http2.ping_timeout", func(s *Settings) *time.Duration { return &s.HTTP2.PingTimeout }).rebuilds(RebuildPool, RebuildIgnored),
-	toggleField("http2.multiple_connections", func(s *Settings) *Toggle { return &s.HTTP2.MultipleConnections }).rebuilds(RebuildPool, RebuildIgnored),
-	stringField("tls.ca_file", func(s *Settings) *string { return &s.TLS.CAFile }).rebuilds(RebuildPool, RebuildIgnored),
-	stringField("tls.cert_file", func(s *Settings) *string { return &s.TLS.CertFile }).rebuilds(RebuildPool, RebuildIgnored),
-	stringField("tls.key_file", func(s *Settings) *string { return &s.TLS.KeyFile }).rebuilds(RebuildPool, RebuildIgnored),
-	stringField("tls.server_name", func(s *Settings) *string { return &s.TLS.ServerName }).rebuilds(RebuildPool, RebuildIgnored),
-	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }).rebuilds(RebuildPool, RebuildIgnored),
-	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }).rebuilds(RebuildPool, RebuildIgnored),
-	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }).rebuilds(RebuildPool, RebuildIgnored),
-	urlField("proxy", func(s *Settings) *string { return &s.Proxy }).rebuilds(RebuildPool, RebuildIgnored),
-	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }).rebuilds(RebuildNothing, RebuildIgnored),
-	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }).rebuilds(RebuildPool, RebuildIgnored),
-	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }).rebuilds(RebuildNothing, RebuildNothing),
-	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }).rebuilds(RebuildNothing, RebuildNothing),
-	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }).rebuilds(RebuildNothing, RebuildNothing),
-	secretMapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }).rebuilds(RebuildNothing, RebuildNothing),
-	limitField("headers.max_forwarded_bytes", func(s *Settings) *int { return &s.Headers.MaxForwardedBytes }).rebuilds(RebuildNothing, RebuildNothing),
-	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }).rebuilds(RebuildNothing, RebuildNothing),
-	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }).rebuilds(RebuildNothing, RebuildNothing),
-	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }).rebuilds(RebuildNothing, RebuildNothing),
-	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }).rebuilds(RebuildNothing, RebuildNothing),
-	ratioField("retry.budget_ratio", true, func(s *Settings) *float64 { return &s.Retry.BudgetRatio }).rebuilds(RebuildRoute, RebuildRoute),
-	floorField("retry.budget_min_per_second", func(s *Settings) *int { return &s.Retry.BudgetMinPerSecond }).rebuilds(RebuildRoute, RebuildRoute),
-	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }).rebuilds(RebuildNothing, RebuildNothing),
-	toggleField("circuit_breaker.enabled", func(s *Settings) *Toggle { return &s.CircuitBreaker.Enabled }).rebuilds(RebuildRoute, RebuildRoute),
-	ratioField("circuit_breaker.failure_ratio", false, func(s *Settings) *float64 { return &s.CircuitBreaker.FailureRatio }).rebuilds(RebuildRoute, RebuildRoute),
-	countField("circuit_breaker.min_requests", func(s *Settings) *int { return &s.CircuitBreaker.MinRequests }).rebuilds(RebuildRoute, RebuildRoute),
-	durationField("circuit_breaker.window", func(s *Settings) *time.Duration { return &s.CircuitBreaker.Window }).rebuilds(RebuildRoute, RebuildRoute),
-	durationField("circuit_breaker.open_for", func(s *Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }).rebuilds(RebuildRoute, RebuildRoute),
-	countField("circuit_breaker.half_open_requests", func(s *Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }).rebuilds(RebuildRoute, RebuildRoute),
-	intListField("circuit_breaker.statuses", func(s *Settings) *[]int { return &s.CircuitBreaker.Statuses }).rebuilds(RebuildRoute, RebuildRoute),
-	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }).rebuilds(RebuildRoute, RebuildRoute),
-	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }).rebuilds(RebuildRoute, RebuildRoute),
-	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }).rebuilds(RebuildRoute, RebuildRoute),
-	enumField("request_compression.codec", []string{CompressionOff, CompressionGzip, CompressionZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }).rebuilds(RebuildRoute, RebuildRoute),
-	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }).rebuilds(RebuildRoute, RebuildRoute),
-	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(RebuildRoute, RebuildRoute),
-	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(RebuildRoute, RebuildRoute),
-	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(RebuildRoute, RebuildRoute),
+	durationField("connect_timeout", func(s *Settings) *time.Duration { return &s.ConnectTimeout }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	durationField("conn_lifetime", func(s *Settings) *time.Duration { return &s.ConnLifetime }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("conn_lifetime_jitter", func(s *Settings) *time.Duration { return &s.ConnLifetimeJitter }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("idle_conn_timeout", func(s *Settings) *time.Duration { return &s.IdleConnTimeout }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	limitField("max_conns_per_host", func(s *Settings) *int { return &s.MaxConnsPerHost }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	limitField("max_idle_conns_per_host", func(s *Settings) *int { return &s.MaxIdleConnsPerHost }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	limitField("max_pending_requests", func(s *Settings) *int { return &s.MaxPendingRequests }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("dns_refresh", func(s *Settings) *time.Duration { return &s.DNSRefresh }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	toggleField("outlier_detection.enabled", func(s *Settings) *Toggle { return &s.OutlierDetection.Enabled }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	countField("outlier_detection.consecutive_failures", func(s *Settings) *int { return &s.OutlierDetection.ConsecutiveFailures }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("outlier_detection.interval", func(s *Settings) *time.Duration { return &s.OutlierDetection.Interval }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("outlier_detection.base_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.BaseEjection }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("outlier_detection.max_ejection", func(s *Settings) *time.Duration { return &s.OutlierDetection.MaxEjection }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	percentField("outlier_detection.max_ejection_percent", func(s *Settings) *int { return &s.OutlierDetection.MaxEjectionPercent }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	limitField("max_response_header_bytes", func(s *Settings) *int { return &s.MaxResponseHeaderBytes }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	durationField("keep_alive", func(s *Settings) *time.Duration { return &s.KeepAlive }).rebuilds(setting.RebuildPool, setting.RebuildShared),
+	durationField("header_timeout", func(s *Settings) *time.Duration { return &s.HeaderTimeout }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	durationField("request_timeout", func(s *Settings) *time.Duration { return &s.RequestTimeout }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	durationField("tls_handshake_timeout", func(s *Settings) *time.Duration { return &s.TLSHandshakeTimeout }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	enumField("engine", engines, func(s *Settings) *string { return &s.Engine }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	enumField("http_version", []string{"1.1", "2", "h2c"}, func(s *Settings) *string { return &s.HTTPVersion }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	enumField("version_policy", []string{"exact", "or_lower"}, func(s *Settings) *string { return &s.VersionPolicy }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("http2.ping_interval", func(s *Settings) *time.Duration { return &s.HTTP2.PingInterval }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	durationField("http2.ping_timeout", func(s *Settings) *time.Duration { return &s.HTTP2.PingTimeout }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	toggleField("http2.multiple_connections", func(s *Settings) *Toggle { return &s.HTTP2.MultipleConnections }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	stringField("tls.ca_file", func(s *Settings) *string { return &s.TLS.CAFile }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	stringField("tls.cert_file", func(s *Settings) *string { return &s.TLS.CertFile }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	stringField("tls.key_file", func(s *Settings) *string { return &s.TLS.KeyFile }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	stringField("tls.server_name", func(s *Settings) *string { return &s.TLS.ServerName }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	enumField("tls.min_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MinVersion }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	enumField("tls.max_version", []string{"1.2", "1.3"}, func(s *Settings) *string { return &s.TLS.MaxVersion }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	toggleField("tls.insecure_skip_verify", func(s *Settings) *Toggle { return &s.TLS.InsecureSkipVerify }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	urlField("proxy", func(s *Settings) *string { return &s.Proxy }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	listField("decompression", func(s *Settings) *[]string { return &s.Decompression }).rebuilds(setting.RebuildNothing, setting.RebuildIgnored),
+	stringField("unix_socket", func(s *Settings) *string { return &s.UnixSocket }).rebuilds(setting.RebuildPool, setting.RebuildIgnored),
+	listField("headers.forward", func(s *Settings) *[]string { return &s.Headers.Forward }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	listField("headers.forward_matching", func(s *Settings) *[]string { return &s.Headers.ForwardMatching }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	mapField("headers.rename", func(s *Settings) *map[string]string { return &s.Headers.Rename }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	secretMapField("headers.set", func(s *Settings) *map[string]string { return &s.Headers.Set }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	limitField("headers.max_forwarded_bytes", func(s *Settings) *int { return &s.Headers.MaxForwardedBytes }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	attemptsField("retry.max_attempts", func(s *Settings) *int { return &s.Retry.MaxAttempts }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	durationField("retry.wait_min", func(s *Settings) *time.Duration { return &s.Retry.WaitMin }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	durationField("retry.wait_max", func(s *Settings) *time.Duration { return &s.Retry.WaitMax }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	intListField("retry.statuses", func(s *Settings) *[]int { return &s.Retry.Statuses }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	ratioField("retry.budget_ratio", true, func(s *Settings) *float64 { return &s.Retry.BudgetRatio }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	floorField("retry.budget_min_per_second", func(s *Settings) *int { return &s.Retry.BudgetMinPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	toggleField("dedupe", func(s *Settings) *Toggle { return &s.Dedupe }).rebuilds(setting.RebuildNothing, setting.RebuildNothing),
+	toggleField("circuit_breaker.enabled", func(s *Settings) *Toggle { return &s.CircuitBreaker.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	ratioField("circuit_breaker.failure_ratio", false, func(s *Settings) *float64 { return &s.CircuitBreaker.FailureRatio }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("circuit_breaker.min_requests", func(s *Settings) *int { return &s.CircuitBreaker.MinRequests }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("circuit_breaker.window", func(s *Settings) *time.Duration { return &s.CircuitBreaker.Window }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("circuit_breaker.open_for", func(s *Settings) *time.Duration { return &s.CircuitBreaker.OpenFor }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("circuit_breaker.half_open_requests", func(s *Settings) *int { return &s.CircuitBreaker.HalfOpenRequests }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	intListField("circuit_breaker.statuses", func(s *Settings) *[]int { return &s.CircuitBreaker.Statuses }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	toggleField("hedge.enabled", func(s *Settings) *Toggle { return &s.Hedge.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	hedgeDelayField("hedge.delay", func(s *Settings) *HedgeDelay { return &s.Hedge.Delay }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("hedge.max_extra", func(s *Settings) *int { return &s.Hedge.MaxExtra }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("request_compression.codec", []string{CodecOff, CodecGzip, CodecZstd}, func(s *Settings) *string { return &s.RequestCompression.Codec }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("request_compression.min_bytes", func(s *Settings) *int { return &s.RequestCompression.MinBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 }
 
-// SettingKeys returns the keys a source schema or defaults section may
-// hold, dotted, in documentation order.
-func SettingKeys() []string {
+// settingKeys returns the keys a source schema or defaults section may
+// hold, dotted, in documentation order (setting.Keys).
+func settingKeys() []string {
 	keys := make([]string, len(settingFields))
 	for i, f := range settingFields {
 		keys[i] = f.key

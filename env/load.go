@@ -359,7 +359,7 @@ func settings(errs *errorList, prefix string, m map[string]any, also []string) S
 	var values []entry
 	for _, e := range known {
 		if _, ok := fieldByKey(e.key); !ok {
-			errs.add(prefix+"."+e.key, e.v, nil, "unknown key%s", suggest(e.key, append(SettingKeys(), also...)))
+			errs.add(prefix+"."+e.key, e.v, nil, "unknown key%s", suggest(e.key, append(settingKeys(), also...)))
 			continue
 		}
 		values = append(values, e)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // The secrets the tests plant: each is distinct, so that a failure says
@@ -174,7 +175,7 @@ func TestLoadHidesSecrets(t *testing.T) {
 
 // TestExplainHidesSecrets: what fusion-transport config prints, Explain's
 // values, shows url and proxy passwords as xxxxx and headers.set values as
-// [redacted] with their names, from files and variables; DiffSettings
+// [redacted] with their names, from files and variables; setting.Diff
 // still sees a change of any of them.
 func TestExplainHidesSecrets(t *testing.T) {
 	file := writeConfig(t, `defaults:
@@ -224,7 +225,7 @@ source_schemas:
 	b := a
 	b.Proxy = "http://pu:other@proxy:3128"
 	b.Headers.Set = map[string]string{"Authorization": "Bearer other", "X-Gateway": "fusion"}
-	if got, want := env.DiffSettings(a, b), []string{"proxy", "headers.set"}; !slices.Equal(got, want) {
-		t.Errorf("DiffSettings of a changed proxy password and set value = %v, want %v", got, want)
+	if got, want := setting.Diff(a, b), []string{"proxy", "headers.set"}; !slices.Equal(got, want) {
+		t.Errorf("setting.Diff of a changed proxy password and set value = %v, want %v", got, want)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // the same values), naming their keys.
 func validateShaping(errs *errorList, prefix string, s Settings) {
 	c := s.RequestCompression
-	if allowed := []string{CompressionOff, CompressionGzip, CompressionZstd}; c.Codec != "" && !contains(allowed, c.Codec) {
+	if allowed := []string{CodecOff, CodecGzip, CodecZstd}; c.Codec != "" && !contains(allowed, c.Codec) {
 		errs.add(prefix+".request_compression.codec", c.Codec, nil, "invalid value %q: allowed %s", c.Codec, strings.Join(allowed, ", "))
 	}
 	if c.MinBytes < 0 {

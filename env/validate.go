@@ -96,7 +96,7 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 		key, v  string
 		allowed []string
 	}{
-		{"engine", s.Engine, Engines},
+		{"engine", s.Engine, engines},
 		{"http_version", s.HTTPVersion, []string{"1.1", "2", "h2c"}},
 		{"version_policy", s.VersionPolicy, []string{"exact", "or_lower"}},
 		{"tls.min_version", s.TLS.MinVersion, []string{"1.2", "1.3"}},
@@ -112,8 +112,8 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 		}
 	}
 	for i, c := range s.Decompression {
-		if c != CompressionGzip && c != CompressionZstd {
-			errs.add(fmt.Sprintf("%s.decompression[%d]", prefix, i), c, nil, "invalid value %q: allowed %s, %s", c, CompressionGzip, CompressionZstd)
+		if c != CodecGzip && c != CodecZstd {
+			errs.add(fmt.Sprintf("%s.decompression[%d]", prefix, i), c, nil, "invalid value %q: allowed %s, %s", c, CodecGzip, CodecZstd)
 		}
 	}
 	headerNames(errs, prefix+".headers.forward", s.Headers.Forward)

@@ -83,10 +83,10 @@ var (
 
 	// ErrUnaskedUpgrade is wrapped by the error for a response that turns
 	// the connection over to another protocol (101 Switching Protocols)
-	// when the request did not ask for an upgrade, or switched to another
+	// when the request did not ask for an upgrade, or upgraded to another
 	// protocol than the one asked. The connection is closed at once, on
 	// every path.
-	ErrUnaskedUpgrade = errors.New("unasked protocol switch")
+	ErrUnaskedUpgrade = errors.New("unasked protocol upgrade")
 )
 
 // ErrBodyReleased is returned by a Read of a body that transport.PostFunc

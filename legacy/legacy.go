@@ -37,6 +37,7 @@ import (
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	ilegacy "github.com/fusiongo/transport/internal/legacy"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Config is a Transport's configuration. Every zero field is its
@@ -67,9 +68,9 @@ type Config struct {
 // safe for concurrent use, for any host. Build it with New; Close it when
 // done.
 type Transport struct {
-	be     *ilegacy.Backend  // set by New, never changes
-	shared backend.Transport // set by New, never changes; drained by Close
-	closed atomic.Bool       // set by the first Close, which alone drains
+	be     *ilegacy.Backend // set by New, never changes
+	shared backend.Pool     // set by New, never changes; drained by Close
+	closed atomic.Bool      // set by the first Close, which alone drains
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -77,8 +78,8 @@ var _ http.RoundTripper = (*Transport)(nil)
 // New builds the shared transport of c. Its error names the key and the
 // value that are wrong.
 func New(c Config) (*Transport, error) {
-	for _, key := range env.DiffSettings(env.Settings{}, c.Settings) {
-		if env.Rebuilds(key, env.PathLegacy) != env.RebuildShared {
+	for _, key := range setting.Diff(env.Settings{}, c.Settings) {
+		if setting.Rebuilds(key, env.PathLegacy) != setting.RebuildShared {
 			return nil, fmt.Errorf("legacy: %s is not a setting of the shared transport: leave it unset", key)
 		}
 	}

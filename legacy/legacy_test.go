@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/legacy"
 )
 
@@ -134,14 +135,14 @@ func TestConfigDocListsTheSharedKeys(t *testing.T) {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '*')
 	})
 	var listed, taken []string
-	for _, key := range env.SettingKeys() {
+	for _, key := range setting.Keys() {
 		if slices.ContainsFunc(words, func(w string) bool {
 			w = strings.TrimSuffix(w, ".")
 			return w == key || strings.HasSuffix(w, ".*") && strings.HasPrefix(key, strings.TrimSuffix(w, "*"))
 		}) {
 			listed = append(listed, key)
 		}
-		if env.Rebuilds(key, env.PathLegacy) == env.RebuildShared {
+		if setting.Rebuilds(key, env.PathLegacy) == setting.RebuildShared {
 			taken = append(taken, key)
 		}
 	}
@@ -149,9 +150,9 @@ func TestConfigDocListsTheSharedKeys(t *testing.T) {
 		t.Errorf("Config.Settings lists %v; New takes %v", listed, taken)
 	}
 
-	shared := env.Config{}.EffectiveDefaults().Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
+	shared := setting.Only(env.Config{}.EffectiveDefaults(), env.PathLegacy, func(r setting.Rebuild) bool { return r == setting.RebuildShared })
 	shared.MaxIdleConnsPerHost = 4 // unset by default: Go's 2
-	if got := env.DiffSettings(env.Settings{}, shared); !slices.Equal(got, taken) {
+	if got := setting.Diff(env.Settings{}, shared); !slices.Equal(got, taken) {
 		t.Fatalf("the built-in defaults set %v of the shared keys %v", got, taken)
 	}
 	lt, err := legacy.New(legacy.Config{Settings: shared, LookupEnv: func(string) (string, bool) { return "", false }})

@@ -129,7 +129,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if c.kind != operation.Query || len(c.req.Trailer) > 0 || gqlhttp.AsksUpgrade(c.req) {
 		// Trailers are not in the key: a request with them goes alone. A
-		// protocol switch hands its caller a connection, which no one
+		// protocol upgrade hands its caller a connection, which no one
 		// shares.
 		return d.next.RoundTrip(c.req)
 	}
@@ -313,7 +313,7 @@ func (d *deduper) key(req *http.Request, body []byte) (k sharekey.Key, ok bool) 
 // Authorization included, and two callers share an answer only if their
 // attempts would be alike. A middleware must do to a probe's request what
 // it does to an attempt's, and may skip what reaches beyond the request:
-// counting, logging, waiting for a turn (this package's Logging writes no
+// counting, logging, waiting for a turn (this package's RequestLog writes no
 // record for it, a RateLimiter takes no turn, and a Breaker counts it
 // neither way). A probe that fails, that answers
 // itself, or that sends other than one request makes the call go alone;

@@ -276,7 +276,7 @@ func TestKeyProbeThroughPolicies(t *testing.T) {
 	limiter := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 1e-6, Burst: queries})
 	var log bytes.Buffer // written by the callers' goroutine only: the queries go one after another
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	attempt := []middleware.Middleware{middleware.Logging(logger, "products"), breaker.Middleware(), limiter.Middleware(), middleware.Token(userToken)}
+	attempt := []middleware.Middleware{middleware.RequestLog(logger, "products"), breaker.Middleware(), limiter.Middleware(), middleware.Token(userToken)}
 
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
 		io.WriteString(w, `{"data":{}}`)

@@ -3,7 +3,7 @@
 // http.RoundTripper, and Chain stacks them over a source schema's transport.
 //
 //	rt := middleware.Chain(transport,
-//		middleware.Logging(logger, "products"),
+//		middleware.RequestLog(logger, "products"),
 //		middleware.Dedupe(),
 //		middleware.Retry(middleware.RetryConfig{MaxAttempts: 3}),
 //		middleware.Token(middleware.FromOAuth2(tokenSource)),
@@ -13,11 +13,11 @@
 //
 // They are meant to run in this order, outermost first:
 //
-//	Logging → Dedupe → Compress → Retry → Hedge → Breaker → RateLimiter → Token → transport
+//	RequestLog → Dedupe → Compress → Retry → Hedge → Breaker → RateLimiter → Token → transport
 //
 // for these reasons:
 //
-//   - Logging is outermost so that it sees what the caller sees: one record
+//   - RequestLog is outermost so that it sees what the caller sees: one record
 //     per caller, with the status or error that the caller gets, after
 //     sharing and all retries.
 //   - Dedupe sits outside Retry so that the callers that share a request

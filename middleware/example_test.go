@@ -32,7 +32,7 @@ func ExampleChain() {
 	defer products.Close()
 
 	rt := middleware.Chain(products.Client().Transport,
-		middleware.Logging(slog.New(slog.DiscardHandler), "products"),
+		middleware.RequestLog(slog.New(slog.DiscardHandler), "products"),
 		middleware.Dedupe(),
 		middleware.Retry(middleware.RetryConfig{MaxAttempts: 3, WaitMin: time.Millisecond, WaitMax: 10 * time.Millisecond}),
 		middleware.Token(func(context.Context) (string, error) { return "Bearer gateway", nil }),
@@ -50,9 +50,9 @@ func ExampleChain() {
 	// 200 {"data":{"auth":"Bearer gateway"}} after 2 attempts
 }
 
-// ExampleLogging shows the record of one request; time and duration are
+// ExampleRequestLog shows the record of one request; time and duration are
 // left out to keep the output stable.
-func ExampleLogging() {
+func ExampleRequestLog() {
 	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -65,7 +65,7 @@ func ExampleLogging() {
 	ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 	})
-	rt := middleware.Chain(ok, middleware.Logging(slog.New(h), "products"))
+	rt := middleware.Chain(ok, middleware.RequestLog(slog.New(h), "products"))
 
 	req, _ := http.NewRequest(http.MethodGet, "http://products.internal/graphql?query=%7Bme%7D", nil)
 	req.Header.Set("Authorization", "Bearer secret")

@@ -206,7 +206,7 @@ func (h *hedger) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if c.kind != operation.Query || gqlhttp.AsksUpgrade(c.req) {
-		// A protocol switch hands its caller a connection: a second one
+		// A protocol upgrade hands its caller a connection: a second one
 		// would be a second session with the source schema.
 		return h.next.RoundTrip(c.req)
 	}

@@ -66,7 +66,7 @@ func TestCloseIdleConnections(t *testing.T) {
 		name string
 		mw   middleware.Middleware
 	}{
-		{"Logging", middleware.Logging(nil, "products")},
+		{"RequestLog", middleware.RequestLog(nil, "products")},
 		{"Dedupe", middleware.Dedupe()},
 		{"Retry", middleware.Retry(fastRetry(3))},
 		{"Retry off", middleware.Retry(middleware.RetryConfig{})},

@@ -11,7 +11,7 @@ import (
 	"github.com/fusiongo/transport/middleware"
 )
 
-// TestUpgradeGoesAlone: a query that asks to switch protocols is never
+// TestUpgradeGoesAlone: a query that asks for a protocol upgrade is never
 // shared by Dedupe nor hedged by Hedge: each caller's request reaches the
 // transport, and each gets the 101's connection itself as its body. The
 // transport holds each 101 until a second request comes or 100ms pass,

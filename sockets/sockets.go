@@ -49,6 +49,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
 	isockets "github.com/fusiongo/transport/internal/sockets"
 )
 
@@ -121,14 +122,14 @@ type AddressEvent struct {
 }
 
 // requestPathKeys are the setting keys a Transport does not apply: a
-// change of each rebuilds nothing of a pool (env.Rebuilds) and the
+// change of each rebuilds nothing of a pool (setting.Rebuilds) and the
 // Transport does not read it per request either.
 func requestPathKey(key string) bool {
 	switch key {
 	case "header_timeout", "request_timeout", "decompression":
 		return false // read per request by the Transport
 	}
-	return env.Rebuilds(key, env.PathSockets) != env.RebuildPool
+	return setting.Rebuilds(key, env.PathSockets) != setting.RebuildPool
 }
 
 // New builds the Transport of c. Its error names the key and value that
@@ -142,7 +143,7 @@ func New(c Config) (*Transport, error) {
 	if name == "" {
 		name = u.Host
 	}
-	for _, key := range env.DiffSettings(env.Settings{}, c.Settings) {
+	for _, key := range setting.Diff(env.Settings{}, c.Settings) {
 		if requestPathKey(key) {
 			return nil, fmt.Errorf("sockets: source schema %q: %s is applied by the request path (package transport), not by sockets.Transport: leave it unset", name, key)
 		}

@@ -362,7 +362,7 @@ func TestUnaskedUpgrade(t *testing.T) {
 		select {
 		case <-srv.closedCh:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: the switched connection was not closed", engine)
+			t.Fatalf("%s: the upgraded connection was not closed", engine)
 		}
 	}
 }

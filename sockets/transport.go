@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Transport is an owned transport for one source schema: an
@@ -23,7 +23,7 @@ type Transport struct {
 	// state and closed is atomic.
 	name  string
 	url   *url.URL
-	pool  backend.Transport // drained by Close
+	pool  backend.Pool // drained by Close
 	desc  backend.Description
 	chain http.RoundTripper // decompression (if on) around the sender
 
@@ -38,10 +38,10 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // newTransport wraps pool, the schema's, as a Transport.
-func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport) *Transport {
+func newTransport(s *backend.Schema, be backend.Backend, pool backend.Pool) *Transport {
 	t := &Transport{
 		name: s.Name, url: s.URL, pool: pool, desc: pool.Describe(),
-		header: env.Bound(s.Settings.HeaderTimeout), request: env.Bound(s.Settings.RequestTimeout),
+		header: setting.Bound(s.Settings.HeaderTimeout), request: setting.Bound(s.Settings.RequestTimeout),
 	}
 	if ht := t.desc.Timed; ht != nil && ht.TimesHeaders(s) && t.request == 0 && t.header > 0 {
 		t.timed = ht
@@ -64,7 +64,7 @@ func newTransport(s *backend.Schema, be backend.Backend, pool backend.Transport)
 // when set, bounds the request and its body (a *fault.RequestTimeoutError).
 // A 101 Switching Protocols is returned only to a request that asked for
 // that protocol, with a writable body that is the connection, then the
-// caller's to close; any other switch fails with fault.ErrUnaskedUpgrade
+// caller's to close; any other upgrade fails with fault.ErrUnaskedUpgrade
 // and its connection is closed. Errors name the source schema.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.closed.Load() {
@@ -116,7 +116,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := s.attempt(req)
 		if err == nil {
 			if backend.TurnsOver(resp) {
-				rwc, err := backend.Switched(req, resp)
+				rwc, err := backend.Upgraded(req, resp)
 				if err != nil {
 					return nil, err
 				}

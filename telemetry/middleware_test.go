@@ -446,9 +446,9 @@ func (b *abortedBody) Close() error {
 	return nil
 }
 
-// TestMiddlewareSwitchingProtocols: a 101 body is the connection, an
+// TestMiddlewareUpgrade: a 101 body is the connection, an
 // io.ReadWriteCloser, and must reach the caller as it is.
-func TestMiddlewareSwitchingProtocols(t *testing.T) {
+func TestMiddlewareUpgrade(t *testing.T) {
 	r := newRig(t)
 	conn := &upgradedConn{}
 	rt := r.tel.Middleware("products", "sockets")(wiretest.RoundTripFunc(func(req *http.Request) (*http.Response, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -26,7 +27,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	addr := fs.String("addr", "127.0.0.1:0", "listen `address`; port 0 picks a free one")
 	schemaList := fs.String("schemas", "", "source schema URLs as `name=url,...` for accounts, inventory, products and reviews; they set the URLs of the config file's schemas or add them")
 	configFile := fs.String("config", "", "YAML configuration `file` (docs/configuration.md); FUSION_* variables apply over it")
-	engine := fs.String("engine", "", "the sockets path's `engine` for the defaults and every source schema, over the configuration: "+strings.Join(env.Engines, " or ")+" (default: the configuration's own)")
+	engine := fs.String("engine", "", "the sockets path's `engine` for the defaults and every source schema, over the configuration: "+strings.Join(setting.Engines(), " or ")+" (default: the configuration's own)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport gateway [flags]
 
@@ -51,8 +52,8 @@ Flags:
 	if code, ok := parseFlags(fs, args, true, stderr); !ok {
 		return code
 	}
-	if *engine != "" && !slices.Contains(env.Engines, *engine) {
-		fmt.Fprintf(stderr, "gateway: -engine %q: want %s\n", *engine, strings.Join(env.Engines, " or "))
+	if *engine != "" && !slices.Contains(setting.Engines(), *engine) {
+		fmt.Fprintf(stderr, "gateway: -engine %q: want %s\n", *engine, strings.Join(setting.Engines(), " or "))
 		return 2
 	}
 	cfg, err := gatewayConfig(*configFile, *schemaList)

@@ -33,7 +33,7 @@ import (
 // ErrDrained is the backends' own error; the errors the request path
 // reports to callers are package fault's.
 var (
-	// ErrDrained is returned by a Transport whose RoundTrip found it
+	// ErrDrained is returned by a Pool whose RoundTrip found it
 	// draining before anything was sent: a reload replaced it, or removed
 	// its source schema. The request path then sends the request on the
 	// schema's current transport (see Resend).
@@ -138,50 +138,52 @@ type AddressStats struct {
 	Gone      bool // no longer in DNS's answer; its connections drain
 }
 
-// Key says what a Transport was built from. The request path keeps a
-// schema's Transport across a reload when the new Key is Equal to the old.
+// Key says what a Pool was built from. The request path keeps a
+// schema's Pool across a reload when the new Key is Equal to the old.
 type Key interface {
 	Equal(Key) bool
 }
 
-// Transport sends the requests of one source schema (or, on a backend that
-// shares one, of several): the innermost RoundTripper of the schema's
-// pipeline.
-type Transport interface {
+// Pool is the connections that send the requests of one source schema
+// (the sockets path's pool), or a handle on connections shared by several
+// (the legacy path's rotating http.Transport): the innermost RoundTripper
+// of the schema's pipeline. The public faces of the paths, sockets.Transport
+// and legacy.Transport, each wrap one.
+type Pool interface {
 	http.RoundTripper
 
-	// Drain stops the Transport: a request that has not started fails with
+	// Drain stops the Pool: a request that has not started fails with
 	// ErrDrained (the request path moves it to the schema's current
-	// Transport), idle connections close at once and the others as soon as
+	// Pool), idle connections close at once and the others as soon as
 	// their requests end. The request path calls it once, after a reload
-	// that replaced or removed the Transport's schema, or on Close.
+	// that replaced or removed the Pool's schema, or on Close.
 	Drain()
 
-	// Describe says what the Transport is and can do. The request path
-	// calls it once, when it builds a route on the Transport, and keeps the
+	// Describe says what the Pool is and can do. The request path
+	// calls it once, when it builds a route on the Pool, and keeps the
 	// answer for the route's life (the status page and the gauges read it
-	// there); it must not change while the Transport is in use. A
-	// Transport that offers nothing beyond RoundTrip returns the zero
+	// there); it must not change while the Pool is in use. A
+	// Pool that offers nothing beyond RoundTrip returns the zero
 	// Description.
 	Describe() Description
 }
 
 // Backend is one path's implementation. Its methods are called by the request path under
-// its reload lock, never concurrently with each other; the Transports they
+// its reload lock, never concurrently with each other; the Pools they
 // return are used concurrently.
 type Backend interface {
-	// Key returns what Open would build s's Transport from. It may read
+	// Key returns what Open would build s's Pool from. It may read
 	// files (TLS certificates); an error names the key and the file.
 	Key(s *Schema) (Key, error)
 
-	// Open builds s's Transport from k (the value Key returned). Nothing it
+	// Open builds s's Pool from k (the value Key returned). Nothing it
 	// builds is in use until the request path swaps the new configuration
 	// in; if the reload fails, the request path drains it.
-	Open(s *Schema, k Key) (Transport, error)
+	Open(s *Schema, k Key) (Pool, error)
 
 	// Front says how the schema's requests enter the backend. next is the
 	// schema's pipeline (telemetry, request log, middleware, built-ins)
-	// around its Transport.
+	// around its Pool.
 	//
 	// A backend bound to one address returns nil: the request path applies
 	// the header rules once, before next, and Do sends only to the schema's
@@ -202,7 +204,7 @@ type Backend interface {
 	// not read, for the one startup log line that says so. Nil: none.
 	Ignored(cfg *env.Config) []string
 
-	// Close releases what the backend shares between its Transports, once
+	// Close releases what the backend shares between its Pools, once
 	// the request path has drained them all.
 	Close()
 }

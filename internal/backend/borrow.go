@@ -7,10 +7,10 @@ import (
 
 // Borrow is carried by the context of a call whose caller holds the
 // response only until a callback returns (transport.PostFunc): a
-// Transport that can read the response into memory of its own pool
+// Pool that can read the response into memory of its own
 // (the h1 engine) keeps that memory here, and the request path gives it
 // back (Return) once the callback has returned and the body is closed.
-// A Transport that cannot lend ignores it. A zero Borrow is ready to use.
+// A Pool that cannot lend ignores it. A zero Borrow is ready to use.
 type Borrow struct {
 	mu   sync.Mutex
 	lent Lent // guarded by mu: the memory of the last response read; nil if none
@@ -35,7 +35,7 @@ func (b *Borrow) Spoiled() bool {
 	return b.spoiled
 }
 
-// Lent is memory a Transport lent to one response.
+// Lent is memory a Pool lent to one response.
 type Lent interface {
 	// Return takes the memory back: the response read into it is no
 	// longer used by anyone.
@@ -51,7 +51,7 @@ func BorrowOf(ctx context.Context) *Borrow {
 	return b
 }
 
-// Keep records l as the memory of the response the Transport returns.
+// Keep records l as the memory of the response the Pool returns.
 // The memory of an earlier response of the same call (an attempt that a
 // retry replaced) is let go to the garbage collector, not returned: what
 // the middleware did with that response is not known.

@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// Description is what a Transport says of itself (Transport.Describe):
+// Description is what a Pool says of itself (Pool.Describe):
 // what it can do beyond RoundTrip and what it can report. The request path
-// reads it instead of asking the Transport's type, so a backend states its
-// abilities in one place. The zero Description is a Transport that only
+// reads it instead of asking the Pool's type, so a backend states its
+// abilities in one place. The zero Description is a Pool that only
 // sends: the request path wraps Post's body, bounds the header wait itself
 // and reports neither connections nor addresses.
 type Description struct {
-	// Engine is the engine that speaks HTTP on the Transport's connections
+	// Engine is the engine that speaks HTTP on the Pool's connections
 	// (the sockets path: env.EngineH1 or env.EngineNetHTTP). Empty: the
 	// path has no engine to name (legacy, a SchemaOptions.RoundTripper).
 	Engine string
 
-	// WritesAnyBody: the Transport sends a request body of known length
+	// WritesAnyBody: the Pool sends a request body of known length
 	// with the request's head in one write whatever the body's type, for
 	// every request (the sockets path's h1 engine). The request path then
 	// hands Post's body over as it is; otherwise it wraps it as net/http
@@ -31,7 +31,7 @@ type Description struct {
 	// the request path bounds it.
 	Timed HeaderTimer
 
-	// Conns counts the Transport's open and idle connections, for the
+	// Conns counts the Pool's open and idle connections, for the
 	// status page and the connection gauges. Nil: not known, and neither
 	// shows them.
 	Conns func() (open, idle int)
@@ -41,7 +41,7 @@ type Description struct {
 	Addresses func() []AddressStats
 }
 
-// HeaderTimer is a Transport's own bound on the wait for response headers
+// HeaderTimer is a Pool's own bound on the wait for response headers
 // (Description.Timed).
 type HeaderTimer interface {
 	// TimesHeaders reports whether RoundTripWithin bounds the header wait

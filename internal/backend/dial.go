@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/setting"
 	"golang.org/x/net/http/httpproxy"
 )
 
@@ -40,11 +41,11 @@ func ProxyFromEnvironment(lookup func(string) (string, bool)) func(*http.Request
 // Dialer returns the dialer of s: connect_timeout and keep_alive mapped
 // onto net.Dialer (where a negative KeepAlive turns probes off).
 func Dialer(s env.Settings) *net.Dialer {
-	keepAlive := env.Bound(s.KeepAlive)
+	keepAlive := setting.Bound(s.KeepAlive)
 	if s.KeepAlive < 0 {
 		keepAlive = -1
 	}
-	return &net.Dialer{Timeout: env.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
+	return &net.Dialer{Timeout: setting.Bound(s.ConnectTimeout), KeepAlive: keepAlive}
 }
 
 // HostPort returns u's host with its port, the scheme's default if none,

@@ -8,7 +8,7 @@ import (
 	"github.com/fusiongo/transport/fault"
 )
 
-// AttemptError is what a Transport returns for an attempt whose failure
+// AttemptError is what a Pool returns for an attempt whose failure
 // may allow sending it again: on a connection that had carried an earlier
 // request (Reused: the server may have closed it just as this request
 // left), or on any connection, fresh ones included, before a byte of the
@@ -18,7 +18,7 @@ type AttemptError struct {
 	Err error
 	// Reused: the connection had carried an earlier request.
 	Reused bool
-	// Unsent: no byte of the request was written (the Transport counted
+	// Unsent: no byte of the request was written (the Pool counted
 	// the bytes on its connection).
 	Unsent bool
 }
@@ -38,8 +38,8 @@ type Reason int
 const (
 	// NoResend: the error goes to the caller.
 	NoResend Reason = iota
-	// Moved: the Transport was drained before anything was sent (a reload
-	// replaced it); the request goes to the schema's current Transport.
+	// Moved: the Pool was drained before anything was sent (a reload
+	// replaced it); the request goes to the schema's current Pool.
 	Moved
 	// Unsent: the attempt failed before any byte of the request was
 	// written; any method may go again.
@@ -55,7 +55,7 @@ const (
 // Bounds of Tries: how often one request is sent again, per reason.
 const (
 	// MaxMoves bounds how often a request follows its schema to a new
-	// Transport. Each move needs a newer configuration, so the loop ends;
+	// Pool. Each move needs a newer configuration, so the loop ends;
 	// the bound guards against reloads that never stop.
 	MaxMoves = 1000
 	// MaxRefused bounds the retries of a refused HTTP/2 stream.
@@ -67,7 +67,7 @@ const (
 )
 
 // Resend is the one place that decides whether a request that failed on a
-// Transport may be sent again, and why; it counts the attempt in t. It is
+// Pool may be sent again, and why; it counts the attempt in t. It is
 // modelled on net/http's Transport (shouldRetryRequest): a request goes
 // again only when the server cannot have acted on it, and only when its
 // body can be read again. The retry middleware (configured by retry.*) is
@@ -76,7 +76,7 @@ const (
 //
 // The reasons, in order:
 //   - the caller gave up (its context is done): never;
-//   - the Transport was drained before sending (ErrDrained): any request,
+//   - the Pool was drained before sending (ErrDrained): any request,
 //     up to MaxMoves times, since nothing was written;
 //   - the header timeout passed: never, the server may be working on it;
 //   - no byte of the request was written (AttemptError.Unsent): any

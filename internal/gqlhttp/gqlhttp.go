@@ -47,7 +47,7 @@ func CloseBody(req *http.Request) {
 	}
 }
 
-// AsksUpgrade reports whether req asks to switch protocols: an Upgrade
+// AsksUpgrade reports whether req asks for a protocol upgrade: an Upgrade
 // header, and the token "upgrade" in Connection (RFC 9110, section 7.8), as
 // a WebSocket client's handshake does.
 func AsksUpgrade(req *http.Request) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Backend is the legacy path's backend: it shares one rotating transport
@@ -57,10 +58,10 @@ func (k *key) sameShared(o *key) bool {
 }
 
 // sharedSettings keeps the settings the shared transport is built from
-// (env.RebuildShared); the others are the sockets path's or act per
+// (setting.RebuildShared); the others are the sockets path's or act per
 // request.
 func sharedSettings(s env.Settings) env.Settings {
-	return s.Only(env.PathLegacy, func(r env.Rebuild) bool { return r == env.RebuildShared })
+	return setting.Only(s, env.PathLegacy, func(r setting.Rebuild) bool { return r == setting.RebuildShared })
 }
 
 // Key returns the shared transport's settings of s's configuration and
@@ -76,7 +77,7 @@ func (b *Backend) Key(s *backend.Schema) (backend.Key, error) {
 			return nil, err
 		}
 	}
-	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: env.Bound(s.Config.EffectiveLegacy().HandlerLifetime), hooks: spec}, nil
+	return &key{shared: sharedSettings(s.Config.EffectiveDefaults()), lifetime: setting.Bound(s.Config.EffectiveLegacy().HandlerLifetime), hooks: spec}, nil
 }
 
 // Open returns a Transport on the shared transport of k, which it builds
@@ -84,7 +85,7 @@ func (b *Backend) Key(s *backend.Schema) (backend.Key, error) {
 // registers s's hooks on it for as long as the Transport is open. It
 // refuses, by name, hooks on a schema that the environment's proxy applies
 // to (hooks.go).
-func (b *Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
+func (b *Backend) Open(s *backend.Schema, k backend.Key) (backend.Pool, error) {
 	kk := k.(*key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -229,12 +230,12 @@ func sameOrigin(req *http.Request) bool {
 }
 
 // perRequest reports whether the legacy path reads key for each source
-// schema (env.RebuildNothing, env.RebuildRoute); it reads the shared keys
-// (env.RebuildShared) from defaults only. Every other key is the sockets
+// schema (setting.RebuildNothing, setting.RebuildRoute); it reads the shared keys
+// (setting.RebuildShared) from defaults only. Every other key is the sockets
 // path's.
 func perRequest(key string) bool {
-	r := env.Rebuilds(key, env.PathLegacy)
-	return r == env.RebuildNothing || r == env.RebuildRoute
+	r := setting.Rebuilds(key, env.PathLegacy)
+	return r == setting.RebuildNothing || r == setting.RebuildRoute
 }
 
 // Ignored lists the keys set in cfg that the legacy path does not read, as
@@ -245,14 +246,14 @@ func (b *Backend) Ignored(cfg *env.Config) []string {
 	// differs from the built-in one: Load writes some built-in values into
 	// Config.Defaults, and a key derived from another (the jitter from the
 	// lifetime) is not set by setting the other.
-	differs := env.DiffSettings(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
-	for _, k := range env.DiffSettings(env.Settings{}, cfg.Defaults) {
-		if slices.Contains(differs, k) && env.Rebuilds(k, env.PathLegacy) == env.RebuildIgnored {
+	differs := setting.Diff(env.Config{}.EffectiveDefaults(), cfg.EffectiveDefaults())
+	for _, k := range setting.Diff(env.Settings{}, cfg.Defaults) {
+		if slices.Contains(differs, k) && setting.Rebuilds(k, env.PathLegacy) == setting.RebuildIgnored {
 			out = append(out, "defaults."+k)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
-		for _, k := range env.DiffSettings(env.Settings{}, cfg.SourceSchemas[name].Settings) {
+		for _, k := range setting.Diff(env.Settings{}, cfg.SourceSchemas[name].Settings) {
 			if !perRequest(k) {
 				out = append(out, "source_schemas."+name+"."+k)
 			}

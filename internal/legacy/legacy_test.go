@@ -133,7 +133,7 @@ func schema(t *testing.T, cfg *env.Config, name string) *backend.Schema {
 }
 
 // openOn keys s on b and opens its Transport; it fails the test on error.
-func openOn(t *testing.T, b backend.Backend, s *backend.Schema) backend.Transport {
+func openOn(t *testing.T, b backend.Backend, s *backend.Schema) backend.Pool {
 	t.Helper()
 	k, err := b.Key(s)
 	if err != nil {
@@ -335,7 +335,7 @@ func TestOpenShares(t *testing.T) {
 	}
 	b := New()
 	t.Cleanup(b.Close)
-	open := func(cfg *env.Config, name string) backend.Transport { return openOn(t, b, schema(t, cfg, name)) }
+	open := func(cfg *env.Config, name string) backend.Pool { return openOn(t, b, schema(t, cfg, name)) }
 	ta, tb, tc := open(cfg, "a"), open(cfg, "b"), open(other, "c")
 	t.Cleanup(tc.Drain)
 
@@ -366,7 +366,7 @@ func TestOpenShares(t *testing.T) {
 		t.Errorf("draining a and b moved c from %s to %s", rc, rc2)
 	}
 
-	for name, tr := range map[string]backend.Transport{"a": ta, "b": tb} {
+	for name, tr := range map[string]backend.Pool{"a": ta, "b": tb} {
 		body := &closeRecorder{Reader: strings.NewReader("{}")}
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/"+name, body)
 		resp, err := tr.RoundTrip(req)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // rotator is a shared transport of the legacy path, replaced every handler
@@ -67,13 +68,13 @@ func (r *rotator) newGeneration() *generation {
 		DialTLSContext:        g.dialTLS,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
-		MaxConnsPerHost:       env.Limit(s.MaxConnsPerHost),
+		MaxConnsPerHost:       setting.Limit(s.MaxConnsPerHost),
 		MaxIdleConnsPerHost:   maxIdle(s.MaxIdleConnsPerHost),
-		IdleConnTimeout:       env.Bound(s.IdleConnTimeout),
+		IdleConnTimeout:       setting.Bound(s.IdleConnTimeout),
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
 		// 0 (NoLimit) leaves net/http's own 10 MiB.
-		MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
+		MaxResponseHeaderBytes: int64(setting.Limit(s.MaxResponseHeaderBytes)),
 	}
 	return g
 }
@@ -147,7 +148,7 @@ func (g *generation) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if _, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
-		// A protocol switch: the connection left the transport, which no
+		// A protocol upgrade: the connection left the transport, which no
 		// longer counts it; the body stays writable.
 		g.release()
 		return resp, nil

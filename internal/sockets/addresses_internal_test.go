@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
 )
 
@@ -259,7 +260,7 @@ func TestKeyKeepsAddressPool(t *testing.T) {
 		}
 		return k
 	}
-	for _, engine := range env.Engines {
+	for _, engine := range setting.Engines() {
 		prev := engineSchema(engine, set.url, base)
 		for _, tc := range []struct {
 			name string

@@ -16,6 +16,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // The addresses of a pool (docs/design.md, "The pool with addresses").
@@ -80,9 +81,9 @@ func outlierOf(s env.OutlierSettings) outlierRules {
 	return outlierRules{
 		on:          s.Enabled.On(),
 		consecutive: s.ConsecutiveFailures,
-		interval:    env.Bound(s.Interval),
-		base:        env.Bound(s.BaseEjection),
-		max:         env.Bound(s.MaxEjection),
+		interval:    setting.Bound(s.Interval),
+		base:        setting.Bound(s.BaseEjection),
+		max:         setting.Bound(s.MaxEjection),
 		percent:     s.MaxEjectionPercent,
 	}
 }
@@ -150,16 +151,13 @@ func (p *pool) resolveFrom(k *key, r backend.Resolver, onAddress func(context.Co
 	if r == nil {
 		r = net.DefaultResolver
 	}
-	p.resolver, p.host, p.refresh = r, host, env.Bound(s.DNSRefresh)
+	p.resolver, p.host, p.refresh = r, host, setting.Bound(s.DNSRefresh)
 	p.resolved = make(chan struct{})
 	p.resolving = true
 	// Armed once the field is set: resolve reads it.
 	p.refreshTimer = time.AfterFunc(time.Hour, p.resolve)
 	p.refreshTimer.Reset(0)
 }
-
-// Resolver resolves a host to its addresses, as *net.Resolver does.
-type Resolver = backend.Resolver
 
 // HasAddresses reports whether the sockets pool of a schema with
 // settings s chooses among the addresses of its host: not for a

@@ -20,7 +20,7 @@ import (
 // The rules of addrs.go and upgrade.go that the root package's tests
 // caught alone: ejection's end and what it closes, a failed or empty
 // lookup, a lookup at once after connect failures, the choice of an
-// address, and a protocol switch's address, bound and connection.
+// address, and a protocol upgrade's address, bound and connection.
 
 // TestChooseLeastLoaded: choose takes the address with the least load
 // (busy connections and dials; once multiplexed, the requests holding its
@@ -284,7 +284,7 @@ func connectFailuresLookUpAtOnce(t *testing.T, engine string) {
 	}
 }
 
-// upgradeServer is two replicas, which switch to an echo protocol on a
+// upgradeServer is two replicas, which upgrade to an echo protocol on a
 // request asking Upgrade: echo-test (wireSet.upgrade), and their
 // resolver.
 func upgradeServer(t *testing.T) (*wireSet, *wireResolver) {
@@ -292,7 +292,7 @@ func upgradeServer(t *testing.T) (*wireSet, *wireResolver) {
 	return set, newWireResolver(set.ips())
 }
 
-// TestWireUpgrade: on h1, a request that switches protocols goes to an
+// TestWireUpgrade: on h1, a request that asks for a protocol upgrade goes to an
 // address the resolver gave (the name resolves nowhere), within its
 // header bound gets the connection handed over (a writable body that
 // echoes), and a server that answers no header within the bound ends it

@@ -136,7 +136,7 @@ func newWireSet(t *testing.T, n int, opts ...wireOption) *wireSet {
 	return s
 }
 
-// upgrade switches to an echo protocol: each line read is written back
+// upgrade upgrades to an echo protocol: each line read is written back
 // after "echo ". A request with X-Hold is held (as a "hold" body is)
 // before its 101.
 func (s *wireSet) upgrade(w http.ResponseWriter, req *http.Request, i int) {

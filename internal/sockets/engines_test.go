@@ -18,6 +18,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
@@ -108,7 +109,7 @@ func fallbackLines(log string) []string {
 // forEngines runs f as one subtest per engine.
 func forEngines(t *testing.T, f func(t *testing.T, engine string)) {
 	t.Helper()
-	for _, e := range env.Engines {
+	for _, e := range setting.Engines() {
 		t.Run(e, func(t *testing.T) { f(t, e) })
 	}
 }
@@ -296,7 +297,7 @@ func TestEngineTrailers(t *testing.T) {
 				s.reused = len(remotes) == 2 && remotes[0] == remotes[1]
 				got[engine] = s
 			})
-			for _, e := range env.Engines {
+			for _, e := range setting.Engines() {
 				if !reflect.DeepEqual(got[e], c.want) {
 					t.Errorf("%s: caller saw %+v, want %+v", e, got[e], c.want)
 				}

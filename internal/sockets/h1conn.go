@@ -469,13 +469,13 @@ func (c *h1Conn) endHeaderBound(deadline time.Time, hasDeadline bool) {
 }
 
 // check refuses what net/http refuses before writing, and what the h1
-// engine does not do: switch protocols.
+// engine does not do: a protocol upgrade.
 func (c *h1Conn) check(req *http.Request) error {
 	if err := h1.Check(req); err != nil {
 		return err
 	}
 	if len(req.Header["Upgrade"]) > 0 {
-		return fmt.Errorf("h1: the request asks to switch protocols (Upgrade: %s), which the h1 engine does not do: set engine: nethttp for this source schema", req.Header.Get("Upgrade"))
+		return fmt.Errorf("h1: the request asks for a protocol upgrade (Upgrade: %s), which the h1 engine does not do: set engine: nethttp for this source schema", req.Header.Get("Upgrade"))
 	}
 	return nil
 }

@@ -369,7 +369,7 @@ func dialH1(t *testing.T, addr string) *h1Conn {
 
 // TestH1ConnRules: the connection's own rules, one h1Conn at a time. It
 // carries one request at a time, from Reserve to the end of the body; a
-// request it refuses before writing (one that asks to switch protocols,
+// request it refuses before writing (one that asks for a protocol upgrade,
 // which the pool sends elsewhere: upgrade.go) leaves it free for the next;
 // an idle connection the server wrote to or closed fails its Reserve
 // (errH1Stale) and closes (TestH1ConnStaleIdle); a cancel of the request's
@@ -416,7 +416,7 @@ func TestH1ConnRules(t *testing.T) {
 		}
 	})
 
-	t.Run("a request asking to switch protocols is refused unwritten", func(t *testing.T) {
+	t.Run("a request asking for a protocol upgrade is refused unwritten", func(t *testing.T) {
 		srv := newScriptServer(t, plain)
 		c := dialH1(t, srv.addr)
 		if err := c.Reserve(); err != nil {

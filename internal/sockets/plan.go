@@ -5,6 +5,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Change says what a reload from one configuration to another does to one
@@ -59,7 +60,7 @@ func Plan(prev, next env.Config) []Change {
 		a, b := planKey(&prev, name), planKey(&next, name)
 		pa, _ := prev.Effective(name)
 		pb, _ := next.Effective(name)
-		perRequest := append(env.DiffSettings(pa, pb), urlChanges(prev.SourceSchemas[name].URL, next.SourceSchemas[name].URL)...)
+		perRequest := append(setting.Diff(pa, pb), urlChanges(prev.SourceSchemas[name].URL, next.SourceSchemas[name].URL)...)
 		if a.Equal(b) {
 			out = append(out, Change{Schema: name, Action: "kept", Reasons: perRequest})
 			continue
@@ -68,7 +69,7 @@ func Plan(prev, next env.Config) []Change {
 		if a.scheme != b.scheme || a.addr != b.addr {
 			reasons = append(reasons, "url address")
 		}
-		reasons = append(reasons, env.DiffSettings(a.settings, b.settings)...)
+		reasons = append(reasons, setting.Diff(a.settings, b.settings)...)
 		if a.tlsDigest != b.tlsDigest {
 			reasons = append(reasons, "tls files")
 		}

@@ -49,7 +49,7 @@ type pool struct {
 	// get and never written after, so read without a lock.
 	tr       *http.Transport // the nethttp engine's; nil with h1
 	h1       *h1Dialer       // the h1 engine's; nil with nethttp
-	upgrades upgrader        // h1: the Transport of protocol switches, built on first use (upgrade.go); safe for concurrent use
+	upgrades upgrader        // h1: the Transport of protocol upgrades, built on first use (upgrade.go); safe for concurrent use
 	scheme   string
 	addr     string        // host:port
 	lifetime time.Duration // 0: connections live as long as they are usable

@@ -28,6 +28,7 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // Backend is the sockets path's backend (package backend's contract): it
@@ -51,12 +52,12 @@ func (k *key) Equal(o backend.Key) bool {
 	return ok != nil && k.scheme == ok.scheme && k.addr == ok.addr && k.tlsDigest == ok.tlsDigest && k.settings.Equal(ok.settings)
 }
 
-// poolSettings keeps what a pool is built from (env.RebuildPool): settings
+// poolSettings keeps what a pool is built from (setting.RebuildPool): settings
 // that act per request (timeouts, header rules, retry, dedupe,
 // decompression) or on the request path (breaker, hedging, ...) are left
 // out, so changing them keeps the pool and its warm connections.
 func poolSettings(s env.Settings) env.Settings {
-	return s.Only(env.PathSockets, func(r env.Rebuild) bool { return r == env.RebuildPool })
+	return setting.Only(s, env.PathSockets, func(r setting.Rebuild) bool { return r == setting.RebuildPool })
 }
 
 // Key reads the schema's TLS files and returns what its pool is built from.
@@ -71,7 +72,7 @@ func (Backend) Key(s *backend.Schema) (backend.Key, error) {
 }
 
 // Open builds the schema's pool.
-func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Transport, error) {
+func (Backend) Open(s *backend.Schema, k backend.Key) (backend.Pool, error) {
 	kk := k.(*key)
 	p, err := newPool(s.Name, kk, s.Options.Dial, s.LookupEnv, s.Log)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // newPool validates nothing (env.Config.Validate did) and maps a source
@@ -78,13 +79,13 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 		DialContext:         watchDial(dial),
 		DisableCompression:  true, // no Accept-Encoding added, no body decoded by net/http
 		TLSClientConfig:     tlsCfg,
-		TLSHandshakeTimeout: env.Bound(s.TLSHandshakeTimeout),
+		TLSHandshakeTimeout: setting.Bound(s.TLSHandshakeTimeout),
 		// 0 (NoLimit) leaves net/http's own 10 MiB.
-		MaxResponseHeaderBytes: int64(env.Limit(s.MaxResponseHeaderBytes)),
+		MaxResponseHeaderBytes: int64(setting.Limit(s.MaxResponseHeaderBytes)),
 		Protocols:              protocols(s),
 		HTTP2: &http.HTTP2Config{
-			SendPingTimeout:             env.Bound(s.HTTP2.PingInterval),
-			PingTimeout:                 env.Bound(s.HTTP2.PingTimeout),
+			SendPingTimeout:             setting.Bound(s.HTTP2.PingInterval),
+			PingTimeout:                 setting.Bound(s.HTTP2.PingTimeout),
 			StrictMaxConcurrentRequests: !s.HTTP2.MultipleConnections.On(),
 		},
 	}
@@ -100,8 +101,8 @@ func newPool(name string, k *key, dial func(ctx context.Context, network, addr s
 // shares: lifetime, idle timeout, limits, connect timeout.
 func poolRules(k *key) pool {
 	s := k.settings
-	lifetime := env.Bound(s.ConnLifetime)
-	maxPending := env.Limit(s.MaxPendingRequests)
+	lifetime := setting.Bound(s.ConnLifetime)
+	maxPending := setting.Limit(s.MaxPendingRequests)
 	dialStop, cancelDialStop := context.WithCancel(context.Background())
 	return pool{
 		dialStop:       dialStop,
@@ -111,11 +112,11 @@ func poolRules(k *key) pool {
 		scheme:         k.scheme,
 		addr:           k.addr,
 		lifetime:       lifetime,
-		jitter:         min(env.Bound(s.ConnLifetimeJitter), lifetime),
-		idle:           env.Bound(s.IdleConnTimeout),
-		max:            env.Limit(s.MaxConnsPerHost),
-		maxIdle:        env.Limit(s.MaxIdleConnsPerHost),
-		dialTO:         env.Bound(s.ConnectTimeout),
+		jitter:         min(setting.Bound(s.ConnLifetimeJitter), lifetime),
+		idle:           setting.Bound(s.IdleConnTimeout),
+		max:            setting.Limit(s.MaxConnsPerHost),
+		maxIdle:        setting.Limit(s.MaxIdleConnsPerHost),
+		dialTO:         setting.Bound(s.ConnectTimeout),
 	}
 }
 
@@ -124,9 +125,9 @@ func poolRules(k *key) pool {
 // log receives the pool's events.
 func newH1Pool(name string, k *key, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) *pool {
 	s := k.settings
-	d := &h1Dialer{dial: dial, addr: k.addr, handshake: env.Bound(s.TLSHandshakeTimeout), schema: name, log: log}
+	d := &h1Dialer{dial: dial, addr: k.addr, handshake: setting.Bound(s.TLSHandshakeTimeout), schema: name, log: log}
 	// 0 (NoLimit) is h1's default, net/http's 10 MiB, as for nethttp.
-	d.maxHeader = int64(env.Limit(s.MaxResponseHeaderBytes))
+	d.maxHeader = int64(setting.Limit(s.MaxResponseHeaderBytes))
 	if k.scheme == "https" {
 		cfg := k.tls.Clone()
 		cfg.NextProtos = []string{"http/1.1"}

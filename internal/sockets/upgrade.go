@@ -11,16 +11,17 @@ import (
 	"github.com/fusiongo/transport/fault"
 )
 
-// The h1 engine does not switch protocols itself: a request that asks to
-// (an Upgrade named in Connection, as a WebSocket client's handshake does)
-// goes through a net/http Transport of the schema's own, dialled as the h1
-// engine dials, with its TLS settings and no proxy, one connection per
-// request. net/http hands the connection over on a 101 with a writable
-// body; any other answer closes its connection when its body is closed.
+// The h1 engine does not upgrade protocols itself: a request that asks for
+// an upgrade (an Upgrade named in Connection, as a WebSocket client's
+// handshake does) goes through a net/http Transport of the schema's own,
+// dialled as the h1 engine dials, with its TLS settings and no proxy, one
+// connection per request. net/http hands the connection over on a 101 with
+// a writable body; any other answer closes its connection when its body is
+// closed.
 // The connection is outside the pool: max_conns_per_host does not count
 // it, and a drained pool does not close it (the invoker's Close does).
 
-// upgrader is the h1 engine's Transport for protocol switches, built on
+// upgrader is the h1 engine's Transport for protocol upgrades, built on
 // first use. Its fields are set once, under once.
 type upgrader struct {
 	once sync.Once
@@ -51,7 +52,7 @@ func (u *upgrader) transport(p *pool) *http.Transport {
 	return u.tr
 }
 
-// upgrade sends req, which asks to switch protocols, on the upgrade
+// upgrade sends req, which asks for a protocol upgrade, on the upgrade
 // Transport, its response headers bounded by within when positive (a
 // *fault.HeaderTimeoutError past it). After a 101 no bound of the request
 // reaches the connection.

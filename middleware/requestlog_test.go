@@ -12,7 +12,7 @@ import (
 	"github.com/fusiongo/transport/middleware"
 )
 
-func TestLogging(t *testing.T) {
+func TestRequestLog(t *testing.T) {
 	errRefused := errors.New("connection refused")
 	tests := []struct {
 		name   string
@@ -47,7 +47,7 @@ func TestLogging(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			rt := middleware.Chain(roundTripFunc(tt.next), middleware.Logging(l, "products"))
+			rt := middleware.Chain(roundTripFunc(tt.next), middleware.RequestLog(l, "products"))
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if tt.cancel {
@@ -77,14 +77,14 @@ func TestLogging(t *testing.T) {
 	}
 }
 
-func TestLoggingLevel(t *testing.T) {
+func TestRequestLogLevel(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, _ := fakeResponse(req, 200, "ok")
 		return resp, nil
 	})
-	resp, err := middleware.Chain(next, middleware.Logging(l, "products")).RoundTrip(newRequest(t, t.Context(), "http://products.internal/graphql", queryBody, true))
+	resp, err := middleware.Chain(next, middleware.RequestLog(l, "products")).RoundTrip(newRequest(t, t.Context(), "http://products.internal/graphql", queryBody, true))
 	if err != nil {
 		t.Fatal(err)
 	}

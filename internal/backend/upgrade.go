@@ -20,14 +20,14 @@ func TurnsOver(resp *http.Response) bool {
 	return writable
 }
 
-// Switched judges a response that hands the connection over (TurnsOver):
-// it must answer a request that asked to switch to the protocol it names,
+// Upgraded judges a response that hands the connection over (TurnsOver):
+// it must answer a request that asked to upgrade to the protocol it names,
 // as httputil.ReverseProxy checks it, with a body the caller can write to.
 // It returns that body, the connection, now the caller's; anything else
-// (an unasked switch, another protocol than the one asked, a body that
+// (an unasked upgrade, another protocol than the one asked, a body that
 // cannot be written) is refused with fault.ErrUnaskedUpgrade, and the
 // connection closed.
-func Switched(req *http.Request, resp *http.Response) (io.ReadWriteCloser, error) {
+func Upgraded(req *http.Request, resp *http.Response) (io.ReadWriteCloser, error) {
 	asked, got := upgradeType(req.Header), resp.Header.Get("Upgrade")
 	rwc, writable := resp.Body.(io.ReadWriteCloser)
 	var err error
@@ -39,7 +39,7 @@ func Switched(req *http.Request, resp *http.Response) (io.ReadWriteCloser, error
 	case resp.StatusCode != http.StatusSwitchingProtocols || !writable:
 		err = fmt.Errorf("%w: %s with a body that cannot be written; the connection is closed", fault.ErrUnaskedUpgrade, resp.Status)
 	case !strings.EqualFold(asked, got):
-		err = fmt.Errorf("%w: the server switched to protocol %q when %q was asked; the connection is closed", fault.ErrUnaskedUpgrade, got, asked)
+		err = fmt.Errorf("%w: the server upgraded to protocol %q when %q was asked; the connection is closed", fault.ErrUnaskedUpgrade, got, asked)
 	}
 	if err != nil {
 		resp.Body.Close()
@@ -48,7 +48,7 @@ func Switched(req *http.Request, resp *http.Response) (io.ReadWriteCloser, error
 	return rwc, nil
 }
 
-// upgradeType returns the protocol h asks to switch to, "" if none.
+// upgradeType returns the protocol h asks to upgrade to, "" if none.
 func upgradeType(h http.Header) string {
 	return strings.TrimSpace(h.Get("Upgrade"))
 }

@@ -14,52 +14,52 @@ import (
 	"github.com/fusiongo/transport/internal/backend"
 )
 
-// afterSwitch is what a switching server saw on its connection after its
+// afterUpgrade is what an upgrading server saw on its connection after its
 // answer: the bytes the client wrote on it, and whether the client closed
 // it; err is set when neither came within the server's bound.
-type afterSwitch struct {
+type afterUpgrade struct {
 	got    string
 	closed bool
 	err    error
 }
 
-// switchBound bounds how long the switching server waits for the client
-// to write or close: a connection Switched should have closed and left
+// upgradeBound bounds how long the upgrading server waits for the client
+// to write or close: a connection Upgraded should have closed and left
 // open fails the test when it passes, rather than hang it.
-const switchBound = 10 * time.Second
+const upgradeBound = 10 * time.Second
 
-// switchServer listens on loopback for one connection, reads one request
+// upgradeServer listens on loopback for one connection, reads one request
 // on it and answers with head (a response head, blank line included).
 // Then it reads what the client sends: on "ping" it writes "pong" and
 // reads on until the client closes. What it saw comes on the channel.
-func switchServer(t *testing.T, head string) (addr string, saw <-chan afterSwitch) {
+func upgradeServer(t *testing.T, head string) (addr string, saw <-chan afterUpgrade) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	out := make(chan afterSwitch, 1)
+	out := make(chan afterUpgrade, 1)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
-			out <- afterSwitch{err: err}
+			out <- afterUpgrade{err: err}
 			return
 		}
 		defer c.Close()
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			out <- afterSwitch{err: err}
+			out <- afterUpgrade{err: err}
 			return
 		}
 		io.Copy(io.Discard, req.Body)
 		if _, err := io.WriteString(c, head); err != nil {
-			out <- afterSwitch{err: err}
+			out <- afterUpgrade{err: err}
 			return
 		}
-		c.SetReadDeadline(time.Now().Add(switchBound))
-		var a afterSwitch
+		c.SetReadDeadline(time.Now().Add(upgradeBound))
+		var a afterUpgrade
 		buf := make([]byte, 4)
 		if _, err := io.ReadFull(br, buf); err == nil {
 			a.got = string(buf)
@@ -79,34 +79,34 @@ func switchServer(t *testing.T, head string) (addr string, saw <-chan afterSwitc
 	return ln.Addr().String(), out
 }
 
-// TestSwitched: Switched on a 101 (or a body net/http made writable) that
+// TestUpgraded: Upgraded on a 101 (or a body net/http made writable) that
 // came over the wire through net/http's Transport, as the nethttp engine
-// gets it. A switch that answers the request's own ask, to the protocol
+// gets it. An upgrade that answers the request's own ask, to the protocol
 // asked (named in any case), hands the caller the connection: bytes go
 // both ways on it, and it stays open until the caller closes it. Any
-// other switch fails with fault.ErrUnaskedUpgrade, and the connection is
+// other upgrade fails with fault.ErrUnaskedUpgrade, and the connection is
 // closed at once: the server sees it end without a byte more.
-func TestSwitched(t *testing.T) {
-	const switchTo = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n"
+func TestUpgraded(t *testing.T) {
+	const upgradeTo = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n"
 	for _, tc := range []struct {
 		name    string
 		header  http.Header // the request's
 		head    string      // the server's answer
-		refused string      // the error's text when refused; "" when the switch is the caller's
+		refused string      // the error's text when refused; "" when the upgrade is the caller's
 		// closeChecked: the server can tell whether the client closed
 		// (net/http returns a 101 without Upgrade headers with no body
 		// and keeps its connection)
 		closeChecked bool
 	}{
-		{"asked", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, strings.Replace(switchTo, "%s", "websocket", 1), "", true},
-		{"asked, protocol in another case", http.Header{"Upgrade": {"websocket"}, "Connection": {"keep-alive, upgrade"}}, strings.Replace(switchTo, "%s", "WebSocket", 1), "", true},
-		{"unasked", nil, strings.Replace(switchTo, "%s", "websocket", 1), "asked for no upgrade", true},
-		{"Upgrade without the Connection token", http.Header{"Upgrade": {"websocket"}}, strings.Replace(switchTo, "%s", "websocket", 1), "asked for no upgrade", true},
-		{"another protocol", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, strings.Replace(switchTo, "%s", "h2c", 1), `switched to protocol "h2c" when "websocket" was asked`, true},
+		{"asked", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, strings.Replace(upgradeTo, "%s", "websocket", 1), "", true},
+		{"asked, protocol in another case", http.Header{"Upgrade": {"websocket"}, "Connection": {"keep-alive, upgrade"}}, strings.Replace(upgradeTo, "%s", "WebSocket", 1), "", true},
+		{"unasked", nil, strings.Replace(upgradeTo, "%s", "websocket", 1), "asked for no upgrade", true},
+		{"Upgrade without the Connection token", http.Header{"Upgrade": {"websocket"}}, strings.Replace(upgradeTo, "%s", "websocket", 1), "asked for no upgrade", true},
+		{"another protocol", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, strings.Replace(upgradeTo, "%s", "h2c", 1), `upgraded to protocol "h2c" when "websocket" was asked`, true},
 		{"101 without a writable body", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, "HTTP/1.1 101 Switching Protocols\r\n\r\n", "cannot be written", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, saw := switchServer(t, tc.head)
+			addr, saw := upgradeServer(t, tc.head)
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
 			req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/graphql", nil)
@@ -124,28 +124,28 @@ func TestSwitched(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("TurnsOver(%s) = false", resp.Status)
 			}
-			rwc, err := backend.Switched(req, resp)
+			rwc, err := backend.Upgraded(req, resp)
 			if tc.refused != "" {
 				if !errors.Is(err, fault.ErrUnaskedUpgrade) || !strings.Contains(err.Error(), tc.refused) || rwc != nil {
-					t.Fatalf("Switched = %v, %v; want nil, fault.ErrUnaskedUpgrade saying %q", rwc, err, tc.refused)
+					t.Fatalf("Upgraded = %v, %v; want nil, fault.ErrUnaskedUpgrade saying %q", rwc, err, tc.refused)
 				}
 				if !tc.closeChecked {
 					return
 				}
 				if a := <-saw; a.err != nil || !a.closed || a.got != "" {
-					t.Errorf("after the refused switch the server saw %q, closed %t, error %v; want the connection closed at once", a.got, a.closed, a.err)
+					t.Errorf("after the refused upgrade the server saw %q, closed %t, error %v; want the connection closed at once", a.got, a.closed, a.err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Switched: %v; want the connection", err)
+				t.Fatalf("Upgraded: %v; want the connection", err)
 			}
 			if _, err := io.WriteString(rwc, "ping"); err != nil {
 				t.Fatal(err)
 			}
 			pong := make([]byte, 4)
 			if _, err := io.ReadFull(rwc, pong); err != nil || string(pong) != "pong" {
-				t.Fatalf("read %q, %v from the switched connection; want pong", pong, err)
+				t.Fatalf("read %q, %v from the upgraded connection; want pong", pong, err)
 			}
 			rwc.Close()
 			if a := <-saw; a.err != nil || a.got != "ping" || !a.closed {

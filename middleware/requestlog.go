@@ -11,7 +11,7 @@ import (
 	"github.com/fusiongo/transport/internal/sharekey"
 )
 
-// Logging returns a middleware that writes one record per source schema
+// RequestLog returns a middleware that writes one record per source schema
 // request to l, with the attribute source_schema=schema: at Debug with the
 // method, URL, status and duration until the response headers arrived; at
 // Warn, with the error instead of the status, when the request failed. A
@@ -23,7 +23,7 @@ import (
 // query and fragment (a GraphQL GET request carries its variables in the
 // query), so that no credentials or user data reach the logs. A nil l is
 // slog.Default().
-func Logging(l *slog.Logger, schema string) Middleware {
+func RequestLog(l *slog.Logger, schema string) Middleware {
 	if l == nil {
 		l = slog.Default()
 	}
@@ -33,7 +33,7 @@ func Logging(l *slog.Logger, schema string) Middleware {
 	}
 }
 
-// requestLogger is the RoundTripper of Logging.
+// requestLogger is the RoundTripper of RequestLog.
 type requestLogger struct {
 	wrapped
 	log *slog.Logger

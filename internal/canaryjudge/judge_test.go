@@ -1,4 +1,4 @@
-package canary_test
+package canaryjudge_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/canary"
+	"github.com/fusiongo/transport/internal/canaryjudge"
 )
 
 // clock is a manual clock for the judge.
@@ -28,16 +29,16 @@ func (c *clock) Advance(d time.Duration) {
 // every event published.
 type rig struct {
 	clock  *clock
-	judge  *canary.Judge
-	s      *canary.Schema
+	judge  *canaryjudge.Judge
+	s      *canaryjudge.Schema
 	mu     sync.Mutex
 	events []canary.Event
 }
 
-func newRig(t *testing.T, st canary.Settings) *rig {
+func newRig(t *testing.T, st canaryjudge.Settings) *rig {
 	t.Helper()
 	r := &rig{clock: &clock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}}
-	r.judge = canary.New(st, canary.Options{Now: r.clock.Now, Publish: func(ev canary.Event) {
+	r.judge = canaryjudge.New(st, canaryjudge.Options{Now: r.clock.Now, Publish: func(ev canary.Event) {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
 		r.mu.Unlock()
@@ -47,7 +48,7 @@ func newRig(t *testing.T, st canary.Settings) *rig {
 }
 
 // record counts n outcomes on p, of which failed ones spread evenly.
-func (r *rig) record(p canary.Side, n, failed int) {
+func (r *rig) record(p canaryjudge.Side, n, failed int) {
 	for i := range n {
 		r.s.Record(p, (i+1)*failed/n > i*failed/n, r.s.Start())
 	}
@@ -69,7 +70,7 @@ func (r *rig) last() canary.Event {
 	return r.events[len(r.events)-1]
 }
 
-var base = canary.Settings{Rate: 0.1, Window: 100, MinRequests: 20, MaxErrorRatioDelta: 0.05, Cooldown: time.Minute, Interval: time.Minute}
+var base = canaryjudge.Settings{Rate: 0.1, Window: 100, MinRequests: 20, MaxErrorRatioDelta: 0.05, Cooldown: time.Minute, Interval: time.Minute}
 
 // TestThreshold: a schema falls back exactly when sockets' error ratio
 // exceeds legacy's by more than the delta with min_requests on each side.
@@ -92,8 +93,8 @@ func TestThreshold(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, base)
-			r.record(canary.Legacy, tt.legacyN, tt.legacyFailed)
-			r.record(canary.Sockets, tt.socketsN, tt.socketsFail)
+			r.record(canaryjudge.Legacy, tt.legacyN, tt.legacyFailed)
+			r.record(canaryjudge.Sockets, tt.socketsN, tt.socketsFail)
 			fell := r.s.Share() == 0
 			if fell != tt.wantFallback {
 				t.Fatalf("share %v after legacy %d/%d and sockets %d/%d failed; want fallback %v", r.s.Share(), tt.legacyFailed, tt.legacyN, tt.socketsFail, tt.socketsN, tt.wantFallback)
@@ -114,17 +115,17 @@ func TestWindowSlides(t *testing.T) {
 	st := base
 	st.MaxErrorRatioDelta = 0.5
 	r := newRig(t, st)
-	r.record(canary.Legacy, 100, 0)
-	r.record(canary.Sockets, 40, 20) // half failed: at the delta, not above
+	r.record(canaryjudge.Legacy, 100, 0)
+	r.record(canaryjudge.Sockets, 40, 20) // half failed: at the delta, not above
 	if r.s.Share() == 0 {
 		t.Fatal("fell back at the delta")
 	}
-	r.record(canary.Sockets, 100, 0) // the failures slide out
+	r.record(canaryjudge.Sockets, 100, 0) // the failures slide out
 	got := r.judge.State().Schemas["products"].Sockets
 	if got.Requests != 100 || got.Failures != 0 {
 		t.Fatalf("sockets window %+v, want 100 requests and no failure: the window is the last 100", got)
 	}
-	r.record(canary.Sockets, 60, 60) // 60 of the last 100 failed
+	r.record(canaryjudge.Sockets, 60, 60) // 60 of the last 100 failed
 	if r.s.Share() != 0 {
 		t.Fatalf("share %v, want 0 once 60 of the last 100 failed", r.s.Share())
 	}
@@ -134,18 +135,18 @@ func TestWindowSlides(t *testing.T) {
 // starting rate, and sockets starts over with an empty window.
 func TestCooldown(t *testing.T) {
 	r := newRig(t, base)
-	r.record(canary.Legacy, 50, 0)
-	r.record(canary.Sockets, 20, 20)
+	r.record(canaryjudge.Legacy, 50, 0)
+	r.record(canaryjudge.Sockets, 20, 20)
 	if r.s.Share() != 0 {
 		t.Fatalf("share %v, want 0", r.s.Share())
 	}
 	r.clock.Advance(time.Minute - time.Nanosecond)
-	r.record(canary.Legacy, 1, 0)
+	r.record(canaryjudge.Legacy, 1, 0)
 	if r.s.Share() != 0 {
 		t.Fatalf("share %v before the cooldown ended, want 0", r.s.Share())
 	}
 	r.clock.Advance(time.Nanosecond)
-	r.record(canary.Legacy, 1, 0)
+	r.record(canaryjudge.Legacy, 1, 0)
 	if r.s.Share() != 0.1 {
 		t.Fatalf("share %v after the cooldown, want the starting 0.1", r.s.Share())
 	}
@@ -157,7 +158,7 @@ func TestCooldown(t *testing.T) {
 		t.Fatalf("state %+v, want an empty sockets window, one fallback, no cooldown", st)
 	}
 	// The state read applies an ended cooldown too.
-	r.record(canary.Sockets, 50, 50)
+	r.record(canaryjudge.Sockets, 50, 50)
 	r.clock.Advance(time.Minute)
 	if got := r.judge.State().Schemas["products"]; got.Share != 0.1 || got.LastReason != canary.Restart {
 		t.Fatalf("state after a second cooldown %+v, want share 0.1 by restart", got)
@@ -170,20 +171,20 @@ func TestGrowth(t *testing.T) {
 	st := base
 	st.Step, st.MaxRate = 0.25, 0.5
 	r := newRig(t, st)
-	r.record(canary.Legacy, 20, 0)
-	r.record(canary.Sockets, 20, 0)
+	r.record(canaryjudge.Legacy, 20, 0)
+	r.record(canaryjudge.Sockets, 20, 0)
 	if r.s.Share() != 0.1 {
 		t.Fatalf("share %v before an interval passed, want 0.1", r.s.Share())
 	}
 	r.clock.Advance(time.Minute)
-	r.record(canary.Sockets, 5, 0)
+	r.record(canaryjudge.Sockets, 5, 0)
 	if r.s.Share() != 0.35 {
 		t.Fatalf("share %v after an interval, want 0.35 (one step, once)", r.s.Share())
 	}
 	r.clock.Advance(time.Minute)
-	r.record(canary.Sockets, 1, 0)
+	r.record(canaryjudge.Sockets, 1, 0)
 	r.clock.Advance(time.Minute)
-	r.record(canary.Sockets, 1, 0)
+	r.record(canaryjudge.Sockets, 1, 0)
 	if r.s.Share() != 0.5 {
 		t.Fatalf("share %v, want max_rate 0.5", r.s.Share())
 	}
@@ -193,10 +194,10 @@ func TestGrowth(t *testing.T) {
 
 	st.Step = 0
 	r = newRig(t, st)
-	r.record(canary.Legacy, 20, 0)
-	r.record(canary.Sockets, 20, 0)
+	r.record(canaryjudge.Legacy, 20, 0)
+	r.record(canaryjudge.Sockets, 20, 0)
 	r.clock.Advance(time.Hour)
-	r.record(canary.Sockets, 1, 0)
+	r.record(canaryjudge.Sockets, 1, 0)
 	if r.s.Share() != 0.1 {
 		t.Fatalf("share %v with step 0, want 0.1", r.s.Share())
 	}
@@ -205,7 +206,7 @@ func TestGrowth(t *testing.T) {
 // TestSocketsShare: keys spread evenly read as a share; equal keys take
 // one path.
 func TestSocketsShare(t *testing.T) {
-	r := newRig(t, canary.Settings{Rate: 0.25, Window: 10, MinRequests: 1})
+	r := newRig(t, canaryjudge.Settings{Rate: 0.25, Window: 10, MinRequests: 1})
 	const n = 1 << 16
 	got := 0
 	for i := range uint64(n) {
@@ -222,8 +223,8 @@ func TestSocketsShare(t *testing.T) {
 // new ones and forgets the removed ones.
 func TestSync(t *testing.T) {
 	r := newRig(t, base)
-	r.record(canary.Legacy, 50, 0)
-	r.record(canary.Sockets, 50, 50)
+	r.record(canaryjudge.Legacy, 50, 0)
+	r.record(canaryjudge.Sockets, 50, 50)
 	got := r.judge.Sync([]string{"products", "reviews"})
 	if got["products"] != r.s || got["products"].Share() != 0 {
 		t.Fatalf("Sync replaced products' state (share %v)", got["products"].Share())
@@ -243,8 +244,8 @@ func TestSync(t *testing.T) {
 // TestHandler: the state as JSON.
 func TestHandler(t *testing.T) {
 	r := newRig(t, base)
-	r.record(canary.Legacy, 50, 0)
-	r.record(canary.Sockets, 20, 20)
+	r.record(canaryjudge.Legacy, 50, 0)
+	r.record(canaryjudge.Sockets, 20, 20)
 	w := httptest.NewRecorder()
 	r.judge.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	var got struct {
@@ -274,12 +275,12 @@ func TestHandler(t *testing.T) {
 // TestRecordAllocs: the per-call path allocates nothing.
 func TestRecordAllocs(t *testing.T) {
 	r := newRig(t, base)
-	r.record(canary.Legacy, 100, 0)
+	r.record(canaryjudge.Legacy, 100, 0)
 	if n := testing.AllocsPerRun(1000, func() {
 		if r.s.Sockets(12345) {
-			r.s.Record(canary.Sockets, false, r.s.Start())
+			r.s.Record(canaryjudge.Sockets, false, r.s.Start())
 		} else {
-			r.s.Record(canary.Legacy, false, r.s.Start())
+			r.s.Record(canaryjudge.Legacy, false, r.s.Start())
 		}
 	}); n != 0 {
 		t.Fatalf("%v allocations per call, want 0", n)
@@ -299,16 +300,16 @@ func equal[T comparable](a, b []T) bool {
 }
 
 func BenchmarkRecord(b *testing.B) {
-	j := canary.New(base, canary.Options{})
+	j := canaryjudge.New(base, canaryjudge.Options{})
 	s := j.Sync([]string{"products"})["products"]
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var k uint64
 		for pb.Next() {
 			k += 0x9e3779b97f4a7c15
-			p := canary.Legacy
+			p := canaryjudge.Legacy
 			if s.Sockets(k) {
-				p = canary.Sockets
+				p = canaryjudge.Sockets
 			}
 			s.Record(p, false, s.Start())
 		}
@@ -319,9 +320,9 @@ func BenchmarkRecord(b *testing.B) {
 // newer outcome takes its slot, so failures that rolled out of both
 // windows neither cause a fallback nor hide one.
 func TestWindowRollsFailuresOut(t *testing.T) {
-	st := canary.Settings{Rate: 0.1, Window: 10, MinRequests: 10, MaxErrorRatioDelta: 0.15, Cooldown: time.Minute}
+	st := canaryjudge.Settings{Rate: 0.1, Window: 10, MinRequests: 10, MaxErrorRatioDelta: 0.15, Cooldown: time.Minute}
 	type step struct {
-		path         canary.Side
+		path         canaryjudge.Side
 		both         bool // n successes on each path, legacy first, alternating
 		n, failed    int
 		wantFallback bool // a fallback by the end of this step
@@ -335,9 +336,9 @@ func TestWindowRollsFailuresOut(t *testing.T) {
 			// window fills; sockets' failures have all rolled out by then.
 			name: "sockets' failures rolled out before legacy counts",
 			steps: []step{
-				{path: canary.Sockets, n: 10, failed: 10},
-				{path: canary.Sockets, n: 10},
-				{path: canary.Legacy, n: 10},
+				{path: canaryjudge.Sockets, n: 10, failed: 10},
+				{path: canaryjudge.Sockets, n: 10},
+				{path: canaryjudge.Legacy, n: 10},
 			},
 		},
 		{
@@ -346,11 +347,11 @@ func TestWindowRollsFailuresOut(t *testing.T) {
 			// delta, and falls back.
 			name: "both windows rolled over to successes, then sockets fails",
 			steps: []step{
-				{path: canary.Legacy, n: 10, failed: 10},
-				{path: canary.Sockets, n: 10, failed: 10},
+				{path: canaryjudge.Legacy, n: 10, failed: 10},
+				{path: canaryjudge.Sockets, n: 10, failed: 10},
 				{both: true, n: 10},
-				{path: canary.Sockets, n: 1, failed: 1},
-				{path: canary.Sockets, n: 1, failed: 1, wantFallback: true},
+				{path: canaryjudge.Sockets, n: 1, failed: 1},
+				{path: canaryjudge.Sockets, n: 1, failed: 1, wantFallback: true},
 			},
 		},
 	} {
@@ -359,8 +360,8 @@ func TestWindowRollsFailuresOut(t *testing.T) {
 			for i, s := range tc.steps {
 				if s.both {
 					for range s.n {
-						r.record(canary.Legacy, 1, 0)
-						r.record(canary.Sockets, 1, 0)
+						r.record(canaryjudge.Legacy, 1, 0)
+						r.record(canaryjudge.Sockets, 1, 0)
 					}
 				} else {
 					r.record(s.path, s.n, s.failed)
