@@ -38,7 +38,7 @@ const (
 )
 
 // engineWatch records, per side and source schema, which engine read the
-// sockets path's connections. It is the compare command's
+// side's connections (legacy's too: it dials through the hook). It is the compare command's
 // compareSideOptions: a Dial for every source schema of a side, whose
 // connections look at the call stack of each Read that returned bytes.
 type engineWatch struct {
