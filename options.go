@@ -170,12 +170,10 @@ type HeaderValueFunc func(ctx context.Context, gateway *http.Request) (value str
 
 // WithSchemaOptions sets the Go-only settings of source schema name. A
 // later call for the same name replaces an earlier one. They hold for the
-// invoker's life: Reload keeps them. New fails, with an error that names
-// the schema and wraps fault.ErrUnknownSchema, if the configuration has no
-// source schema of that name (a misspelt name would otherwise lose its
-// token, dial hook or pin without a word). A Reload that removes the
-// schema keeps its options for a later Reload that adds it back, and logs
-// a warning naming it.
+// invoker's life: Reload keeps them. Options for a name the configuration
+// in force does not have are kept for a Reload that adds it, and New and
+// every such Reload log a warning naming it (a misspelt name would
+// otherwise lose its token, dial hook or pin without a word).
 func WithSchemaOptions(name string, so SchemaOptions) Option {
 	return func(o *options) {
 		if o.schemas == nil {
@@ -270,6 +268,15 @@ func unknownSchemaOptions(schemas map[string]SchemaOptions, cfg *env.Config) err
 	}
 	return fmt.Errorf("WithSchemaOptions for %s: the configuration has no such source schema (it has %s): %w",
 		strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(cfg.SourceSchemas)), ", "), fault.ErrUnknownSchema)
+}
+
+// warnUnknownSchemaOptions logs, at Warn, the source schemas that have
+// options but are not in cfg: kept for a reload that adds them, and said
+// so, since a misspelt name is the usual cause.
+func (inv *Transport) warnUnknownSchemaOptions(cfg *env.Config) {
+	if err := unknownSchemaOptions(inv.o.schemas, cfg); err != nil {
+		inv.log.Warn("source schema options unused until a reload adds the schema (is its name misspelt?)", "error", err)
+	}
 }
 
 // errHookUnused is the cause of a SchemaOptions hook that RoundTripper,

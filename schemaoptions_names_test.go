@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
@@ -26,37 +25,44 @@ func markMiddleware(next http.RoundTripper) http.RoundTripper {
 }
 
 // TestSchemaOptionsForUnknownSchema: WithSchemaOptions for a name the
-// configuration lacks fails New, naming it; a Reload that removes a schema
-// with options warns, naming it, and one that adds it back applies them
+// configuration lacks is logged at Warn by New, naming it, and applies
+// once a Reload adds that schema; a Reload that removes a schema with
+// options warns the same way, and one that adds it back applies them
 // again, on every path.
 func TestSchemaOptionsForUnknownSchema(t *testing.T) {
+	mark := transport.SchemaOptions{Middleware: []func(http.RoundTripper) http.RoundTripper{markMiddleware}}
 	for _, path := range paths {
 		t.Run(string(path), func(t *testing.T) {
 			products := newSchemaServer(t, nil)
 			reviews := newSchemaServer(t, nil)
-			cfg := config(path, "products", products.URL(), "reviews", reviews.URL())
-			opts := transport.WithSchemaOptions("reviews", transport.SchemaOptions{Middleware: []func(http.RoundTripper) http.RoundTripper{markMiddleware}})
-
-			_, err := transport.New(cfg, transport.WithLookupEnv(noEnv), transport.WithLogger(quiet),
-				transport.WithSchemaOptions("prodcts", transport.SchemaOptions{AttemptMiddleware: []func(http.RoundTripper) http.RoundTripper{markMiddleware}}))
-			if !errors.Is(err, fault.ErrUnknownSchema) || !strings.Contains(err.Error(), `"prodcts"`) {
-				t.Fatalf("New with options for a misspelt schema: %v, want an error naming \"prodcts\" wrapping ErrUnknownSchema", err)
+			var logs wiretest.LogBuffer
+			inv := newInvoker(t, config(path, "products", products.URL()), transport.WithSchemaOptions("reviews", mark),
+				transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, `\"reviews\"`) {
+				t.Errorf("New with options for reviews, which the configuration lacks, logged no warning naming it:\n%s", l)
 			}
 
-			var logs wiretest.LogBuffer
-			inv := newInvoker(t, cfg, opts, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			both := config(path, "products", products.URL(), "reviews", reviews.URL())
+			if err := inv.Reload(both); err != nil {
+				t.Fatal(err)
+			}
 			post(t, inv, context.Background(), "reviews")
 			if got := reviews.Last(t).Header.Get("X-Options"); got != "on" {
-				t.Fatalf("reviews received X-Options %q, want on", got)
+				t.Fatalf("after the reload that added reviews, it received X-Options %q, want on", got)
+			}
+			post(t, inv, context.Background(), "products")
+			if got := products.Last(t).Header.Get("X-Options"); got != "" {
+				t.Errorf("products received X-Options %q: another schema's options", got)
 			}
 
+			before := len(logs.String())
 			if err := inv.Reload(config(path, "products", products.URL())); err != nil {
 				t.Fatal(err)
 			}
-			if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, `\"reviews\"`) {
+			if l := logs.String()[before:]; !strings.Contains(l, "level=WARN") || !strings.Contains(l, `\"reviews\"`) {
 				t.Errorf("a reload that removed reviews, which has options, logged no warning naming it:\n%s", l)
 			}
-			if err := inv.Reload(cfg); err != nil {
+			if err := inv.Reload(both); err != nil {
 				t.Fatal(err)
 			}
 			post(t, inv, context.Background(), "reviews")

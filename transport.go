@@ -143,9 +143,6 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := unknownSchemaOptions(o.schemas, &cfg); err != nil {
-		return nil, err
-	}
 	if err := unusedSchemaHooks(o.schemas); err != nil {
 		return nil, err
 	}
@@ -156,6 +153,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
+	inv.warnUnknownSchemaOptions(&cfg)
 	shadowed := inv.choosePaths(&cfg)
 	if shadowed {
 		sh := cfg.EffectiveShadow()
@@ -455,9 +453,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	}
 	inv.canary.attach(st)
 	inv.state.Store(st)
-	if err := unknownSchemaOptions(inv.o.schemas, &cfg); err != nil {
-		inv.log.Warn("source schema options kept for a reload that adds the schema back", "error", err)
-	}
+	inv.warnUnknownSchemaOptions(&cfg)
 	kept, replaced, removed := retire(old, st)
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
