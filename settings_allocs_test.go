@@ -53,7 +53,17 @@ func TestIdleSettingAllocs(t *testing.T) {
 	defer srv.Close()
 	var buf []byte
 	read := func(resp *http.Response) error { return rawhttp.ReadBody(resp, nil, &buf, len(benchAnswer)) }
-	var barePost float64
+	posts := func(t *testing.T, st idleSetting) float64 {
+		inv, ctx := settingInvoker(t, pathH1, srv.URL()+"/graphql", st)
+		allocs, _ := allocsPerCall(200, 2000, func() {
+			resp, err := inv.Post(ctx, "products", benchQuery)
+			if err := rawhttp.ReadBody(resp, err, &buf, len(benchAnswer)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return allocs
+	}
+	barePost := posts(t, idleSetting{name: "none"})
 	for _, st := range idleSettings {
 		t.Run(st.name, func(t *testing.T) {
 			inv, ctx := settingInvoker(t, pathH1, srv.URL()+"/graphql", st)
@@ -65,15 +75,8 @@ func TestIdleSettingAllocs(t *testing.T) {
 			if allocs > maxIdlePostFuncAllocs || bytes > maxIdlePostFuncBytes {
 				t.Errorf("PostFunc: %.1f allocations, %.0f B a call; want at most %d and %d", allocs, bytes, maxIdlePostFuncAllocs, maxIdlePostFuncBytes)
 			}
-			post, _ := allocsPerCall(200, 2000, func() {
-				resp, err := inv.Post(ctx, "products", benchQuery)
-				if err := rawhttp.ReadBody(resp, err, &buf, len(benchAnswer)); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if st.name == "none" {
-				barePost = post
-			} else if post > barePost+maxIdlePostExtra {
+			post := posts(t, st)
+			if post > barePost+maxIdlePostExtra {
 				t.Errorf("Post: %.1f allocations a call; want at most %.0f (the bare Post's %.0f + %d)", post, barePost+maxIdlePostExtra, barePost, maxIdlePostExtra)
 			}
 			t.Logf("PostFunc %.1f allocs %.0f B; Post %.1f allocs", allocs, bytes, post)
