@@ -83,4 +83,3 @@ func TestIdleSettingAllocs(t *testing.T) {
 		})
 	}
 }
-
