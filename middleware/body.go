@@ -30,8 +30,10 @@ type classified struct {
 // method, its URL's query string and its body, so that a GET with ?query=
 // is told as a POST is. It never modifies req.
 //
-// With req.GetBody, the body is read from a fresh copy and req is sent as
-// it is. Without it, req.Body is read (and closed, if read whole) and the
+// A body that hands over its unread bytes (UnreadBytes) and can be had
+// again (GetBody) is classified where it lies. Otherwise, with
+// req.GetBody, the body is read from a fresh copy and req is sent as it
+// is. Without it, req.Body is read (and closed, if read whole) and the
 // returned request is a shallow copy that carries the bytes; a body over
 // the limit is stitched back together so that the next handler reads
 // every byte.
@@ -43,6 +45,15 @@ func classify(req *http.Request) (classified, error) {
 		// Compress further out sent it compressed: the bytes to send again
 		// are the compressed ones, the kind is the uncompressed body's.
 		return classified{req: req, body: eb.sent, kind: kindOf(req, eb.raw), enc: eb}, nil
+	}
+	if ub, ok := req.Body.(UnreadBytes); ok && req.GetBody != nil {
+		// The body's bytes are in memory, unread (a transport.Invoker's
+		// Post): classify them where they lie, with no copy; GetBody
+		// gives them again for a retry.
+		if body := ub.UnreadBytes(); len(body) <= operation.MaxBodyBytes {
+			return classified{req: req, body: body, kind: kindOf(req, body)}, nil
+		}
+		return classified{req: req}, nil
 	}
 	if req.GetBody != nil {
 		rc, err := req.GetBody()

@@ -42,8 +42,9 @@ type CompressConfig struct {
 
 // UnreadBytes is implemented by a request body that can hand its bytes over
 // without being read, as the root package's Post body does: Compress
-// encodes them where they lie, with no copy. The slice must not change
-// while the request is in flight.
+// encodes them where they lie, and Retry, Hedge and Dedupe tell the
+// operation from them (when the request also has GetBody), with no copy.
+// The slice must not change while the request is in flight.
 type UnreadBytes interface {
 	UnreadBytes() []byte
 }

@@ -60,6 +60,7 @@ func (d *h1Dialer) open(ctx context.Context, addr string) (dialed, error) {
 		return dialed{}, err
 	}
 	c := &h1Conn{nc: nc, maxHeader: d.maxHeader}
+	c.onDone = c.interrupt
 	if err := c.peeker.init(nc); err != nil {
 		c.oneShot = true
 		d.noSocket(err)
@@ -134,12 +135,15 @@ type h1Conn struct {
 	err       atomic.Pointer[error]     // set once, when the connection closes
 	hook      atomic.Pointer[stateHook] // the pool's state hook
 
-	br    *bufio.Reader   // holder; reads through readerOf
-	wbuf  []byte          // holder: the request being written
-	used  bool            // holder: a request was sent on it before
-	ctx   context.Context // holder: the request's context when it can end (Done not nil); nil otherwise
-	stop  func() bool     // holder: stops the context's AfterFunc; nil if none
-	timed bool            // holder: a deadline is set on nc that endRequest must clear
+	br   *bufio.Reader   // holder; reads through readerOf
+	wbuf []byte          // holder: the request being written
+	used bool            // holder: a request was sent on it before
+	ctx  context.Context // holder: the request's context when it can end (Done not nil); nil otherwise
+	stop func() bool     // holder: stops the context's AfterFunc; nil if none
+	// onDone is c.interrupt as a func value, made once at open: a method
+	// value made per request would be an allocation per call. Immutable.
+	onDone func()
+	timed  bool // holder: a deadline is set on nc that endRequest must clear
 	// lingers: a header bound's read deadline may still be set on nc after
 	// its header came (plain TCP only): roundTrip leaves it rather than
 	// clear it, which saves a deadline change (a runtime timer operation)
@@ -393,7 +397,7 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 			c.runHook()
 			return nil, context.Cause(ctx)
 		}
-		c.stop = context.AfterFunc(ctx, c.interrupt)
+		c.stop = context.AfterFunc(ctx, c.onDone)
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	headerBy := c.setDeadlines(deadline, hasDeadline, d)
