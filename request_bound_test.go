@@ -300,3 +300,41 @@ func TestPostFuncOwnAnswerUnderRequestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestTimeoutBoundsRetryWait: a retry's backoff that would outlast
+// request_timeout is cut by it, and the caller gets the request_timeout
+// error, on every path, for Post and PostFunc; the server sees one
+// request.
+func TestRequestTimeoutBoundsRetryWait(t *testing.T) {
+	const d = 100 * time.Millisecond
+	for _, path := range paths {
+		for _, call := range bodyCalls {
+			t.Run(string(path)+"/"+call.name, func(t *testing.T) {
+				srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				})
+				inv := newInvoker(t, withSchema(path, srv.URL(), func(s *env.SourceSchema) {
+					s.RequestTimeout = d
+					s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Hour, WaitMax: time.Hour, Statuses: []int{http.StatusServiceUnavailable}}
+				}))
+				done := make(chan error, 1)
+				go func() {
+					_, err := call.call(inv, context.Background(), func(body io.Reader) error {
+						_, err := io.Copy(io.Discard, body)
+						return err
+					})
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					checkRequestTimeout(t, err, d)
+				case <-time.After(engineGuard):
+					t.Fatal("the retry's backoff outlived request_timeout")
+				}
+				if n := len(srv.Requests()); n != 1 {
+					t.Errorf("the server received %d requests, want 1", n)
+				}
+			})
+		}
+	}
+}
