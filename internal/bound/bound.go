@@ -241,5 +241,5 @@ func (g *Guard) release() {
 // Guard is not reusable is left to the garbage collector: the rare call
 // that waited on its bound, or whose bound passed.
 func (g *Guard) Reusable() bool {
-	return g.timer == nil && g.req.armed.Load() == nil
+	return g.timer == nil && !g.req.armed.Load()
 }

@@ -2,6 +2,7 @@ package bound
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,54 +20,57 @@ import (
 // Until then it answers from parent and the clock: Deadline is end; Err
 // is nil while end is ahead and parent has not ended; Value is parent's.
 // The first Done, an Err once it has ended, or a context derived from it
-// (which calls Done) makes the standard one, armed: from then on every
-// method is armed's, so a waiter (the pool's queue, a retry's backoff,
-// net/http) sees an ordinary context, and context.Cause finds armed's
-// cause (the request timeout, or the parent's cause), since Cause asks
-// Err first, and Value of the cancelCtx key then reaches armed.
+// (which calls Done) arms it: it makes the standard one (armedCtx), and
+// from then on every method is armedCtx's, so a waiter (the pool's queue,
+// a retry's backoff, net/http) sees an ordinary context, and
+// context.Cause finds armedCtx's cause (the request timeout, or the
+// parent's cause), since Cause asks Err first, and Value of the
+// cancelCtx key then reaches armedCtx.
 //
 // A transport that keeps the bound itself (RequestBound: the h1 engine,
 // with its connection's timer) watches only parent, so on the path where
 // nothing waits no context is made at all.
 //
-// Ownership: Guard.Begin sets parent, end and callerDeadline before the
-// request is sent, and nothing changes them until the Guard is reused
-// (a pooled PostFunc call, only when Reusable); armed and released are
-// atomic, for any goroutine.
+// Ownership: Guard.Begin sets parent, end, bound and callerDeadline
+// before the request is sent, and nothing changes them until the Guard is
+// reused (a pooled PostFunc call, only when Reusable). armedCtx and
+// cancel are written once, under mu, before armed is set; released is
+// atomic.
 type requestCtx struct {
 	parent         context.Context
 	end            time.Time     // the request bound's end: before parent's deadline, if any
 	bound          time.Duration // request_timeout, for the error
 	callerDeadline bool          // parent has a deadline (later than end)
-	// armed is the standard context made on demand (arm), with its
-	// cancel; nil until then. Set once.
-	armed atomic.Pointer[armedCtx]
+
+	mu sync.Mutex // serialises arm and release
+	// armedCtx is the standard context made on demand (arm), and cancel
+	// its CancelFunc; nil until then. Read without mu once armed is set.
+	armedCtx context.Context
+	cancel   context.CancelFunc
+	armed    atomic.Bool // armedCtx is set
 	// released: the Guard released the request (its body closed, or it
 	// failed); the context is cancelled from then on, as a standard one
 	// is by its CancelFunc.
 	released atomic.Bool
 }
 
-// armedCtx is the standard context a requestCtx arms.
-type armedCtx struct {
-	context.Context
-	cancel context.CancelFunc
-}
-
 // requestKey finds a request's requestCtx (CallerDeadline).
 type requestKey struct{}
 
+// begin sets c up for a request: a zero or released requestCtx that
+// nothing else holds.
 func (c *requestCtx) begin(parent context.Context, end time.Time, bound time.Duration, callerDeadline bool) {
 	c.parent, c.end, c.bound, c.callerDeadline = parent, end, bound, callerDeadline
-	c.armed.Store(nil)
+	c.armedCtx, c.cancel = nil, nil
+	c.armed.Store(false)
 	c.released.Store(false)
 }
 
 func (c *requestCtx) Deadline() (time.Time, bool) { return c.end, true }
 
 func (c *requestCtx) Done() <-chan struct{} {
-	if a := c.armed.Load(); a != nil {
-		return a.Done()
+	if c.armed.Load() {
+		return c.armedCtx.Done()
 	}
 	if c.released.Load() {
 		return closedChan
@@ -75,8 +79,8 @@ func (c *requestCtx) Done() <-chan struct{} {
 }
 
 func (c *requestCtx) Err() error {
-	if a := c.armed.Load(); a != nil {
-		return a.Err()
+	if c.armed.Load() {
+		return c.armedCtx.Err()
 	}
 	if c.released.Load() {
 		return context.Canceled
@@ -93,35 +97,35 @@ func (c *requestCtx) Value(key any) any {
 	if _, ok := key.(requestKey); ok {
 		return c
 	}
-	if a := c.armed.Load(); a != nil {
-		return a.Value(key)
+	if c.armed.Load() {
+		return c.armedCtx.Value(key)
 	}
 	return c.parent.Value(key)
 }
 
-// arm makes the standard context, once: one that ends at end with the
-// request timeout as its cause, or when parent ends, or when the request
-// is released.
-func (c *requestCtx) arm() *armedCtx {
-	ctx, cancel := context.WithDeadlineCause(c.parent, c.end, &fault.RequestTimeoutError{Bound: c.bound})
-	a := &armedCtx{Context: ctx, cancel: cancel}
-	if !c.armed.CompareAndSwap(nil, a) {
-		cancel()
-		return c.armed.Load()
+// arm makes the standard context, once, and returns it: one that ends at
+// end with the request timeout as its cause, or when parent ends, or when
+// the request is released.
+func (c *requestCtx) arm() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed.Load() {
+		c.armedCtx, c.cancel = context.WithDeadlineCause(c.parent, c.end, &fault.RequestTimeoutError{Bound: c.bound})
+		if c.released.Load() {
+			c.cancel()
+		}
+		c.armed.Store(true)
 	}
-	// release sets released and then looks for armed; this stored armed
-	// and now looks at released: one of the two sees the other.
-	if c.released.Load() {
-		cancel()
-	}
-	return a
+	return c.armedCtx
 }
 
 // release cancels the context, as a standard one's CancelFunc does.
 func (c *requestCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.released.Store(true)
-	if a := c.armed.Load(); a != nil {
-		a.cancel()
+	if c.armed.Load() {
+		c.cancel()
 	}
 }
 
