@@ -35,11 +35,13 @@ import (
 //
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
-// returns: no hedge, dedupe, telemetry, request log, request_timeout,
-// header_timeout enforced by the request path, or middleware
-// (WithMiddleware, SchemaOptions.Middleware or AttemptMiddleware), and
-// the call is not moved by a reload to another engine. Anywhere else
-// PostFunc costs what Post does, with the same guarantees.
+// returns: no hedge, dedupe, telemetry, request log, header_timeout
+// enforced by the request path, or middleware (WithMiddleware,
+// SchemaOptions.Middleware or AttemptMiddleware), the call is not moved
+// by a reload to another engine, and its request_timeout neither passed
+// nor was waited on (by the pool's queue, a retry's backoff or the rate
+// limit). Anywhere else PostFunc costs what Post does, with the same
+// guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
 		// The canary and shadow choose a route per call and may send on
@@ -189,8 +191,13 @@ var lentCalls = sync.Pool{New: func() any { return new(lentCall) }}
 
 // recycle empties c, keeping its header map and GetBody, and puts it back
 // in the pool. The request path has returned, the body is closed, and the
-// Borrow returned or forgotten: nothing holds c.
+// Borrow returned or forgotten: nothing holds c, unless its bounds made a
+// context or timer that may still run (bound.Guard.Reusable), and then c
+// is left to the garbage collector.
 func (c *lentCall) recycle() {
+	if !c.guard.Reusable() {
+		return
+	}
 	clear(c.header)
 	c.postCall = postCall{}
 	c.ctx = borrowCtx{}

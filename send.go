@@ -302,13 +302,12 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// attempt sends req once on r's pool, with the pool's own header
-// timer when it has one and req has no deadline.
+// attempt sends req once on r's pool, with the pool's own header timer
+// when it has one and req has no deadline of its caller's (its request
+// bound's is none: bound.CallerDeadline).
 func (r *route) attempt(req *http.Request) (*http.Response, error) {
-	if r.timed != nil {
-		if _, ok := req.Context().Deadline(); !ok {
-			return r.timed.RoundTripWithin(req, r.headerTimeout)
-		}
+	if r.timed != nil && !bound.CallerDeadline(req.Context()) {
+		return r.timed.RoundTripWithin(req, r.headerTimeout)
 	}
 	return r.pool.RoundTrip(req)
 }

@@ -53,7 +53,7 @@ var idleSettings = []idleSetting{
 		s.RateLimit.RequestsPerSecond = 1e9 // never waits
 		s.RateLimit.Burst = 1 << 20
 	}},
-	{name: "compression", edit: func(s *env.Settings) { s.RequestCompression.Codec = env.CompressionGzip }}, // below min_bytes: sent as it is
+	{name: "compression", edit: func(s *env.Settings) { s.RequestCompression.Codec = env.CodecGzip }}, // below min_bytes: sent as it is
 	{name: "production", deadline: true, edit: productionSet},
 }
 

@@ -124,9 +124,11 @@ type route struct {
 	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
 	// lends: PostFunc pools its calls on this route (lentCall): the
 	// pool writes the whole request before RoundTrip returns (h1),
-	// the request path arms no timer of its own, and no middleware can
-	// hold the request or the response once the pipeline has returned
-	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
+	// the request path arms no header timer of its own (the request
+	// bound arms nothing unless a call waits on it, and such a call is not
+	// pooled again: bound.Guard.Reusable), and no middleware can hold the
+	// request or the response once the pipeline has returned (no hedge,
+	// dedupe, telemetry, request log, user, attempt or backend
 	// middleware).
 	lends bool
 }
@@ -330,7 +332,7 @@ func (inv *Transport) attachPool(r *route, s *backend.Schema, be backend.Backend
 	r.desc = r.pool.Describe()
 	r.engine = r.desc.Engine
 	r.anyBody = r.desc.WritesAnyBody
-	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.requestTimeout == 0 && r.headerTimeout > 0 {
+	if ht := r.desc.Timed; ht != nil && ht.TimesHeaders(s) && r.headerTimeout > 0 {
 		r.timed = ht
 	}
 	return opened, nil
@@ -355,7 +357,7 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 	l.add(stageBackendMiddleware, be.Middleware(s)...)
 	// Retry, the breaker, compression and the rate limit let go of the
 	// request and the response when they return; the other stages may not.
-	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 &&
+	r.lends = r.anyBody && r.guardHeaderTimeout() == 0 &&
 		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
 	pipeline := l.chain(sender{r})
 	r.entry = pipeline

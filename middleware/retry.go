@@ -234,13 +234,15 @@ func giveUp(req *http.Request, attempts int, cause error) error {
 	return fmt.Errorf("%s %s giving up after %d attempt(s): %w", req.Method, redact.Request(req.URL), attempts, cause)
 }
 
-// sleep waits for d or until ctx ends, and then returns ctx's error.
+// sleep waits for d or until ctx ends, and then returns the cause of its
+// end (context.Cause): a request_timeout's or header_timeout's error
+// names its bound, and still matches context.DeadlineExceeded.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	case <-t.C:
 		return nil
 	}

@@ -200,29 +200,40 @@ func TestWrongTarget(t *testing.T) {
 }
 
 // TestHeaderTimeout: a source schema that never answers is cut at
-// header_timeout, with the bound in the error, on both engines; a caller's
+// header_timeout, with the bound in the error, on both engines, also
+// under a later request_timeout (which is no caller deadline); a caller's
 // own deadline wins over the bound.
 func TestHeaderTimeout(t *testing.T) {
 	for _, engine := range engines {
-		t.Run(engine, func(t *testing.T) {
-			release := make(chan struct{})
-			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-release })
-			defer close(release)
-			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.HeaderTimeout = 20 * time.Millisecond })
-			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-			_, err := rt.RoundTrip(req)
-			var hte *fault.HeaderTimeoutError
-			if !errors.As(err, &hte) || hte.Bound != 20*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("err = %v, want a *fault.HeaderTimeoutError of 20ms", err)
-			}
+		for _, requestTimeout := range []time.Duration{0, time.Hour} {
+			t.Run(fmt.Sprintf("%s/request_timeout=%v", engine, requestTimeout), func(t *testing.T) {
+				headerTimeout(t, engine, requestTimeout)
+			})
+		}
+	}
+}
 
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-			if _, err = rt.RoundTrip(req); !errors.Is(err, context.Canceled) || errors.As(err, &hte) {
-				t.Fatalf("err = %v, want the caller's context.Canceled", err)
-			}
-		})
+// headerTimeout is one case of TestHeaderTimeout.
+func headerTimeout(t *testing.T, engine string, requestTimeout time.Duration) {
+	release := make(chan struct{})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	defer close(release)
+	rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) {
+		c.Settings.HeaderTimeout = 20 * time.Millisecond
+		c.Settings.RequestTimeout = requestTimeout
+	})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	_, err := rt.RoundTrip(req)
+	var hte *fault.HeaderTimeoutError
+	if !errors.As(err, &hte) || hte.Bound != 20*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a *fault.HeaderTimeoutError of 20ms", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if _, err = rt.RoundTrip(req); !errors.Is(err, context.Canceled) || errors.As(err, &hte) {
+		t.Fatalf("err = %v, want the caller's context.Canceled", err)
 	}
 }
 

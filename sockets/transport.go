@@ -43,7 +43,7 @@ func newTransport(s *backend.Schema, be backend.Backend, pool backend.Pool) *Tra
 		name: s.Name, url: s.URL, pool: pool, desc: pool.Describe(),
 		header: setting.Bound(s.Settings.HeaderTimeout), request: setting.Bound(s.Settings.RequestTimeout),
 	}
-	if ht := t.desc.Timed; ht != nil && ht.TimesHeaders(s) && t.request == 0 && t.header > 0 {
+	if ht := t.desc.Timed; ht != nil && ht.TimesHeaders(s) && t.header > 0 {
 		t.timed = ht
 	}
 	var rt http.RoundTripper = sender{t}
@@ -139,13 +139,12 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // attempt sends req once, with the pool's own header timer when it has
-// one and req has no deadline.
+// one and req has no deadline of its caller's (its request bound's is
+// none: bound.CallerDeadline).
 func (s sender) attempt(req *http.Request) (*http.Response, error) {
 	t := s.t
-	if t.timed != nil {
-		if _, ok := req.Context().Deadline(); !ok {
-			return t.timed.RoundTripWithin(req, t.header)
-		}
+	if t.timed != nil && !bound.CallerDeadline(req.Context()) {
+		return t.timed.RoundTripWithin(req, t.header)
 	}
 	return t.pool.RoundTrip(req)
 }

@@ -49,7 +49,8 @@ type HeaderTimer interface {
 	// any scheme on the h1 engine).
 	TimesHeaders(s *Schema) bool
 
-	// RoundTripWithin sends req, which has no deadline, and fails with a
+	// RoundTripWithin sends req, which has no deadline but perhaps its
+	// request bound's (bound.CallerDeadline is false), and fails with a
 	// *fault.HeaderTimeoutError if its response headers have not arrived
 	// within d, counting the time it waits for a connection.
 	RoundTripWithin(req *http.Request, d time.Duration) (*http.Response, error)

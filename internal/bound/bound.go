@@ -52,15 +52,18 @@ func urlErrorOp(method string) string {
 // that names the source schema in read errors.
 //
 // Ownership: Begin sets every field but header and released before the
-// request is sent; after that only header (the timer's state) and released
-// change, atomically, and body is set by Finish, on the request's
-// goroutine, before anyone reads the body.
+// request is sent; after that only header (the timer's state), released
+// and req's atomics change, atomically, and body is set by Finish, on the
+// request's goroutine, before anyone reads the body.
 type Guard struct {
 	target      Target
 	headerCause fault.HeaderTimeoutError // its Bound is zero without a header bound
 	cancel      context.CancelCauseFunc
-	stopRequest context.CancelFunc // nil: no request bound
-	timer       *time.Timer        // nil: no header bound
+	// req is the request's context under the request bound (requestCtx),
+	// part of the Guard so that it costs no allocation; its parent is nil
+	// without a request bound.
+	req   requestCtx
+	timer *time.Timer // nil: no header bound
 	// header is the header timer's state: headerArmed until the timer
 	// fires (headerFired) or the headers are in (headerIn, by Finish or
 	// HeadersIn), whichever comes first; it never changes after that.
@@ -127,16 +130,20 @@ func (g *Guard) headersIn() (fired bool) {
 // request bound if request is positive and ctx has no earlier deadline. g
 // is usually part of a larger per-request struct, to save an allocation;
 // it must be a zero Guard.
+//
+// The request bound makes no context, timer or goroutine until something
+// waits on it or it passes (requestCtx); the header bound makes a context
+// and a timer, which is why a transport that can bound the header wait on
+// its connection does so instead (backend.HeaderTimer, CallerDeadline).
 func (g *Guard) Begin(ctx context.Context, t Target, header, request time.Duration) context.Context {
 	deadline, hasDeadline := ctx.Deadline()
 	headerBound := header > 0 && !hasDeadline
-	requestBound := request > 0 && (!hasDeadline || time.Until(deadline) > request)
 	g.target = t
-	if !headerBound && !requestBound {
-		return ctx
-	}
-	if requestBound {
-		ctx, g.stopRequest = context.WithTimeoutCause(ctx, request, &fault.RequestTimeoutError{Bound: request})
+	if request > 0 {
+		if end := time.Now().Add(request); !hasDeadline || deadline.After(end) {
+			g.req.begin(ctx, end, request, hasDeadline)
+			ctx = &g.req
+		}
 	}
 	if headerBound {
 		g.outer, _ = ctx.Value(guardKey{}).(*Guard)
@@ -166,9 +173,10 @@ func (g *Guard) Finish(resp *http.Response, err error) (*http.Response, error) {
 	fired := g.timer != nil && g.headersIn()
 	if err != nil {
 		g.release()
-		var hte *fault.HeaderTimeoutError
-		if fired && !errors.As(err, &hte) {
-			return nil, fmt.Errorf("%w (%w)", err, &g.headerCause)
+		if fired {
+			if _, ok := errors.AsType[*fault.HeaderTimeoutError](err); !ok {
+				return nil, fmt.Errorf("%w (%w)", err, &g.headerCause)
+			}
 		}
 		return nil, err
 	}
@@ -212,7 +220,7 @@ func (g *Guard) Close() error {
 }
 
 func (g *Guard) release() {
-	if g.cancel == nil && g.stopRequest == nil {
+	if g.cancel == nil && g.req.parent == nil {
 		return
 	}
 	if !g.released.CompareAndSwap(false, true) {
@@ -221,7 +229,17 @@ func (g *Guard) release() {
 	if g.cancel != nil {
 		g.cancel(nil)
 	}
-	if g.stopRequest != nil {
-		g.stopRequest()
+	if g.req.parent != nil {
+		g.req.release()
 	}
+}
+
+// Reusable reports whether g's memory may serve another request once the
+// request is released (its body closed, or its round trip failed): it
+// made no context or timer that may still run and reach it (the request
+// bound armed, a header bound). A pooled call (transport.PostFunc) whose
+// Guard is not reusable is left to the garbage collector: the rare call
+// that waited on its bound, or whose bound passed.
+func (g *Guard) Reusable() bool {
+	return g.timer == nil && !g.req.armed.Load()
 }

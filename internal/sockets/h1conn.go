@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/h1"
 )
@@ -138,12 +139,21 @@ type h1Conn struct {
 	br   *bufio.Reader   // holder; reads through readerOf
 	wbuf []byte          // holder: the request being written
 	used bool            // holder: a request was sent on it before
-	ctx  context.Context // holder: the request's context when it can end (Done not nil); nil otherwise
-	stop func() bool     // holder: stops the context's AfterFunc; nil if none
+	ctx  context.Context // holder: the request's context when it can end (Done not nil, or a request bound); nil otherwise
+	stop func() bool     // holder: stops the AfterFunc of the context watched (ctx, or its parent under a request bound); nil if none
 	// onDone is c.interrupt as a func value, made once at open: a method
 	// value made per request would be an allocation per call. Immutable.
 	onDone func()
-	timed  bool // holder: a deadline is set on nc that endRequest must clear
+	// bound is the connection's own timer for the request bound of a
+	// request whose context is bound.RequestBound's: it interrupts the
+	// request at the bound's end, as that context's timer would, so the
+	// context needs none. Made by the first such request and reset by each
+	// (no allocation); it calls onDone, which touches only nc. Holder.
+	bound *time.Timer
+	// bounded: bound is armed for the holder's request; endRequest stops
+	// it. Holder.
+	bounded bool
+	timed   bool // holder: a deadline is set on nc that endRequest must clear
 	// lingers: a header bound's read deadline may still be set on nc after
 	// its header came (plain TCP only): roundTrip leaves it rather than
 	// clear it, which saves a deadline change (a runtime timer operation)
@@ -191,11 +201,12 @@ func (r readerOf) Read(p []byte) (int, error) {
 
 // ctxErr returns the holder's context's cause in place of err when the
 // context ended the read or write: it was cancelled, or its deadline (set
-// on the connection) passed, which the connection may see a moment before
-// the context does.
+// on the connection, or kept by the connection's bound timer, whose
+// interrupt closes it) passed, which the connection may see a moment
+// before the context does.
 func (c *h1Conn) ctxErr(err error) error {
 	ctx := c.ctx
-	if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if ctx.Err() == nil && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)) {
 		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 			<-ctx.Done()
 		}
@@ -388,7 +399,16 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 	c.used = true
 	c.reuse = !req.Close && !c.oneShot
 	ctx := req.Context()
-	if ctx.Done() != nil {
+	// Under a request bound made by the request path (bound.RequestBound)
+	// the connection's timer keeps the bound and the caller's context is
+	// watched for the rest: the request's own context is never asked for
+	// its Done, which would make it a context and a timer of its own.
+	watch, end, bounded := ctx, time.Time{}, false
+	if parent, e, ok := bound.RequestBound(ctx); ok {
+		watch, end, bounded = parent, e, true
+	}
+	watched := watch.Done() != nil
+	if watched || bounded {
 		c.ctx = ctx
 		if err := ctx.Err(); err != nil {
 			gqlhttp.CloseBody(req)
@@ -397,9 +417,20 @@ func (c *h1Conn) roundTrip(req *http.Request, d time.Duration) (*http.Response, 
 			c.runHook()
 			return nil, context.Cause(ctx)
 		}
-		c.stop = context.AfterFunc(ctx, c.onDone)
+		if watched {
+			c.stop = context.AfterFunc(watch, c.onDone)
+		}
+		if bounded {
+			c.armBound(end)
+		}
 	}
-	deadline, hasDeadline := ctx.Deadline()
+	// The connection's deadline is the context's, except under a request
+	// bound: its timer ends the request first, and the caller's later
+	// deadline is the caller's context's to keep (watched).
+	deadline, hasDeadline := time.Time{}, false
+	if !bounded {
+		deadline, hasDeadline = ctx.Deadline()
+	}
 	headerBy := c.setDeadlines(deadline, hasDeadline, d)
 	readBefore, writtenBefore := c.read, c.written.Load()
 	if err := c.write(req); err != nil {
@@ -452,6 +483,17 @@ func (c *h1Conn) setDeadlines(deadline time.Time, hasDeadline bool, d time.Durat
 		}
 	}
 	return headerBy
+}
+
+// armBound arms the connection's timer to interrupt the holder's request
+// at end, its request bound's.
+func (c *h1Conn) armBound(end time.Time) {
+	if c.bound == nil {
+		c.bound = time.AfterFunc(time.Until(end), c.onDone)
+	} else {
+		c.bound.Reset(time.Until(end))
+	}
+	c.bounded = true
 }
 
 // endHeaderBound ends the header bound once the response head is in: the
@@ -576,15 +618,21 @@ func (c *h1Conn) failed(err error, reused bool, writtenBefore, readBefore int64,
 	return err
 }
 
-// endRequest ends the holder's hold on the context: the AfterFunc stops
-// and the deadlines go. It reports false when the AfterFunc had run (or is
-// running): it may set its deadline after this, so the connection must
-// not carry another request.
+// endRequest ends the holder's hold on the context: the AfterFunc and the
+// bound's timer stop and the deadlines go. It reports false when either
+// had run (or is running): it may set its deadline after this, so the
+// connection must not carry another request.
 func (c *h1Conn) endRequest() (clean bool) {
 	clean = true
 	if c.stop != nil {
 		clean = c.stop()
 		c.stop = nil
+	}
+	if c.bounded {
+		if !c.bound.Stop() {
+			clean = false
+		}
+		c.bounded = false
 	}
 	c.ctx = nil
 	if c.timed {
@@ -599,12 +647,15 @@ func (c *h1Conn) endRequest() (clean bool) {
 //
 // A body that ends unclean may end from a goroutine closing it while
 // another is blocked reading it (see h1.Body): then only the AfterFunc's
-// stop, which is safe from any goroutine, and the close run here, and no
-// holder field is written.
+// stop and the bound timer's, which are safe from any goroutine, and the
+// close run here, and no holder field is written.
 func (c *h1Conn) BodyDone(reuse bool) {
 	if !reuse || !c.reuse {
 		if c.stop != nil {
 			c.stop()
+		}
+		if c.bounded {
+			c.bound.Stop()
 		}
 		c.fail(errH1NotReusable)
 		return

@@ -153,7 +153,8 @@ func (t *poolTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(req, 0)
 }
 
-// RoundTripWithin sends req, which has no deadline, on a pooled connection
+// RoundTripWithin sends req, which has no deadline but perhaps its request
+// bound's (bound.CallerDeadline is false), on a pooled connection
 // and fails with a *fault.HeaderTimeoutError if the headers take longer
 // than d, counting the time req waits for a connection (the error says how
 // much of it). On a connection that only ever carries one request at a
