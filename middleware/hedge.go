@@ -268,10 +268,12 @@ type hedgeCall struct {
 	// its own (context.WithCancelCause of ctx); fcancel cancels it.
 	fctx    context.Context
 	fcancel context.CancelCauseFunc
-	first   firstCtx       // with reuse: the first try's context, pooled
-	req     http.Request   // with reuse: the first try's request, pooled
-	borrow  backend.Borrow // with a caller's Borrow: the first try's response memory, lent to the caller with the call
-	timer   *time.Timer    // made once, with the call: calls fire
+	// first is, with reuse, the first try's context: made once with the
+	// call, and pooled with it.
+	first  *firstCtx
+	req    http.Request   // with reuse: the first try's request, pooled
+	borrow backend.Borrow // with a caller's Borrow: the first try's response memory, lent to the caller with the call
+	timer  *time.Timer    // made once, with the call: calls fire
 	// clean: the query's goroutine stopped the timer before it fired and
 	// no hedge went; only then may the call be pooled again. Owned by the
 	// query's goroutine, then by whoever ends the call (release).
@@ -352,10 +354,12 @@ func (h *hedger) start(ctx context.Context, c classified, delay time.Duration) *
 		k.fctx, k.fcancel = context.WithCancelCause(ctx)
 		return k
 	}
-	f := &k.first
-	if f.cc == nil {
+	f := k.first
+	if f == nil {
+		f = new(firstCtx)
 		f.cc, f.cancel = context.WithCancelCause(context.Background())
 		f.onParent = f.parentDone
+		k.first = f
 	}
 	f.parent = ctx
 	if b := backend.BorrowOf(ctx); b != nil {
@@ -545,7 +549,7 @@ func (k *hedgeCall) hedge(r *http.Request, i int, cancel context.CancelFunc) {
 // failed while hedges were out.
 func (k *hedgeCall) endFirst(cause error) {
 	k.fcancel(cause)
-	if f := &k.first; f.stop != nil {
+	if f := k.first; f != nil && f.stop != nil {
 		f.stop()
 	}
 }
@@ -559,7 +563,7 @@ func (k *hedgeCall) release() {
 	clean := k.clean
 	if !k.h.reuse {
 		k.fcancel(nil)
-	} else if f := &k.first; f.stop != nil && !f.stop() || f.cc.Err() != nil {
+	} else if f := k.first; f.stop != nil && !f.stop() || f.cc.Err() != nil {
 		// The query's context ended, and cancelled the pooled one.
 		clean = false
 	}
@@ -577,10 +581,14 @@ func (k *hedgeCall) Return() {
 }
 
 // recycle empties k, keeping its timer and its first try's pooled
-// context, and puts it back in the pool.
+// context, and puts it back in the pool. Of the context, it writes only
+// what is set for each call: a late reader may still read the rest.
 func (k *hedgeCall) recycle() {
-	t, cc, cancel, onParent := k.timer, k.first.cc, k.first.cancel, k.first.onParent
-	*k = hedgeCall{timer: t, first: firstCtx{cc: cc, cancel: cancel, onParent: onParent}}
+	t, f := k.timer, k.first
+	if f != nil {
+		f.parent, f.borrow, f.stop = nil, nil, nil
+	}
+	*k = hedgeCall{timer: t, first: f}
 	hedgeCalls.Put(k)
 }
 
@@ -594,16 +602,19 @@ func (k *hedgeCall) recycle() {
 // what they register on it costs what it costs on a context of the
 // standard library.
 //
-// Once the call is pooled, a late reader of the context (the h1 engine's
-// Read that a Close from another goroutine ended) reads only cc: Done,
-// and Err while cc is not cancelled.
+// Once the call is pooled, a late reader of the context reads only cc,
+// which is never written again: net/http's removal of the context it
+// derived (Done, Value of the cancelCtx key), which may run after the
+// body's Close returned on a call a reload moved to a nethttp engine;
+// the h1 engine's Read that a Close from another goroutine ended (Err,
+// while cc is not cancelled).
 type firstCtx struct {
 	parent context.Context         // the query's; set for each call
 	borrow *backend.Borrow         // the call's own Borrow when the caller lends its memory, else nil; set for each call
-	cc     context.Context         // made with the call; never replaced
+	cc     context.Context         // made with the context; never written again
 	cancel context.CancelCauseFunc // cc's
-	// onParent is parentDone, made once; stop stops its AfterFunc on
-	// parent, nil when parent never ends. Set for each call.
+	// onParent is parentDone, made with the context; stop stops its
+	// AfterFunc on parent, nil when parent never ends, set for each call.
 	onParent func()
 	stop     func() bool
 	perr     atomic.Pointer[error] // parent's Err, stored before parentDone cancels cc
