@@ -98,8 +98,8 @@ type route struct {
 	// transport writes the whole request before RoundTrip returns (h1),
 	// the request path arms no timer of its own, and no middleware can
 	// hold the request or the response once the pipeline has returned
-	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
-	// middleware).
+	// (no dedupe, telemetry, request log, user, attempt or backend
+	// middleware; a hedge that is sent spoils the call's Borrow).
 	lends bool
 }
 

@@ -35,11 +35,12 @@ import (
 //
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
-// returns: no hedge, dedupe, telemetry, request log, request_timeout,
+// returns: no dedupe, telemetry, request log, request_timeout,
 // header_timeout enforced by the request path, or middleware
-// (WithMiddleware, SchemaOptions.Middleware or AttemptMiddleware), and
-// the call is not moved by a reload to another engine. Anywhere else
-// PostFunc costs what Post does, with the same guarantees.
+// (WithMiddleware, SchemaOptions.Middleware or AttemptMiddleware), no
+// hedge sent for the call (hedging may be on), and the call is not moved
+// by a reload to another engine. Anywhere else PostFunc costs what Post
+// does, with the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
 		// The canary and shadow choose a route per call and may send on

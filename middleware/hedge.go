@@ -264,7 +264,7 @@ type hedgeCall struct {
 	c      classified
 	delay  time.Duration
 	caller *backend.Borrow // with reuse, the Borrow of a PostFunc call that lends its memory; else nil
-	// fctx is the first try's context: &first with reuse, else one of
+	// fctx is the first try's context: first with reuse, else one of
 	// its own (context.WithCancelCause of ctx); fcancel cancels it.
 	fctx    context.Context
 	fcancel context.CancelCauseFunc
