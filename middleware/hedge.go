@@ -323,7 +323,14 @@ func (h *hedger) race(req *http.Request, c classified, delay time.Duration) (*ht
 	}
 	k.timer.Reset(delay)
 	start := time.Now()
+	sent := false
+	defer func() {
+		if !sent {
+			k.abandon() // the first try panicked
+		}
+	}()
 	resp, err := h.next.RoundTrip(first)
+	sent = true
 	h.observe(start, err)
 	if resp != nil && resp.Request == first {
 		resp.Request = req // the copy may serve another query
@@ -543,6 +550,20 @@ func (k *hedgeCall) hedge(r *http.Request, i int, cancel context.CancelFunc) {
 	if resp != nil {
 		drain(resp)
 	}
+}
+
+// abandon ends a query whose first try panicked, as the panic goes on to
+// the caller: no hedge goes from now on, those out are cancelled (each
+// settles itself), and the call is left to the garbage collector.
+func (k *hedgeCall) abandon() {
+	k.mu.Lock()
+	k.ended = true
+	for _, cancel := range k.cancels {
+		cancel()
+	}
+	k.mu.Unlock()
+	k.timer.Stop()
+	k.endFirst(errLost)
 }
 
 // endFirst cancels the first try's context with cause, once it lost or

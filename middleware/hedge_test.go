@@ -114,3 +114,38 @@ func TestHedgeFirstTryContext(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgeFirstTryPanics: a first try whose RoundTrip panics lets the
+// panic through to the caller, and no hedge of the query goes after it,
+// however long it waits: three delays later (proven on the wire by a
+// query of the same delay whose three hedges came), the source schema
+// got no copy of it.
+func TestHedgeFirstTryPanics(t *testing.T) {
+	const delay = 2 * time.Millisecond
+	for _, mode := range hedgeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			w := newHedgeWire(t)
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Header.Get("X-Id") == "panics" && !middleware.IsHedge(req.Context()) {
+					panic("boom")
+				}
+				return w.RoundTrip(req)
+			})
+			rt := mode.hedge(middleware.HedgeConfig{Delay: delay, MaxExtra: 3})(next)
+			func() {
+				defer func() {
+					if p := recover(); p != "boom" {
+						t.Errorf("recovered %v, want the first try's panic", p)
+					}
+				}()
+				req := newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true)
+				req.Header.Set("X-Id", "panics")
+				rt.RoundTrip(req)
+			}()
+			elapse(t, w, delay, 3, "clock")
+			if n := w.count("panics"); n != 0 {
+				t.Errorf("after its first try panicked, the query was hedged %d times, want none", n)
+			}
+		})
+	}
+}
