@@ -563,7 +563,7 @@ func (k *hedgeCall) abandon() {
 	}
 	k.mu.Unlock()
 	k.timer.Stop()
-	k.endFirst(errLost)
+	k.endFirst(nil)
 }
 
 // endFirst cancels the first try's context with cause, once it lost or
