@@ -48,6 +48,7 @@ import (
 	"github.com/fusiongo/transport/internal/canaryjudge"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/headers"
+	"github.com/fusiongo/transport/internal/hedging"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/internal/setting"
@@ -127,9 +128,9 @@ type route struct {
 	// the request path arms no header timer of its own (the request
 	// bound arms nothing unless a call waits on it, and such a call is not
 	// pooled again: bound.Guard.Reusable), and no middleware can hold the
-	// request or the response once the pipeline has returned (no hedge,
-	// dedupe, telemetry, request log, user, attempt or backend
-	// middleware).
+	// request or the response once the pipeline has returned (no dedupe,
+	// telemetry, request log, user, attempt or backend middleware; a hedge
+	// that is sent spoils the call's Borrow).
 	lends bool
 }
 
@@ -355,10 +356,22 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 	inv.builtins(&l, r.res, settings, so, name, path)
 	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
 	l.add(stageBackendMiddleware, be.Middleware(s)...)
+	// What sits inside the hedge lets go of an attempt's request and
+	// context once its RoundTrip returned and its body is closed when the
+	// transport writes the whole request before RoundTrip returns and no
+	// middleware of the user's or the backend's is there: the hedge then
+	// pools its queries' memory, and lends it with a PostFunc call's.
+	if r.anyBody && l.empty(stageAttemptMiddleware, stageBackendMiddleware) {
+		for i, mw := range l[stageHedge] {
+			l[stageHedge][i] = func(next http.RoundTripper) http.RoundTripper { return hedging.Reuse(mw(next)) }
+		}
+	}
 	// Retry, the breaker, compression and the rate limit let go of the
-	// request and the response when they return; the other stages may not.
+	// request and the response when they return, and so does the hedge
+	// whose query sent no hedge (a hedge sent spoils the call's Borrow);
+	// the other stages may not.
 	r.lends = r.anyBody && r.guardHeaderTimeout() == 0 &&
-		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
+		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageAttemptMiddleware, stageBackendMiddleware)
 	pipeline := l.chain(sender{r})
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {
