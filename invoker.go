@@ -97,8 +97,10 @@ type route struct {
 	// transport writes the whole request before RoundTrip returns (h1),
 	// the request path arms no timer of its own, and no middleware can
 	// hold the request or the response once the pipeline has returned
-	// (no hedge, dedupe, telemetry, request log, user, attempt or backend
-	// middleware).
+	// (no hedge, telemetry, request log, user, attempt or backend
+	// middleware; dedupe sends the first caller's request on the
+	// caller's goroutine and holds no other, and a response it shares is
+	// copied and its pooled memory forgotten, backend.Borrow.Forget).
 	lends bool
 }
 
@@ -323,10 +325,11 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 	inv.builtins(&l, r.res, settings, so, name, path)
 	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
 	l.add(stageBackendMiddleware, be.Middleware(s)...)
-	// Retry, the breaker, compression and the rate limit let go of the
-	// request and the response when they return; the other stages may not.
+	// Retry, the breaker, compression, the rate limit and dedupe let go
+	// of the request and the response when they return; the other stages
+	// may not.
 	r.lends = r.anyBody && r.requestTimeout == 0 && r.guardHeaderTimeout() == 0 &&
-		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
+		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageHedge, stageAttemptMiddleware, stageBackendMiddleware)
 	pipeline := l.chain(sender{r})
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {

@@ -35,10 +35,12 @@ import (
 //
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
-// returns: no hedge, dedupe, telemetry, request log, request_timeout,
+// returns: no hedge, telemetry, request log, request_timeout,
 // header_timeout enforced by the request path, or middleware
 // (WithMiddleware, SchemaOptions.Middleware or AttemptMiddleware), and
-// the call is not moved by a reload to another engine. Anywhere else
+// the call is not moved by a reload to another engine. Dedupe keeps the
+// pooling: a call another joined gets a copy its followers share, and
+// its pooled response memory is left to the garbage collector. Anywhere else
 // PostFunc costs what Post does, with the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
