@@ -220,22 +220,20 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 // its response's headers are in (or it failed). If no follower waits by
 // then, the response is the caller's as it is, streaming; cl goes back to
 // the pool if none ever joined. Otherwise the body is read whole and
-// every caller gets a copy of the response.
-func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (resp *http.Response, err error) {
-	ended := false
+// every caller gets a copy of the response (share).
+func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (*http.Response, error) {
+	settled := false
 	defer func() {
-		if !ended {
-			// next panicked: the key is freed, the followers start over,
-			// and cl is left to the garbage collector.
-			if d.detach(k, cl) {
-				d.end(cl, again)
-			}
+		if !settled && d.detach(k, cl) {
+			// next, or the read of the body, panicked: the key is free,
+			// the followers start over, and cl is left to the garbage
+			// collector.
+			d.end(cl, again)
 		}
 	}()
-	resp, err = d.next.RoundTrip(out)
-	waiting := d.detach(k, cl)
-	ended = true
-	if !waiting {
+	resp, err := d.next.RoundTrip(out)
+	if !d.detach(k, cl) {
+		settled = true
 		// Every follower that joined, if any, has left. A call that none
 		// ever joined was held by no one else: it serves another query.
 		if cl.done == nil {
@@ -244,49 +242,55 @@ func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (resp *
 		}
 		return resp, err
 	}
-	ctx := req.Context()
-	if err != nil {
-		if ctx.Err() != nil {
-			// The first caller's own context ended the request: not an
-			// answer of the source schema.
-			d.end(cl, again)
-			return nil, err
+	o, resp, err := d.share(req.Context(), cl, out, resp, err)
+	settled = true
+	d.end(cl, o)
+	if o == shared && err == nil {
+		return cl.response(req), nil
+	}
+	return resp, err
+}
+
+// share takes the result of out, the first caller's request of cl on
+// ctx, for the followers that wait: the shared error, or the response
+// read whole (cl.err, cl.resp and cl.body, outcome shared); or it returns
+// outcome alone with the response, streaming, that the first caller gets
+// as it is; or, if ctx ended the request, outcome again with its error.
+func (d *deduper) share(ctx context.Context, cl *call, out *http.Request, resp *http.Response, err error) (outcome, *http.Response, error) {
+	if err == nil && streams(resp) {
+		return alone, resp, nil
+	}
+	if err == nil {
+		// The headers are in: from now on the callers wait under their
+		// body bounds only, the first caller as it reads for all.
+		bound.HeadersIn(ctx)
+		close(cl.headers)
+		var body []byte
+		var stream *http.Response
+		body, stream, err = readShared(out, resp, d.maxBody)
+		switch {
+		case stream != nil:
+			return alone, stream, nil
+		case err == nil:
+			// The followers hold what the response was made of (its
+			// Header's strings): if the transport lent its memory to the
+			// first caller's call (a PostFunc), that memory must not
+			// serve another response.
+			if b := backend.BorrowOf(ctx); b != nil {
+				b.Forget()
+			}
+			resp.Body, resp.Request = nil, nil
+			cl.resp, cl.body = resp, body
+			return shared, nil, nil
 		}
-		cl.err = err
-		d.end(cl, shared)
-		return nil, err
 	}
-	if streams(resp) {
-		d.end(cl, alone)
-		return resp, nil
+	if ctx.Err() != nil {
+		// The first caller's own context ended the request: not an
+		// answer of the source schema.
+		return again, nil, err
 	}
-	// The headers are in: from now on the callers wait under their body
-	// bounds only, the first caller as it reads for all.
-	bound.HeadersIn(ctx)
-	close(cl.headers)
-	body, stream, err := readShared(out, resp, d.maxBody)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		d.end(cl, again)
-		return nil, err
-	case err != nil:
-		cl.err = err
-		d.end(cl, shared)
-		return nil, err
-	case stream != nil:
-		d.end(cl, alone)
-		return stream, nil
-	}
-	// The followers hold what the response was made of (its Header's
-	// strings): if the transport lent its memory to the first caller's
-	// call (a PostFunc), that memory must not serve another response.
-	if b := backend.BorrowOf(ctx); b != nil {
-		b.Forget()
-	}
-	resp.Body, resp.Request = nil, nil
-	cl.resp, cl.body = resp, body
-	d.end(cl, shared)
-	return cl.response(req), nil
+	cl.err = err
+	return shared, nil, err
 }
 
 // detach takes cl off the map, so that a later caller sends its own

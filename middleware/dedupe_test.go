@@ -558,49 +558,63 @@ func TestDedupeLeaderLeavesDuringBody(t *testing.T) {
 	}
 }
 
+// panicBody is a response body whose Read panics.
+type panicBody struct{}
+
+func (panicBody) Read([]byte) (int, error) { panic("boom") }
+func (panicBody) Close() error             { return nil }
+
 // TestDedupeLeaderPanics checks that a first caller whose request panics
-// (a middleware further in) leaves no call behind: the follower starts
-// again and sends its own request, and a later caller is not held by the
-// call that ended.
+// (a middleware further in), or whose answer's body panics as it is read
+// for the followers, leaves no call behind: the follower starts again and
+// sends its own request, and a later caller is not held by the call that
+// ended.
 func TestDedupeLeaderPanics(t *testing.T) {
-	hook, joins := joinCounter()
-	joined := make(chan struct{})
-	var mu sync.Mutex
-	sent := 0
-	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		mu.Lock()
-		sent++
-		n := sent
-		mu.Unlock()
-		if n == 1 {
-			await(t, joined, "the follower to join")
-			panic("boom")
-		}
-		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(fmt.Sprintf("request %d", n))), Request: req}, nil
-	})
-	rt := middleware.Chain(next, middleware.DedupeWithHook(hook, maxBody))
-	panicked := make(chan any, 1)
-	go func() {
-		defer func() { panicked <- recover() }()
-		rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
-	}()
-	await(t, joins, "the first caller to join")
-	out := make(chan result, 1)
-	start(t, rt, 1, caller{}.request(t, t.Context(), "http://products.internal"), out)
-	await(t, joins, "the follower to join")
-	close(joined)
-	if p := await(t, panicked, "the first caller's panic"); p != "boom" {
-		t.Fatalf("the first caller recovered %v, want boom", p)
-	}
-	if r := await(t, out, "the follower's result"); r.err != nil || r.body != "request 2" {
-		t.Errorf("the follower got %q, %v; want its own answer, request 2", r.body, r.err)
-	}
-	resp, err := rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body := readBody(t, resp); body != "request 3" {
-		t.Errorf("a later caller got %q, want request 3", body)
+	for _, where := range []string{"in the request", "reading the body"} {
+		t.Run(where, func(t *testing.T) {
+			hook, joins := joinCounter()
+			joined := make(chan struct{})
+			var mu sync.Mutex
+			sent := 0
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				mu.Lock()
+				sent++
+				n := sent
+				mu.Unlock()
+				if n == 1 {
+					await(t, joined, "the follower to join")
+					if where == "in the request" {
+						panic("boom")
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: panicBody{}, Request: req}, nil
+				}
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(fmt.Sprintf("request %d", n))), Request: req}, nil
+			})
+			rt := middleware.Chain(next, middleware.DedupeWithHook(hook, maxBody))
+			panicked := make(chan any, 1)
+			go func() {
+				defer func() { panicked <- recover() }()
+				rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
+			}()
+			await(t, joins, "the first caller to join")
+			out := make(chan result, 1)
+			start(t, rt, 1, caller{}.request(t, t.Context(), "http://products.internal"), out)
+			await(t, joins, "the follower to join")
+			close(joined)
+			if p := await(t, panicked, "the first caller's panic"); p != "boom" {
+				t.Fatalf("the first caller recovered %v, want boom", p)
+			}
+			if r := await(t, out, "the follower's result"); r.err != nil || r.body != "request 2" {
+				t.Errorf("the follower got %q, %v; want its own answer, request 2", r.body, r.err)
+			}
+			resp, err := rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body := readBody(t, resp); body != "request 3" {
+				t.Errorf("a later caller got %q, want request 3", body)
+			}
+		})
 	}
 }
 
