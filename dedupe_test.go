@@ -6,6 +6,7 @@ package transport_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -159,6 +160,128 @@ func TestDedupeHeaderTimeoutSparesBody(t *testing.T) {
 				if r.err != nil || r.body != `{"data":{"slow":"body"}}` {
 					t.Errorf("caller %d got %q, %v; want the whole body", i, r.body, r.err)
 				}
+			}
+		})
+	}
+}
+
+// dedupeOn is the configuration of the dedupe wire tests: dedupe on, and
+// the gateway request's X-Request-Id forwarded, so that the source schema
+// tells whose request it got (X-Request-Id is not in the dedupe key).
+func dedupeOn(p env.Path, url string) env.Config {
+	cfg := withSchema(p, url, func(s *env.SourceSchema) { s.Dedupe = env.Enabled })
+	cfg.ForwardHeaders = []string{"X-Request-Id"}
+	return cfg
+}
+
+// TestDedupeLeaderLeavesFollowerAnswered: the shared request is the first
+// caller's own. When the first caller's context ends while a follower
+// waits, the source schema sees that request cancelled, then the
+// follower's own request (its X-Request-Id), and the follower gets its
+// answer, on every path.
+func TestDedupeLeaderLeavesFollowerAnswered(t *testing.T) {
+	const query = `{"query":"{ me }"}`
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			arrived := make(chan string, 4)
+			cancelled := make(chan string, 4)
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				id := r.Header.Get("X-Request-Id")
+				arrived <- id
+				if id == "leader" {
+					<-r.Context().Done()
+					cancelled <- id
+					return
+				}
+				fmt.Fprintf(w, `{"data":{"for":%q}}`, id)
+			})
+			joined := make(chan int, 4)
+			inv := newInvoker(t, dedupeOn(p, srv.URL()), transport.WithDedupeJoinedHook(func(n int) { joined <- n }))
+			ctx, cancel := context.WithCancel(gatewayCtx("X-Request-Id", "leader"))
+			defer cancel()
+			leader := postAsync(inv, ctx, "products", query)
+			if id := awaitGap(t, arrived, "the leader's request"); id != "leader" {
+				t.Fatalf("the source schema got %q's request first", id)
+			}
+			awaitGap(t, joined, "the leader to join")
+			follower := postAsync(inv, gatewayCtx("X-Request-Id", "follower"), "products", query)
+			if n := awaitGap(t, joined, "the follower to join"); n != 2 {
+				t.Fatalf("the follower joined with %d waiters, want 2", n)
+			}
+			cancel()
+			if r := awaitGap(t, leader, "the leader's return"); !errors.Is(r.err, context.Canceled) {
+				t.Errorf("the leader got %q, %v; want context.Canceled", r.body, r.err)
+			}
+			awaitGap(t, cancelled, "the leader's request cancelled at the source schema")
+			if id := awaitGap(t, arrived, "the follower's own request"); id != "follower" {
+				t.Errorf("the source schema's second request came for %q, want the follower's", id)
+			}
+			if r := awaitGap(t, follower, "the follower's answer"); r.err != nil || r.body != `{"data":{"for":"follower"}}` {
+				t.Errorf("the follower got %q, %v; want its own answer", r.body, r.err)
+			}
+			if n := len(srv.Requests()); n != 2 {
+				t.Errorf("the source schema got %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+// TestDedupeLateCallerAlone: a query is open to join only until its
+// response headers are in. With nobody joined by then, the first caller
+// reads its answer as it streams (the first part while the source schema
+// holds the rest), and a second caller of the same query sends its own
+// request (its X-Request-Id reaches the source schema) and gets its own
+// answer, on every path.
+func TestDedupeLateCallerAlone(t *testing.T) {
+	const query = `{"query":"{ me }"}`
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			release := make(chan struct{})
+			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
+				id := r.Header.Get("X-Request-Id")
+				if id != "first" {
+					fmt.Fprintf(w, `{"data":{"for":%q}}`, id)
+					return
+				}
+				io.WriteString(w, `{"data":`)
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+					io.WriteString(w, `{"for":"first"}}`)
+				case <-r.Context().Done():
+				}
+			})
+			defer close(release) // before the server closes
+			inv := newInvoker(t, dedupeOn(p, srv.URL()))
+			type answer struct {
+				resp *http.Response
+				err  error
+			}
+			first := make(chan answer, 1)
+			go func() {
+				resp, err := inv.Post(gatewayCtx("X-Request-Id", "first"), "products", []byte(query))
+				first <- answer{resp, err}
+			}()
+			a := awaitGap(t, first, "the first caller's response headers, while the source schema holds the body")
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			resp := a.resp
+			defer resp.Body.Close()
+			part := make([]byte, len(`{"data":`))
+			if _, err := io.ReadFull(resp.Body, part); err != nil || string(part) != `{"data":` {
+				t.Fatalf("the first caller read %q, %v; want the first part as it streams", part, err)
+			}
+			r := awaitGap(t, postAsync(inv, gatewayCtx("X-Request-Id", "second"), "products", query), "the second caller's answer")
+			if r.err != nil || r.body != `{"data":{"for":"second"}}` {
+				t.Errorf("the second caller got %q, %v; want its own answer", r.body, r.err)
+			}
+			var ids []string
+			for _, req := range srv.Requests() {
+				ids = append(ids, req.Header.Get("X-Request-Id"))
+			}
+			if !slices.Equal(ids, []string{"first", "second"}) {
+				t.Errorf("the source schema got requests for %q, want first and second", ids)
 			}
 		})
 	}

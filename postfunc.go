@@ -35,13 +35,15 @@ import (
 //
 // The memory is pooled on the sockets path's h1 engine when the schema's
 // request path holds neither the request nor the response after it
-// returns: no dedupe, telemetry, request log, header_timeout enforced by
-// the request path, or middleware (WithMiddleware, SchemaOptions.Middleware
-// or AttemptMiddleware), no hedge sent for the call (hedging may be on),
-// the call is not moved by a reload to another engine, and its
-// request_timeout neither passed nor was waited on (by the pool's queue, a
-// retry's backoff or the rate limit). Anywhere else PostFunc costs what
-// Post does, with the same guarantees.
+// returns: no telemetry, request log, header_timeout enforced by the
+// request path, or middleware (WithMiddleware, SchemaOptions.Middleware or
+// AttemptMiddleware), no hedge sent for the call (hedging may be on), the
+// call is not moved by a reload to another engine, and its request_timeout
+// neither passed nor was waited on (by the pool's queue, a retry's backoff
+// or the rate limit). Dedupe keeps the pooling: a call another joined gets
+// a copy its followers share, and its pooled response memory is left to
+// the garbage collector. Anywhere else PostFunc costs what Post does, with
+// the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
 	if inv.canary != nil || inv.shadow != nil {
 		// The canary and shadow choose a route per call and may send on

@@ -128,9 +128,12 @@ type route struct {
 	// the request path arms no header timer of its own (the request
 	// bound arms nothing unless a call waits on it, and such a call is not
 	// pooled again: bound.Guard.Reusable), and no middleware can hold the
-	// request or the response once the pipeline has returned (no dedupe,
+	// request or the response once the pipeline has returned (no
 	// telemetry, request log, user, attempt or backend middleware; a hedge
-	// that is sent spoils the call's Borrow).
+	// that is sent spoils the call's Borrow; dedupe sends the first
+	// caller's request on the caller's goroutine and holds no other, and a
+	// response it shares is copied and its pooled memory forgotten,
+	// backend.Borrow.Forget).
 	lends bool
 }
 
@@ -366,12 +369,12 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 			l[stageHedge][i] = func(next http.RoundTripper) http.RoundTripper { return hedging.Reuse(mw(next)) }
 		}
 	}
-	// Retry, the breaker, compression and the rate limit let go of the
-	// request and the response when they return, and so does the hedge
-	// whose query sent no hedge (a hedge sent spoils the call's Borrow);
-	// the other stages may not.
+	// Retry, the breaker, compression, the rate limit and dedupe let go of
+	// the request and the response when they return, and so does the
+	// hedge whose query sent no hedge (a hedge sent spoils the call's
+	// Borrow); the other stages may not.
 	r.lends = r.anyBody && r.guardHeaderTimeout() == 0 &&
-		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageDedupe, stageAttemptMiddleware, stageBackendMiddleware)
+		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageAttemptMiddleware, stageBackendMiddleware)
 	pipeline := l.chain(sender{r})
 	r.entry = pipeline
 	if f := be.Front(s, rules, pipeline); f != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
@@ -48,29 +49,39 @@ const maxSharedBody = 32 << 20
 // keyed; a query whose probe fails goes alone. There a per-user Token is
 // in the key.
 //
-// The first caller starts the shared request; the callers that arrive while
-// it runs wait for its result. Each caller waits only as long as its own
-// context allows, and gets its context's error when it ends; the shared
-// request runs on with the first caller's context values but without its
-// cancellation or deadline, and is cancelled only once every caller has
-// gone. Once the shared response's headers are in, each caller tells its
-// own header bound so (the request path's header timer stops): the shared read of the body runs
-// under each caller's body bounds (its deadline, request_timeout), never
-// under a header timeout. Each caller gets its own *http.Response: a copy
-// with cloned Header and Trailer and its own reader over the body, which is
-// read whole once. A failure to read that body is every caller's RoundTrip
-// error.
+// The first caller sends its own request, on its own goroutine and
+// context, and the callers that arrive with an identical query before that
+// request's response headers are in join it and wait. Once the headers are
+// in, the query is no longer open to join: a caller that arrives later
+// sends its own request. If nobody joined by then, the first caller gets
+// the response as it is, streaming, with nothing buffered or copied (and a
+// transport.Invoker's PostFunc keeps its pooled memory). If callers
+// joined, the first caller reads the body whole, once, for all of them, and
+// each caller gets its own *http.Response: a copy with cloned Header and
+// Trailer and its own reader over the body. A failure of the shared request
+// or of that read is every caller's RoundTrip error.
+//
+// Each caller waits only as long as its own context allows, and gets its
+// context's error when it ends; the others wait on. The shared request is
+// the first caller's, under its cancellation and deadline: if the first
+// caller leaves (its context ends) before the body is read, its request
+// ends, and the callers that joined it start over, as if they had just
+// come: one of them sends its own request, the rest join that one. Once
+// the shared body is being read, each caller tells its own header bound so
+// (the request path's header timer stops): the wait runs under each
+// caller's body bounds (its deadline, request_timeout), never under a
+// header timeout.
 //
 // A response is not shared if its body is over 32 MiB or it streams
 // (multipart/mixed incremental delivery, text/event-stream): the first
-// caller, if still waiting, gets it streaming, and every other caller sends
-// its own request.
+// caller gets it streaming, and every caller that joined sends its own
+// request.
 //
 // Each RoundTripper that the middleware returns shares only the requests
 // that pass through it: two source schemas never share one.
 //
 // golang.org/x/sync/singleflight is not used: its callers cannot leave on
-// their own context, and the call is not cancelled when they all have.
+// their own context, and it holds every result until all callers have it.
 func Dedupe() Middleware {
 	return newDedupe(nil, nil, maxSharedBody)
 }
@@ -98,28 +109,54 @@ type deduper struct {
 	maxBody int64             // immutable
 
 	mu    sync.Mutex
-	calls map[sharekey.Key]*call // in flight
+	calls map[sharekey.Key]*call // in flight, until their response headers are in
 }
 
 var _ http.RoundTripper = (*deduper)(nil)
 
-// call is one shared request.
+// call is one query in flight that others may join: the first caller's
+// own request, sent on its own goroutine and context. The first caller
+// owns it; a follower holds it from joining until it returns.
 type call struct {
-	headers chan struct{}      // closed once the shared request's RoundTrip returned: its headers are in, or it failed
-	done    chan struct{}      // closed once the result is set, after headers
-	cancel  context.CancelFunc // ends the shared request
+	// headers and done are made by the first follower to join, under
+	// deduper.mu: nil while nobody joined, since the first caller never
+	// waits on them. headers is closed once the shared response's headers
+	// are in and its body is read for the followers; done once the
+	// outcome is set.
+	headers chan struct{}
+	done    chan struct{}
 
 	// Guarded by deduper.mu.
-	waiters    int  // callers waiting, the first caller included
-	leaderGone bool // the first caller has stopped waiting
-	finished   bool // the result is set; done is about to close
+	waiters  int  // callers waiting on the call, the first caller included
+	finished bool // the outcome is set; done is about to close
 
-	// The result, set before done closes.
-	err    error
-	resp   *http.Response // shareable response, Body nil
-	body   []byte         // its body
-	stream *http.Response // not shareable: the first caller's, streaming
+	// The outcome, set by the first caller before done closes; read by
+	// the followers after.
+	outcome outcome
+	err     error          // the shared error (outcome shared)
+	resp    *http.Response // the shareable response, Body and Request nil (outcome shared)
+	body    []byte         // its body
 }
+
+// outcome is what a call's followers do once it has ended.
+type outcome int
+
+const (
+	// shared: each follower takes the shared error, or its own copy of
+	// the shared response.
+	shared outcome = iota
+	// alone: the response could not be shared (it streams, or its body
+	// is too large): each follower sends its own request.
+	alone
+	// again: the first caller left (its context ended, or its request
+	// panicked) before the answer was read: the followers start over,
+	// one of them sends its own request and the rest join it.
+	again
+)
+
+// idleCalls pools the calls that no follower ever joined: no one but
+// their first caller ever held them.
+var idleCalls = sync.Pool{New: func() any { return new(call) }}
 
 // RoundTrip sends req, or waits for an identical query in flight.
 func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -140,118 +177,190 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// as its attempt would.
 		return d.next.RoundTrip(c.req)
 	}
-
-	d.mu.Lock()
-	cl, inFlight := d.calls[k]
-	if !inFlight {
-		ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
-		cl = &call{headers: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
-		d.calls[k] = cl
-		// The shared request is a deep copy with its own body: the first
-		// caller may leave, and reuse its request and body, while it is
-		// still being written.
-		shared := c.req.Clone(ctx)
-		setBody(shared, c.body)
-		go d.run(req.Context(), k, cl, shared)
-	}
-	cl.waiters++
-	waiters := cl.waiters
-	d.mu.Unlock()
-	if d.joined != nil {
-		d.joined(waiters)
-	}
-	leader := !inFlight
-	closeBody(c.req) // the shared request has a copy
-
-	ctx := req.Context()
-	// Until the shared response's headers are in, the caller waits under
-	// its header bound; from then on, under its body bounds only.
-	select {
-	case <-cl.headers:
-		bound.HeadersIn(ctx)
-	case <-ctx.Done():
-	}
-	select {
-	case <-cl.done:
-	case <-ctx.Done():
-		if d.leave(k, cl, leader) {
-			return nil, ctx.Err()
+	for {
+		d.mu.Lock()
+		cl, inFlight := d.calls[k]
+		if !inFlight {
+			cl = idleCalls.Get().(*call)
+			cl.waiters = 1
+			d.calls[k] = cl
+			d.mu.Unlock()
+			if d.joined != nil {
+				d.joined(1)
+			}
+			return d.lead(k, cl, req, c.req)
 		}
-		<-cl.done // the result came in as ctx ended: take it
-	}
-	switch {
-	case cl.err != nil:
-		return nil, cl.err
-	case cl.resp != nil:
-		return cl.response(req), nil
-	case leader:
-		cl.stream.Request = req
-		return cl.stream, nil
-	default: // not shareable: go alone
-		return d.next.RoundTrip(c.again())
+		if cl.done == nil {
+			cl.headers, cl.done = make(chan struct{}), make(chan struct{})
+		}
+		cl.waiters++
+		waiters := cl.waiters
+		d.mu.Unlock()
+		if d.joined != nil {
+			d.joined(waiters)
+		}
+		switch resp, err, o := d.follow(cl, req); o {
+		case alone:
+			return d.next.RoundTrip(c.req)
+		case shared:
+			closeBody(c.req) // not sent: the answer is the first caller's
+			return resp, err
+		}
+		// again: the first caller left. The key is free, or another
+		// follower leads by now.
+		if err := req.Context().Err(); err != nil {
+			closeBody(c.req)
+			return nil, err
+		}
 	}
 }
 
-// leave takes a caller whose context ended off cl, and cancels the shared
-// request if it was the last one. It reports false if cl's result is
-// already set, and the caller must take it instead.
-func (d *deduper) leave(k sharekey.Key, cl *call, leader bool) bool {
+// lead sends out, the request of req that the first caller of cl brings,
+// on the caller's goroutine and context, and takes cl off the map once
+// its response's headers are in (or it failed). If no follower waits by
+// then, the response is the caller's as it is, streaming; cl goes back to
+// the pool if none ever joined. Otherwise the body is read whole and
+// every caller gets a copy of the response (share).
+func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (*http.Response, error) {
+	settled := false
+	defer func() {
+		if !settled && d.detach(k, cl) {
+			// next, or the read of the body, panicked: the key is free,
+			// the followers start over, and cl is left to the garbage
+			// collector.
+			d.end(cl, again)
+		}
+	}()
+	resp, err := d.next.RoundTrip(out)
+	if !d.detach(k, cl) {
+		settled = true
+		// Every follower that joined, if any, has left. A call that none
+		// ever joined was held by no one else: it serves another query.
+		if cl.done == nil {
+			*cl = call{}
+			idleCalls.Put(cl)
+		}
+		return resp, err
+	}
+	o, resp, err := d.share(req.Context(), cl, out, resp, err)
+	settled = true
+	d.end(cl, o)
+	if o == shared && err == nil {
+		return cl.response(req), nil
+	}
+	return resp, err
+}
+
+// share takes the result of out, the first caller's request of cl on
+// ctx, for the followers that wait: the shared error, or the response
+// read whole (cl.err, cl.resp and cl.body, outcome shared); or it returns
+// outcome alone with the response, streaming, that the first caller gets
+// as it is; or, if ctx ended the request, outcome again with its error.
+func (d *deduper) share(ctx context.Context, cl *call, out *http.Request, resp *http.Response, err error) (outcome, *http.Response, error) {
+	if err == nil && streams(resp) {
+		return alone, resp, nil
+	}
+	if err == nil {
+		// The headers are in: from now on the callers wait under their
+		// body bounds only, the first caller as it reads for all.
+		bound.HeadersIn(ctx)
+		close(cl.headers)
+		var body []byte
+		var stream *http.Response
+		body, stream, err = readShared(out, resp, d.maxBody)
+		switch {
+		case stream != nil:
+			return alone, stream, nil
+		case err == nil:
+			// The followers hold what the response was made of (its
+			// Header's strings): if the transport lent its memory to the
+			// first caller's call (a PostFunc), that memory must not
+			// serve another response.
+			if b := backend.BorrowOf(ctx); b != nil {
+				b.Forget()
+			}
+			resp.Body, resp.Request = nil, nil
+			cl.resp, cl.body = resp, body
+			return shared, nil, nil
+		}
+	}
+	if ctx.Err() != nil {
+		// The first caller's own context ended the request: not an
+		// answer of the source schema.
+		return again, nil, err
+	}
+	cl.err = err
+	return shared, nil, err
+}
+
+// detach takes cl off the map, so that a later caller sends its own
+// request, and reports whether any follower still waits on it.
+func (d *deduper) detach(k sharekey.Key, cl *call) (waiting bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.calls[k] == cl {
+		delete(d.calls, k)
+	}
+	return cl.waiters > 1
+}
+
+// end sets cl's outcome, with its error and response already in place,
+// and wakes its followers. cl has followers (its channels are made).
+func (d *deduper) end(cl *call, o outcome) {
+	d.mu.Lock()
+	cl.outcome = o
+	cl.finished = true
+	d.mu.Unlock()
+	close(cl.done)
+}
+
+// follow waits for cl's outcome as a follower that came with req. With
+// o shared, it returns the caller's own copy of the shared response, or
+// the shared error, or the caller's context's error if that ended first;
+// otherwise the caller sends its own request (alone) or starts over
+// (again).
+func (d *deduper) follow(cl *call, req *http.Request) (resp *http.Response, err error, o outcome) {
+	ctx := req.Context()
+	select {
+	case <-cl.headers:
+		// The body is read for all: from now on the caller waits under
+		// its body bounds, never its header bound.
+		bound.HeadersIn(ctx)
+		select {
+		case <-cl.done:
+		case <-ctx.Done():
+			if d.leave(cl) {
+				return nil, ctx.Err(), shared
+			}
+			<-cl.done // the outcome came in as ctx ended: take it
+		}
+	case <-cl.done:
+	case <-ctx.Done():
+		if d.leave(cl) {
+			return nil, ctx.Err(), shared
+		}
+		<-cl.done
+	}
+	switch {
+	case cl.outcome != shared:
+		return nil, nil, cl.outcome
+	case cl.err != nil:
+		return nil, cl.err, shared
+	default:
+		return cl.response(req), nil, shared
+	}
+}
+
+// leave takes a follower whose context ended off cl. It reports false if
+// cl's outcome is already set, and the caller must take it instead.
+func (d *deduper) leave(cl *call) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if cl.finished {
 		return false
 	}
 	cl.waiters--
-	if leader {
-		cl.leaderGone = true
-	}
-	if cl.waiters == 0 {
-		cl.cancel()
-		if d.calls[k] == cl {
-			delete(d.calls, k) // a later caller starts afresh
-		}
-	}
 	return true
-}
-
-// run sends the shared request req and sets cl's result. leaderCtx is the
-// context of the first caller.
-func (d *deduper) run(leaderCtx context.Context, k sharekey.Key, cl *call, req *http.Request) {
-	resp, err := d.next.RoundTrip(req)
-	close(cl.headers)
-	var body []byte
-	var stream *http.Response
-	if err == nil {
-		body, stream, err = readShared(req, resp, d.maxBody)
-	}
-
-	d.mu.Lock()
-	cl.finished = true
-	if d.calls[k] == cl {
-		delete(d.calls, k)
-	}
-	handOver := stream != nil && !cl.leaderGone
-	d.mu.Unlock()
-
-	switch {
-	case err != nil:
-		cl.err = err
-		cl.cancel()
-	case stream != nil && handOver:
-		// The first caller reads on: its own cancellation now ends the
-		// request, and so does closing the body.
-		stop := context.AfterFunc(leaderCtx, cl.cancel)
-		stream.Body = &onClose{ReadCloser: stream.Body, close: func() { stop(); cl.cancel() }}
-		cl.stream = stream
-	case stream != nil:
-		stream.Body.Close()
-		cl.cancel()
-	default:
-		resp.Body = nil
-		cl.resp, cl.body = resp, body
-		cl.cancel()
-	}
-	close(cl.done)
 }
 
 // readShared reads the body of resp, the response to req, whole if it can
@@ -321,17 +430,4 @@ func (d *deduper) key(req *http.Request, body []byte) (k sharekey.Key, ok bool) 
 // every call from sharing. Any other context reports false.
 func IsKeyProbe(ctx context.Context) bool {
 	return sharekey.IsProbe(ctx)
-}
-
-// onClose is a response body that calls close after closing.
-type onClose struct {
-	io.ReadCloser
-	once  sync.Once
-	close func()
-}
-
-func (b *onClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.close)
-	return err
 }

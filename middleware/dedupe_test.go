@@ -283,35 +283,28 @@ func TestDedupeOwnResponses(t *testing.T) {
 	}
 }
 
-// TestDedupeCallersLeave checks that callers whose context ends leave alone:
-// the first caller's and a follower's cancellation fail neither the shared
-// request nor the callers that still wait.
-func TestDedupeCallersLeave(t *testing.T) {
+// TestDedupeFollowerLeaves checks that a caller that joined a shared
+// request leaves alone when its context ends: the request goes on, and
+// the first caller and the other followers get its answer.
+func TestDedupeFollowerLeaves(t *testing.T) {
 	g := newGate(t)
 	hook, joins := joinCounter()
 	rt := middleware.Chain(g.transport(), middleware.DedupeWithHook(hook, maxBody))
 
-	ctxs := make([]context.Context, 4)
-	cancels := make([]context.CancelFunc, 4)
-	for i := range ctxs {
-		ctxs[i], cancels[i] = context.WithCancel(t.Context())
-		defer cancels[i]()
-	}
-	out := make(chan result, 4)
-	start(t, rt, 0, caller{}.request(t, ctxs[0], g.URL), out) // the first: it starts the request
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := make(chan result, 3)
+	start(t, rt, 0, caller{}.request(t, t.Context(), g.URL), out) // the first: it sends the request
 	await(t, joins, "the first caller to join")
 	await(t, g.arrived, "the shared request at the server")
-	for i := 1; i < 4; i++ {
-		start(t, rt, i, caller{}.request(t, ctxs[i], g.URL), out)
-		await(t, joins, "a follower to join")
-	}
+	start(t, rt, 1, caller{}.request(t, ctx, g.URL), out)
+	await(t, joins, "the leaving follower to join")
+	start(t, rt, 2, caller{}.request(t, t.Context(), g.URL), out)
+	await(t, joins, "the staying follower to join")
 
-	for _, i := range []int{0, 1} {
-		cancels[i]()
-		r := await(t, out, "a cancelled caller to return")
-		if r.i != i || !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("caller %d returned %v after caller %d's cancel, want context.Canceled from %d", r.i, r.err, i, i)
-		}
+	cancel()
+	if r := await(t, out, "the cancelled follower to return"); r.i != 1 || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("caller %d returned %v after follower 1's cancel, want context.Canceled from 1", r.i, r.err)
 	}
 	g.open()
 	for range 2 {
@@ -333,8 +326,71 @@ func TestDedupeCallersLeave(t *testing.T) {
 	}
 }
 
-// TestDedupeAllCallersLeave checks that the shared request is cancelled once
-// its last caller has gone, and that a later caller starts afresh.
+// TestDedupeLeaderLeaves checks that the shared request is the first
+// caller's own: when the first caller leaves before the answer, its
+// request is cancelled, and the followers start again. One of them sends
+// its own request (the server sees its X-Request-Id), the other joins it,
+// and both get the answer.
+func TestDedupeLeaderLeaves(t *testing.T) {
+	g := newGate(t)
+	hook, joins := joinCounter()
+	rt := middleware.Chain(g.transport(), middleware.DedupeWithHook(hook, maxBody))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := make(chan result, 3)
+	callers := []caller{
+		{extra: http.Header{"X-Request-Id": {"r0"}}},
+		{extra: http.Header{"X-Request-Id": {"r1"}}},
+		{extra: http.Header{"X-Request-Id": {"r2"}}},
+	}
+	start(t, rt, 0, callers[0].request(t, ctx, g.URL), out)
+	await(t, joins, "the first caller to join")
+	await(t, g.arrived, "the first caller's request at the server")
+	for i := 1; i < 3; i++ {
+		start(t, rt, i, callers[i].request(t, t.Context(), g.URL), out)
+		await(t, joins, "a follower to join")
+	}
+
+	cancel()
+	if r := await(t, out, "the first caller to return"); r.i != 0 || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("caller %d returned %v after the first caller's cancel, want context.Canceled from 0", r.i, r.err)
+	}
+	if n := await(t, g.cancelled, "the first caller's request to be cancelled"); n != 1 {
+		t.Fatalf("request %d cancelled, want 1", n)
+	}
+	// The followers start again: one leads (1 waiter), the other joins it.
+	if n := await(t, joins, "a follower to lead"); n != 1 {
+		t.Fatalf("a follower started again with %d waiters, want 1", n)
+	}
+	if n := await(t, joins, "the other follower to join it"); n != 2 {
+		t.Fatalf("the other follower joined with %d waiters, want 2", n)
+	}
+	if n := await(t, g.arrived, "the follower's own request at the server"); n != 2 {
+		t.Fatalf("request %d arrived, want 2", n)
+	}
+	g.open()
+	for range 2 {
+		r := await(t, out, "a follower's result")
+		if r.err != nil {
+			t.Fatalf("caller %d: %v", r.i, r.err)
+		}
+		if want := callers[r.i].want(); r.body != want {
+			t.Errorf("caller %d read %q, want %q", r.i, r.body, want)
+		}
+	}
+	got := g.received()
+	if len(got) != 2 {
+		t.Fatalf("server saw %d requests, want 2", len(got))
+	}
+	if id := got[1].Header.Get("X-Request-Id"); id != "r1" && id != "r2" {
+		t.Errorf("the second request carried X-Request-Id %q, want a follower's (r1 or r2)", id)
+	}
+}
+
+// TestDedupeAllCallersLeave checks that the shared request is cancelled
+// once its first caller has gone and no follower waits, and that a later
+// caller starts afresh.
 func TestDedupeAllCallersLeave(t *testing.T) {
 	g := newGate(t, func(g *gate) { g.blocks = func(n int) bool { return n == 1 } })
 	hook, joins := joinCounter()
@@ -352,10 +408,11 @@ func TestDedupeAllCallersLeave(t *testing.T) {
 			await(t, g.arrived, "the shared request at the server")
 		}
 	}
-	for _, cancel := range cancels {
-		cancel()
-		if r := await(t, out, "a cancelled caller to return"); !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("caller %d: %v, want context.Canceled", r.i, r.err)
+	// The follower first, then the first caller.
+	for _, i := range []int{1, 0} {
+		cancels[i]()
+		if r := await(t, out, "a cancelled caller to return"); r.i != i || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("caller %d returned %v after caller %d's cancel, want context.Canceled from %d", r.i, r.err, i, i)
 		}
 	}
 	if n := await(t, g.cancelled, "the shared request to be cancelled"); n != 1 {
@@ -371,6 +428,193 @@ func TestDedupeAllCallersLeave(t *testing.T) {
 	}
 	if got := len(g.received()); got != 2 {
 		t.Errorf("server saw %d requests, want 2", got)
+	}
+}
+
+// headersThenHold is a source schema whose first answer sends its
+// headers and the first part of its body, then holds the rest until
+// release closes; every later request gets "request <n>" at once.
+func headersThenHold(t *testing.T, release <-chan struct{}) *server {
+	return newServer(t, func(w http.ResponseWriter, r *http.Request, n int, _ string) {
+		if n > 1 {
+			fmt.Fprintf(w, "request %d", n)
+			return
+		}
+		io.WriteString(w, "first:")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+			io.WriteString(w, "rest")
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// releaser returns a channel and a function that closes it once; the
+// function also runs when the test ends, before its servers close.
+func releaser(t *testing.T) (chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return ch, open
+}
+
+// TestDedupeLateCallerGoesAlone checks that a query in flight is shared
+// only until its response's headers are in: with nobody joined by then,
+// the first caller gets the response as it streams (it reads the first
+// part while the server holds the rest), and a caller that arrives after
+// sends its own request and gets its own answer.
+func TestDedupeLateCallerGoesAlone(t *testing.T) {
+	release, open := releaser(t)
+	srv := headersThenHold(t, release)
+	hook, joins := joinCounter()
+	rt := middleware.Chain(srv.transport(), middleware.DedupeWithHook(hook, maxBody))
+
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		resp, err := rt.RoundTrip(caller{}.request(t, t.Context(), srv.URL))
+		first <- answer{resp, err}
+	}()
+	a := await(t, first, "the first caller's response headers, while the server holds the body")
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	defer a.resp.Body.Close()
+	part := make([]byte, len("first:"))
+	if _, err := io.ReadFull(a.resp.Body, part); err != nil || string(part) != "first:" {
+		t.Fatalf("the first caller read %q, %v; want the first part as it streams", part, err)
+	}
+	await(t, joins, "the first caller to join")
+
+	resp, err := rt.RoundTrip(caller{}.request(t, t.Context(), srv.URL))
+	if err != nil {
+		t.Fatalf("the late caller: %v", err)
+	}
+	if body := readBody(t, resp); body != "request 2" {
+		t.Errorf("the late caller read %q, want its own answer", body)
+	}
+	open()
+	if rest, err := io.ReadAll(a.resp.Body); err != nil || string(rest) != "rest" {
+		t.Errorf("the first caller read %q, %v after the server let go; want the rest", rest, err)
+	}
+	if got := len(srv.received()); got != 2 {
+		t.Errorf("server saw %d requests, want 2", got)
+	}
+}
+
+// TestDedupeLeaderLeavesDuringBody checks that a first caller that
+// leaves after the shared response's headers are in, while the body is
+// read for the followers, leaves the followers to start again: the one
+// that waits sends its own request and gets its own answer.
+func TestDedupeLeaderLeavesDuringBody(t *testing.T) {
+	release, _ := releaser(t)
+	srv := headersThenHold(t, release)
+	hook, joins := joinCounter()
+	letHeaders := make(chan struct{})
+	headersIn := make(chan struct{}, 1)
+	next := srv.transport()
+	// The first request's response headers reach dedupe only once the
+	// follower has joined; headersIn tells when they have.
+	held := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Header.Get("X-Request-Id") == "r0" {
+			await(t, letHeaders, "the follower to join")
+			defer func() { headersIn <- struct{}{} }()
+		}
+		return next.RoundTrip(req)
+	})
+	rt := middleware.Chain(held, middleware.DedupeWithHook(hook, maxBody))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := make(chan result, 2)
+	start(t, rt, 0, caller{extra: http.Header{"X-Request-Id": {"r0"}}}.request(t, ctx, srv.URL), out)
+	await(t, joins, "the first caller to join")
+	start(t, rt, 1, caller{extra: http.Header{"X-Request-Id": {"r1"}}}.request(t, t.Context(), srv.URL), out)
+	if n := await(t, joins, "the follower to join"); n != 2 {
+		t.Fatalf("the follower joined with %d waiters, want 2", n)
+	}
+	close(letHeaders)
+	await(t, headersIn, "the first response's headers")
+	cancel()
+	results := map[int]result{}
+	for range 2 {
+		r := await(t, out, "a caller's result")
+		results[r.i] = r
+	}
+	if r := results[0]; !errors.Is(r.err, context.Canceled) {
+		t.Errorf("the first caller got %q, %v; want context.Canceled", r.body, r.err)
+	}
+	if r := results[1]; r.err != nil || r.body != "request 2" {
+		t.Errorf("the follower got %q, %v; want its own answer, request 2", r.body, r.err)
+	}
+	got := srv.received()
+	if len(got) != 2 || got[1].Header.Get("X-Request-Id") != "r1" {
+		t.Errorf("server saw %d requests (%v), want 2, the second the follower's", len(got), got)
+	}
+}
+
+// panicBody is a response body whose Read panics.
+type panicBody struct{}
+
+func (panicBody) Read([]byte) (int, error) { panic("boom") }
+func (panicBody) Close() error             { return nil }
+
+// TestDedupeLeaderPanics checks that a first caller whose request panics
+// (a middleware further in), or whose answer's body panics as it is read
+// for the followers, leaves no call behind: the follower starts again and
+// sends its own request, and a later caller is not held by the call that
+// ended.
+func TestDedupeLeaderPanics(t *testing.T) {
+	for _, where := range []string{"in the request", "reading the body"} {
+		t.Run(where, func(t *testing.T) {
+			hook, joins := joinCounter()
+			joined := make(chan struct{})
+			var mu sync.Mutex
+			sent := 0
+			next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				mu.Lock()
+				sent++
+				n := sent
+				mu.Unlock()
+				if n == 1 {
+					await(t, joined, "the follower to join")
+					if where == "in the request" {
+						panic("boom")
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: panicBody{}, Request: req}, nil
+				}
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(fmt.Sprintf("request %d", n))), Request: req}, nil
+			})
+			rt := middleware.Chain(next, middleware.DedupeWithHook(hook, maxBody))
+			panicked := make(chan any, 1)
+			go func() {
+				defer func() { panicked <- recover() }()
+				rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
+			}()
+			await(t, joins, "the first caller to join")
+			out := make(chan result, 1)
+			start(t, rt, 1, caller{}.request(t, t.Context(), "http://products.internal"), out)
+			await(t, joins, "the follower to join")
+			close(joined)
+			if p := await(t, panicked, "the first caller's panic"); p != "boom" {
+				t.Fatalf("the first caller recovered %v, want boom", p)
+			}
+			if r := await(t, out, "the follower's result"); r.err != nil || r.body != "request 2" {
+				t.Errorf("the follower got %q, %v; want its own answer, request 2", r.body, r.err)
+			}
+			resp, err := rt.RoundTrip(caller{}.request(t, t.Context(), "http://products.internal"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body := readBody(t, resp); body != "request 3" {
+				t.Errorf("a later caller got %q, want request 3", body)
+			}
+		})
 	}
 }
 
@@ -418,8 +662,9 @@ func TestDedupeUnshareable(t *testing.T) {
 	}
 }
 
-// TestDedupeUnshareableFirstCallerGone checks that a stream nobody waits
-// for is closed, and the callers that wait send their own requests.
+// TestDedupeUnshareableFirstCallerGone checks that when the first caller
+// of a streamed answer leaves before its headers, its request ends, and
+// the follower that waits sends its own request and gets its answer.
 func TestDedupeUnshareableFirstCallerGone(t *testing.T) {
 	g := newGate(t, func(g *gate) {
 		g.header = http.Header{"Content-Type": {"text/event-stream"}}

@@ -17,9 +17,12 @@ package sharekey
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"hash"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Key identifies requests that may share an answer: a SHA-256 over their
@@ -61,19 +64,22 @@ func PerCall(name string) bool {
 // none): its method, URL, Host, body and every header but the PerCall
 // ones, names and values in order, by name in sorted order. Each part is
 // length-prefixed, so that no two different lists of parts hash alike.
-// The parts but the body are gathered in a buffer on the stack and the
-// body is hashed apart, so that the key allocates only the URL's string
-// for a request of ordinary size.
+//
+// The URL is keyed by its fields (keyURL), not by its String, and the
+// parts are gathered in a pooled scratch and hashed by a pooled digest:
+// the key costs a call no allocation (dedupe keys every query it sees).
 func Of(req *http.Request, body []byte) Key {
-	var stack [1024]byte
-	b := stack[:0]
+	s := scratches.Get().(*scratch)
+	s.h.Reset()
+	b := s.buf[:0]
 	b = appendPart(b, req.Method)
-	b = appendPart(b, req.URL.String())
+	b = appendURL(b, req.URL)
 	b = appendPart(b, req.Host)
-	bodySum := sha256.Sum256(body)
-	b = append(b, bodySum[:]...)
-	var buf [24]string // enough for most requests' headers, on the stack
-	names := buf[:0]
+	b = binary.BigEndian.AppendUint64(b, uint64(len(body)))
+	s.h.Write(b)
+	s.h.Write(body)
+	b = b[:0]
+	names := s.names[:0]
 	for name := range req.Header {
 		if !PerCall(name) {
 			names = append(names, name)
@@ -88,8 +94,85 @@ func Of(req *http.Request, body []byte) Key {
 		for _, v := range values {
 			b = appendPart(b, v)
 		}
+		if len(b) >= flushAt {
+			s.h.Write(b)
+			b = b[:0]
+		}
 	}
-	return sha256.Sum256(b)
+	s.h.Write(b)
+	var k Key
+	copy(k[:], s.h.Sum(s.sum[:0]))
+	clear(names) // the pool holds no header of a past request
+	s.put(b, names)
+	return k
+}
+
+// scratch is the memory Of keys a request in, pooled in scratches: a
+// SHA-256 digest, a buffer of parts and the header names to sort. Owned
+// by one call of Of at a time.
+type scratch struct {
+	h     hash.Hash // sha256.New
+	buf   []byte
+	names []string
+	sum   [sha256.Size]byte // where h sums: a Key of Of's own would escape through hash.Hash
+}
+
+var scratches = sync.Pool{New: func() any {
+	return &scratch{h: sha256.New(), buf: make([]byte, 0, 2*flushAt)}
+}}
+
+// flushAt is how many bytes of parts Of gathers before it hashes them:
+// the buffer stays near this size whatever the headers' size.
+const flushAt = 1024
+
+// maxPooledNames bounds the names a pooled scratch keeps room for: a
+// request with more headers does not make every later call hold them.
+const maxPooledNames = 256
+
+// put gives s back to the pool with b and names as its buffers, unless
+// they grew past what is worth keeping (then the scratch is left to the
+// garbage collector).
+func (s *scratch) put(b []byte, names []string) {
+	if cap(b) > 4*flushAt || cap(names) > maxPooledNames {
+		return
+	}
+	s.buf, s.names = b, names
+	scratches.Put(s)
+}
+
+// appendURL appends u's fields to b, each length-prefixed, and flags for
+// the user info and the booleans. Equal fields make an equal String, so
+// two URLs that would be sent apart never key alike; TestKeyURLFields
+// fails if url.URL gains a field that this does not cover.
+func appendURL(b []byte, u *url.URL) []byte {
+	if u == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1, flag(u.ForceQuery), flag(u.OmitHost))
+	b = appendPart(b, u.Scheme)
+	b = appendPart(b, u.Opaque)
+	if u.User == nil {
+		b = append(b, 0)
+	} else {
+		pw, set := u.User.Password()
+		b = append(b, 1, flag(set))
+		b = appendPart(b, u.User.Username())
+		b = appendPart(b, pw)
+	}
+	b = appendPart(b, u.Host)
+	b = appendPart(b, u.Path)
+	b = appendPart(b, u.RawPath)
+	b = appendPart(b, u.RawQuery)
+	b = appendPart(b, u.Fragment)
+	return appendPart(b, u.RawFragment)
+}
+
+// flag is a boolean as a byte of a key.
+func flag(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // appendPart appends s to b with its length in front.
