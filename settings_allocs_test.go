@@ -39,9 +39,10 @@ func allocsPerCall(warm, n int, call func()) (allocs, bytes float64) {
 	return float64((b.Mallocs - a.Mallocs) / uint64(n)), float64((b.TotalAlloc - a.TotalAlloc) / uint64(n))
 }
 
-// TestIdleSettingAllocs: each setting that users run, and the production
-// set together, costs a sockets:h1 call it does not act on no more than
-// the targets above (allocations are exact: no clock is read).
+// TestIdleSettingAllocs: each setting that users run, the time bounds
+// alone and together (boundSettings), and the production set, cost a
+// sockets:h1 call they do not act on no more than the targets above
+// (allocations are exact: no clock is read).
 func TestIdleSettingAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates, and drops pooled items")
@@ -64,7 +65,7 @@ func TestIdleSettingAllocs(t *testing.T) {
 		return allocs
 	}
 	barePost := posts(t, idleSetting{name: "none"})
-	for _, st := range idleSettings {
+	for _, st := range append(idleSettings[:len(idleSettings):len(idleSettings)], boundSettings...) {
 		t.Run(st.name, func(t *testing.T) {
 			inv, ctx := settingInvoker(t, pathH1, srv.URL()+"/graphql", st)
 			allocs, bytes := allocsPerCall(200, 2000, func() {
