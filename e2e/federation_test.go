@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -270,16 +271,18 @@ func TestFederation(t *testing.T) {
 			cfg := sg.transportConfig()
 			tc.set(&cfg)
 			pub := &shadowRecorder{}
-			// Each schema's Dial (honoured by the sockets path only)
-			// counts its connections: which schemas the sockets path
-			// served.
+			// Each schema's Dial (honoured by both paths) counts the
+			// connections the sockets path dials: which schemas the
+			// sockets path served.
 			opts := []transport.Option{transport.WithShadowPublisher(pub)}
 			dials := map[string]*atomic.Int64{}
 			for name := range cfg.SourceSchemas {
 				n := &atomic.Int64{}
 				dials[name] = n
 				opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					n.Add(1)
+					if dialledBySockets() {
+						n.Add(1)
+					}
 					return (&net.Dialer{}).DialContext(ctx, network, addr)
 				}}))
 			}
@@ -378,5 +381,22 @@ func TestFederation(t *testing.T) {
 			t.Logf("%s: %d gateway queries through the library (and %d through the reference gateway); subgraph requests: %d through the library, %d by the reference; shadow comparisons: %d (%d unequal)",
 				tc.name, len(queries), len(queries), libRequests, refRequests, compared, pub.unequal.Load())
 		})
+	}
+}
+
+// dialledBySockets reports whether the Dial hook it is called from was
+// called by the sockets path's pool, not by the legacy path's shared
+// transport (which honours the hook too): the call stack tells.
+func dialledBySockets() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "fusiongo/transport/internal/sockets.") {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }
