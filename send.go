@@ -15,6 +15,7 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/operation"
 )
 
 // entryOf returns the entry of source schema name in the state in force.
@@ -191,6 +192,12 @@ type postCall struct {
 	body  bytes.Reader // set once, before the request is sent
 	raw   []byte       // the caller's body, that body reads
 	req   http.Request
+	// kind is the operation kind of the call's request, once a stage told
+	// it (dedupe, retry and hedge each ask; the first one's answer serves
+	// the others): kindSet says it is. Owned by the call's goroutine,
+	// which every stage that classifies runs on.
+	kind    operation.Kind
+	kindSet bool
 }
 
 // doCall is what the request path allocates for one Do besides the header:
@@ -210,8 +217,16 @@ func (b *postBody) WriteTo(w io.Writer) (int64, error) { return b.body.WriteTo(w
 func (b *postBody) Close() error                       { return nil }
 
 // UnreadBytes hands the body's bytes to middleware.Compress, which encodes
-// them without reading the body.
+// them without reading the body, and to the stages that classify it.
 func (b *postBody) UnreadBytes() []byte { return b.raw }
+
+// OperationKind returns the kind of operation a stage found in this
+// request, if one did: the request and its body do not change in flight,
+// so one classification serves every stage (middleware's classify).
+func (b *postBody) OperationKind() (operation.Kind, bool) { return b.kind, b.kindSet }
+
+// SetOperationKind records the kind a stage found.
+func (b *postBody) SetOperationKind(k operation.Kind) { b.kind, b.kindSet = k, true }
 
 // getBody is the request's GetBody: a fresh reader over the same bytes.
 // It reads them with ReadAt, which leaves c.body's position alone, so an

@@ -51,7 +51,7 @@ func classify(req *http.Request) (classified, error) {
 		// Post): classify them where they lie, with no copy; GetBody
 		// gives them again for a retry.
 		if body := ub.UnreadBytes(); len(body) <= operation.MaxBodyBytes {
-			return classified{req: req, body: body, kind: kindOf(req, body)}, nil
+			return classified{req: req, body: body, kind: rememberedKind(req, body)}, nil
 		}
 		return classified{req: req}, nil
 	}
@@ -85,6 +85,30 @@ func classify(req *http.Request) (classified, error) {
 	req.Body.Close()
 	setBody(&out, body)
 	return classified{req: &out, body: body, kind: kindOf(req, body)}, nil
+}
+
+// kindMemo is a request body that keeps the operation kind of its request
+// once a stage told it, as the root package's Post body does: the request
+// and its body do not change in flight, so dedupe, retry and hedge parse
+// the body once between them.
+type kindMemo interface {
+	OperationKind() (operation.Kind, bool)
+	SetOperationKind(operation.Kind)
+}
+
+// rememberedKind is kindOf(req, body), from req's body's memo when it has
+// one (kindMemo).
+func rememberedKind(req *http.Request, body []byte) operation.Kind {
+	m, ok := req.Body.(kindMemo)
+	if !ok {
+		return kindOf(req, body)
+	}
+	if k, ok := m.OperationKind(); ok {
+		return k
+	}
+	k := kindOf(req, body)
+	m.SetOperationKind(k)
+	return k
 }
 
 // kindOf is the kind of operation of req with body (nil: none).
