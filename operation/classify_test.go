@@ -40,7 +40,9 @@ func TestClassify(t *testing.T) {
 		{"GET without a document", "GET", q("extensions", `{"persistedQuery":{"version":1}}`, "operationName", "Q"), "", operation.Query},
 		{"GET without parameters", "GET", "", "", operation.Query},
 		{"empty method is GET", "", q("query", "mutation M { pay }"), "", operation.Mutation},
+		{"empty method without a document is GET", "", "", "", operation.Query},
 		{"HEAD query", "HEAD", q("query", "{ a }"), "", operation.Query},
+		{"HEAD without a document", "HEAD", "", "", operation.Query},
 		{"GET query string that servers split differently", "GET", "x=1;query=mutation%7Bb%7D", "", operation.Unknown},
 		{"GET malformed escape", "GET", "query=%7Ba%7D&x=%zz", "", operation.Unknown},
 
