@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,6 +65,7 @@ func TestApply(t *testing.T) {
 		{"named by Connection", nil, http.Header{"Connection": {"keep-alive, x-conn"}, "X-Conn": {"v"}, "X-Request-Id": {"1"}}, http.Header{"X-Request-Id": {"1"}}, nil},
 		{"CR LF rejected", nil, http.Header{"X-Request-Id": {"1\r\nX-Evil: 1"}}, nil, fault.ErrInvalidHeaderValue},
 		{"NUL rejected", nil, http.Header{"Authorization": {"a\x00b"}}, nil, fault.ErrInvalidHeaderValue},
+		{"lone CR rejected", nil, http.Header{"X-Request-Id": {"1\rX-Evil: 1"}}, nil, fault.ErrInvalidHeaderValue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.dst.Clone()
@@ -219,6 +221,54 @@ func TestMaxBytesExact(t *testing.T) {
 				if !slices.Equal(got[name], values) {
 					t.Errorf("%s = %q, want %q forwarded", name, got[name], values)
 				}
+			}
+		})
+	}
+}
+
+// TestApplyRefuses: whichever rule adds a header (forward, matching,
+// rename, set, computed), a value with CR, LF or NUL fails Apply with
+// fault.ErrInvalidHeaderValue and headers over MaxBytes with
+// fault.ErrHeadersTooLarge; the error names the header, and dst is
+// returned as it was.
+func TestApplyRefuses(t *testing.T) {
+	computed := func(v string, maxBytes int) Spec {
+		return Spec{Values: map[string]ValueFunc{"X-Computed": func(context.Context, *http.Request) (string, bool) { return v, true }}, MaxBytes: maxBytes}
+	}
+	long := strings.Repeat("v", 64)
+	for _, tc := range []struct {
+		name   string
+		spec   Spec
+		gw     http.Header
+		header string // the header the error names
+		want   error
+	}{
+		{"forward, CR", Spec{Forward: []string{"X-Tenant"}}, http.Header{"X-Tenant": {"a\rb"}}, "X-Tenant", fault.ErrInvalidHeaderValue},
+		{"matching, LF", Spec{Matching: []string{"^X-Trace-"}}, http.Header{"X-Trace-Id": {"a\nb"}}, "X-Trace-Id", fault.ErrInvalidHeaderValue},
+		{"rename, NUL", Spec{Rename: map[string]string{"X-User": "X-Source-User"}}, http.Header{"X-User": {"a\x00b"}}, "X-Source-User", fault.ErrInvalidHeaderValue},
+		{"set, CR LF", Spec{Set: map[string]string{"X-Api-Key": "k\r\nX-Evil: 1"}}, nil, "X-Api-Key", fault.ErrInvalidHeaderValue},
+		{"computed, CR", computed("a\rb", 0), nil, "X-Computed", fault.ErrInvalidHeaderValue},
+		{"forward, too large", Spec{Forward: []string{"X-Tenant"}, MaxBytes: 32}, http.Header{"X-Tenant": {long}}, "X-Tenant", fault.ErrHeadersTooLarge},
+		{"matching, too large", Spec{Matching: []string{"^X-Trace-"}, MaxBytes: 32}, http.Header{"X-Trace-Id": {long}}, "X-Trace-Id", fault.ErrHeadersTooLarge},
+		{"rename, too large", Spec{Rename: map[string]string{"X-User": "X-Source-User"}, MaxBytes: 32}, http.Header{"X-User": {long}}, "X-Source-User", fault.ErrHeadersTooLarge},
+		{"set, too large", Spec{Set: map[string]string{"X-Api-Key": long}, MaxBytes: 32}, nil, "X-Api-Key", fault.ErrHeadersTooLarge},
+		{"computed, too large", computed(long, 32), nil, "X-Computed", fault.ErrHeadersTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := New(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := http.Header{"Content-Type": {"application/json"}}
+			got, err := rules.Apply(withGateway(tc.gw), dst, false)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Apply = %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.header) {
+				t.Errorf("Apply error %q does not name %s", err, tc.header)
+			}
+			if len(got) != 1 || len(dst) != 1 {
+				t.Errorf("refused, yet headers were added: got %v, dst %v", got, dst)
 			}
 		})
 	}
