@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/fusiongo/transport/answer"
+	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/shadow"
 )
 
@@ -58,9 +60,16 @@ func TestComparer(t *testing.T) {
 			resp.Body.Close()
 			s.Close()
 			if tc.comparer != nil {
+				// Close has waited for the comparison: the Comparer has
+				// been called by now, or never will be.
 				want := seen{"products", `{"data":{"price":899}}`, `{"data":{"price":900}}`}
-				if got := <-calls; got != want {
-					t.Errorf("the Comparer saw %+v, want %+v", got, want)
+				select {
+				case got := <-calls:
+					if got != want {
+						t.Errorf("the Comparer saw %+v, want %+v", got, want)
+					}
+				default:
+					t.Fatal("the Comparer was not called")
 				}
 			}
 			pub.mu.Lock()
@@ -130,4 +139,132 @@ func TestRate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// draws returns a Rand that returns vs in turn, over and over.
+func draws(vs ...float64) func() float64 {
+	var mu sync.Mutex
+	i := 0
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		v := vs[i%len(vs)]
+		i++
+		return v
+	}
+}
+
+// TestRateDraws: a query is shadowed when Options.Rand draws below Rate,
+// and not when it draws Rate itself or more; so a zero Rate shadows
+// nothing even on a draw of 0. The candidate receives exactly the queries
+// whose draw was below the rate.
+func TestRateDraws(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rate  float64
+		draws []float64
+		want  []bool // per query, in order: shadowed
+	}{
+		{"below, at, above the rate", 0.5, []float64{0.25, 0.5, 0.75, 0.4999}, []bool{true, false, false, true}},
+		{"zero rate, zero draw", 0, []float64{0}, []bool{false, false}},
+		{"rate 1, the highest draw", 1, []float64{0.9999999}, []bool{true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cand := &recorder{}
+			s := shadow.New(fixed(`{"data":{}}`), cand, shadow.Options{Rate: tc.rate, Rand: draws(tc.draws...), MaxConcurrent: len(tc.want), Publisher: &mismatches{}})
+			for i := range tc.want {
+				resp, err := s.Post(context.Background(), "products", []byte(fmt.Sprintf(`{"query":"{ q%d }"}`, i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			s.Close()
+			var want []string
+			for i, shadowed := range tc.want {
+				if shadowed {
+					want = append(want, fmt.Sprintf(`{"query":"{ q%d }"}`, i))
+				}
+			}
+			if got := cand.bodies(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("the candidate received %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestRateDefaultRand: without Options.Rand, a Rate of 0.5 shadows about
+// half of the queries (400 queries: fewer than 100 or more than 300 would
+// take a draw twenty standard deviations off).
+func TestRateDefaultRand(t *testing.T) {
+	const n = 400
+	var got atomic.Int64
+	s := shadow.New(fixed(`{"data":{}}`), countingSender{fixed(`{"data":{}}`), &got}, shadow.Options{Rate: 0.5, MaxConcurrent: n, Publisher: &mismatches{}})
+	for range n {
+		resp, err := s.Post(context.Background(), "products", []byte(`{"query":"{ a }"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	s.Close()
+	if c := got.Load(); c < n/4 || c > 3*n/4 {
+		t.Errorf("Rate 0.5 shadowed %d of %d queries", c, n)
+	}
+}
+
+// TestNotQueryCountsSampled: Stats.NotQuery counts the sampled requests
+// that were not queries, not every request that was not one: at a rate
+// that samples half, half of the mutations count, and none is shadowed.
+func TestNotQueryCountsSampled(t *testing.T) {
+	cand := &recorder{}
+	s := shadow.New(fixed(`{"data":{}}`), cand, shadow.Options{Rate: 0.5, Rand: draws(0.1, 0.9), Publisher: &mismatches{}})
+	for range 10 {
+		resp, err := s.Post(context.Background(), "products", []byte(`{"query":"mutation { pay }"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	s.Close()
+	if st := s.Stats(); st.NotQuery != 5 || st.Sampled != 0 {
+		t.Errorf("Stats = %+v, want NotQuery 5 (the sampled half), Sampled 0", st)
+	}
+	if got := cand.bodies(); len(got) != 0 {
+		t.Errorf("the candidate received %q, want no mutation", got)
+	}
+}
+
+// recorder is a candidate that answers like fixed and keeps the bodies it
+// received, in order.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) Post(ctx context.Context, schema string, b []byte) (*http.Response, error) {
+	r.mu.Lock()
+	r.got = append(r.got, string(b))
+	r.mu.Unlock()
+	return fixed(`{"data":{}}`).Post(ctx, schema, b)
+}
+
+func (r *recorder) Do(ctx context.Context, schema string, req *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return r.Post(ctx, schema, b)
+}
+
+func (r *recorder) Reload(env.Config) error { return nil }
+func (r *recorder) Close() error            { return nil }
+
+func (r *recorder) bodies() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.got))
 }
