@@ -181,4 +181,19 @@ func TestSameTarget(t *testing.T) {
 			t.Errorf("SameTarget allocates %v times", n)
 		}
 	}
+	// url.Parse lowers the scheme; a URL built by hand may not, and its
+	// scheme's default port is still the scheme's, in any case.
+	upper := &url.URL{Scheme: "HTTPS", Host: "h", Path: "/graphql"}
+	for _, tt := range []struct {
+		b    string
+		want bool
+	}{
+		{"https://h:443/", true},
+		{"https://h:80/", false},
+	} {
+		b, _ := url.Parse(tt.b)
+		if got := backend.SameTarget(upper, b); got != tt.want {
+			t.Errorf("SameTarget(%s, %s) = %v, want %v", upper, tt.b, got, tt.want)
+		}
+	}
 }
