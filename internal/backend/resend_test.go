@@ -95,6 +95,10 @@ func TestResend(t *testing.T) {
 		{"new connection failed, GET", nil, http.MethodGet, "", false, nil, &backend.AttemptError{Err: reset, Reused: false}, backend.NoResend, 0},
 		{"new connection failed, POST with Idempotency-Key", nil, http.MethodPost, "q", true, key, &backend.AttemptError{Err: reset, Reused: false}, backend.NoResend, 0},
 		{"plain error, GET", nil, http.MethodGet, "", false, nil, reset, backend.NoResend, 0},
+		// A dial refused by the server's host is no refused HTTP/2 stream:
+		// only the code REFUSED_STREAM is.
+		{"connection refused, POST with GetBody", nil, http.MethodPost, "q", true, nil, errors.New("dial tcp 127.0.0.1:4001: connect: connection refused"), backend.NoResend, 0},
+		{"connection refused on a reused connection, POST", nil, http.MethodPost, "q", true, nil, &backend.AttemptError{Err: errors.New("read tcp: connection refused"), Reused: true}, backend.NoResend, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := tc.ctx

@@ -99,6 +99,7 @@ func TestUpgraded(t *testing.T) {
 		closeChecked bool
 	}{
 		{"asked", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, strings.Replace(upgradeTo, "%s", "websocket", 1), "", true},
+		{"asked, protocol with spaces around it", http.Header{"Upgrade": {" websocket "}, "Connection": {"Upgrade"}}, strings.Replace(upgradeTo, "%s", "websocket", 1), "", true},
 		{"asked, protocol in another case", http.Header{"Upgrade": {"websocket"}, "Connection": {"keep-alive, upgrade"}}, strings.Replace(upgradeTo, "%s", "WebSocket", 1), "", true},
 		{"unasked", nil, strings.Replace(upgradeTo, "%s", "websocket", 1), "asked for no upgrade", true},
 		{"Upgrade without the Connection token", http.Header{"Upgrade": {"websocket"}}, strings.Replace(upgradeTo, "%s", "websocket", 1), "asked for no upgrade", true},
@@ -152,5 +153,45 @@ func TestUpgraded(t *testing.T) {
 				t.Errorf("the server saw %q, closed %t, error %v; want ping, then the caller's close", a.got, a.closed, a.err)
 			}
 		})
+	}
+}
+
+// TestUpgradedWritableNot101: a response whose body is writable (the
+// connection) but whose status is not 101 hands the connection over
+// (TurnsOver), and Upgraded refuses it even when the request asked for
+// that very protocol: fault.ErrUnaskedUpgrade, and the connection is
+// closed, so the server end sees it end.
+func TestUpgradedWritableNot101(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	req, err := http.NewRequest(http.MethodGet, "http://schema.test/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Connection", "Upgrade")
+	resp := &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{"Upgrade": {"websocket"}}, Body: client, Request: req}
+	if !backend.TurnsOver(resp) {
+		t.Fatal("TurnsOver = false for a writable body")
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := server.Read(make([]byte, 1))
+		ended <- err
+	}()
+	rwc, err := backend.Upgraded(req, resp)
+	if !errors.Is(err, fault.ErrUnaskedUpgrade) || rwc != nil {
+		if rwc != nil {
+			rwc.Close()
+		}
+		t.Fatalf("Upgraded = %v, %v; want nil, fault.ErrUnaskedUpgrade", rwc, err)
+	}
+	select {
+	case err := <-ended:
+		if err != io.EOF {
+			t.Errorf("the server end read %v, want io.EOF: the connection closed", err)
+		}
+	case <-time.After(upgradeBound):
+		t.Fatal("the refused connection was not closed")
 	}
 }
