@@ -83,6 +83,28 @@ func post(t *testing.T, rt http.RoundTripper, url, body string) (*http.Response,
 	return resp, string(b)
 }
 
+// hangGuard bounds a wait that only a broken transport would make long:
+// the test then fails instead of hanging.
+const hangGuard = 10 * time.Second
+
+// awaitOrGuard waits for ch to close, or hangGuard.
+func awaitOrGuard(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	case <-time.After(hangGuard):
+	}
+}
+
+// closeBody is a request body that records its Close.
+type closeBody struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *closeBody) Close() error { b.closed.Store(true); return nil }
+
+func newCloseBody(s string) *closeBody { return &closeBody{Reader: strings.NewReader(s)} }
+
 // TestSendsOnlyWhatIsAsked: the source schema receives the request's own
 // headers and nothing the transport made up (no Accept-Encoding, no
 // Cookie, no proxy headers); a redirect comes back as it is, followed by
@@ -189,10 +211,14 @@ func TestWrongTarget(t *testing.T) {
 	srv := newServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
 	other := newServer(t, func(http.ResponseWriter, *http.Request) { hits.Add(1) })
 	rt := newTransport(t, env.EngineH1, srv.URL, nil)
-	req, _ := http.NewRequest(http.MethodGet, other.URL, nil)
+	body := newCloseBody(`{}`)
+	req, _ := http.NewRequest(http.MethodPost, other.URL, body)
 	_, err := rt.RoundTrip(req)
 	if !errors.Is(err, fault.ErrWrongTarget) || !strings.Contains(err.Error(), `"products"`) {
 		t.Fatalf("err = %v, want fault.ErrWrongTarget naming products", err)
+	}
+	if !body.closed.Load() {
+		t.Error("the refused request's body was not closed")
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("%d requests reached a server", n)
@@ -216,7 +242,9 @@ func TestHeaderTimeout(t *testing.T) {
 // headerTimeout is one case of TestHeaderTimeout.
 func headerTimeout(t *testing.T, engine string, requestTimeout time.Duration) {
 	release := make(chan struct{})
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	// The server answers at the latest after hangGuard, so that a request
+	// the bound does not cut fails the test rather than hang it.
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { awaitOrGuard(release) })
 	defer close(release)
 	rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) {
 		c.Settings.HeaderTimeout = 20 * time.Millisecond
@@ -337,9 +365,13 @@ func TestClose(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the idle connection was not closed by Close")
 			}
-			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{}`))
+			body := newCloseBody(`{}`)
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, body)
 			if _, err := rt.RoundTrip(req); !errors.Is(err, fault.ErrClosed) {
 				t.Fatalf("after Close: err = %v, want fault.ErrClosed", err)
+			}
+			if !body.closed.Load() {
+				t.Error("after Close: the refused request's body was not closed")
 			}
 			if n := hits.Load(); n != 1 {
 				t.Errorf("server saw %d requests, want 1", n)
@@ -418,17 +450,35 @@ func TestCloseUnderLoad(t *testing.T) {
 			rt := newTransport(t, engine, srv.URL, func(c *sockets.Config) { c.Settings.MaxConnsPerHost = 4 })
 			var answered, refused atomic.Int64
 			halfway := make(chan struct{})
+			closed := make(chan struct{}) // closed once rt.Close has returned
 			var once sync.Once
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for g := range 8 {
 				wg.Go(func() {
 					for i := 0; ; i++ {
+						afterClose := false
+						select {
+						case <-closed:
+							afterClose = true
+						default:
+						}
 						want := fmt.Sprintf(`{"caller":%d,"call":%d}`, g, i)
-						req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(want))
+						body := newCloseBody(want)
+						req, _ := http.NewRequest(http.MethodPost, srv.URL, body)
 						resp, err := rt.RoundTrip(req)
 						if errors.Is(err, fault.ErrClosed) {
 							refused.Add(1)
+							if !body.closed.Load() {
+								errs <- fmt.Errorf("caller %d call %d: refused with fault.ErrClosed, its body not closed", g, i)
+							}
+							return
+						}
+						if afterClose {
+							if err == nil {
+								resp.Body.Close()
+							}
+							errs <- fmt.Errorf("caller %d call %d, started after Close returned: %v, want fault.ErrClosed", g, i, err)
 							return
 						}
 						if err != nil {
@@ -453,6 +503,7 @@ func TestCloseUnderLoad(t *testing.T) {
 				t.Fatal("200 calls did not complete")
 			}
 			rt.Close()
+			close(closed)
 			wg.Wait()
 			close(errs)
 			for err := range errs {
