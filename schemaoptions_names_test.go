@@ -36,10 +36,13 @@ func TestSchemaOptionsForUnknownSchema(t *testing.T) {
 			products := newSchemaServer(t, nil)
 			reviews := newSchemaServer(t, nil)
 			var logs wiretest.LogBuffer
-			inv := newInvoker(t, config(path, "products", products.URL()), transport.WithSchemaOptions("reviews", mark),
+			inv := newInvoker(t, config(path, "products", products.URL()),
+				transport.WithSchemaOptions("zeta", mark), transport.WithSchemaOptions("reviews", mark),
 				transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, `\"reviews\"`) {
-				t.Errorf("New with options for reviews, which the configuration lacks, logged no warning naming it:\n%s", l)
+			// Every unknown name, in order, and the names the configuration has.
+			want := `WithSchemaOptions for \"reviews\", \"zeta\": the configuration has no such source schema (it has products)`
+			if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, want) {
+				t.Errorf("New with options for reviews and zeta, which the configuration lacks, logged no warning naming them (%s):\n%s", want, l)
 			}
 
 			both := config(path, "products", products.URL(), "reviews", reviews.URL())
