@@ -120,26 +120,7 @@ func TestPostFuncHedgedOwnAnswer(t *testing.T) {
 				callers.Go(func() {
 					for i := range 30 {
 						id := fmt.Sprintf("%c%d-%d", "hfq"[i%3], g, i)
-						err := inv.PostFunc(context.Background(), "products", echo.query(id), func(resp *http.Response) error {
-							type read struct {
-								body []byte
-								err  error
-							}
-							got := make(chan read, 1)
-							late.Go(func() {
-								defer resp.Body.Close() // runs after the send: after the callback, often
-								b, err := io.ReadAll(resp.Body)
-								got <- read{b, err}
-							})
-							r := <-got
-							if r.err != nil {
-								return r.err
-							}
-							if echo := resp.Header.Get("X-Echo"); echo != id || string(r.body) != echoBody(id) {
-								return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, echo, r.body)
-							}
-							return nil
-						})
+						err := inv.PostFunc(context.Background(), "products", echo.query(id), lateOwnEcho(&late, id))
 						if err != nil {
 							t.Error(err)
 							return

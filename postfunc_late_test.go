@@ -27,26 +27,7 @@ func TestPostFuncLateClose(t *testing.T) {
 				callers.Go(func() {
 					for i := range 60 {
 						id := fmt.Sprintf("late%d-%d", g, i)
-						err := inv.PostFunc(context.Background(), "products", []byte(id), func(resp *http.Response) error {
-							type read struct {
-								body []byte
-								err  error
-							}
-							got := make(chan read, 1)
-							late.Go(func() {
-								defer resp.Body.Close() // runs after the send: after the callback, often
-								b, err := io.ReadAll(resp.Body)
-								got <- read{b, err}
-							})
-							r := <-got
-							if r.err != nil {
-								return r.err
-							}
-							if echo := resp.Header.Get("X-Echo"); echo != id || string(r.body) != echoBody(id) {
-								return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, echo, r.body)
-							}
-							return nil
-						})
+						err := inv.PostFunc(context.Background(), "products", []byte(id), lateOwnEcho(&late, id))
 						if err != nil {
 							t.Error(err)
 							return
@@ -56,5 +37,32 @@ func TestPostFuncLateClose(t *testing.T) {
 			}
 			callers.Wait()
 		})
+	}
+}
+
+// lateOwnEcho is a PostFunc callback that hands the body to a goroutine of
+// late, which reads it and closes it after the send back (so often after
+// the callback returned, the usual deferred Close), and checks that the
+// answer is the echo of id: its own.
+func lateOwnEcho(late *sync.WaitGroup, id string) func(*http.Response) error {
+	return func(resp *http.Response) error {
+		type read struct {
+			body []byte
+			err  error
+		}
+		got := make(chan read, 1)
+		late.Go(func() {
+			defer resp.Body.Close() // runs after the send: after the callback, often
+			b, err := io.ReadAll(resp.Body)
+			got <- read{b, err}
+		})
+		r := <-got
+		if r.err != nil {
+			return r.err
+		}
+		if echo := resp.Header.Get("X-Echo"); echo != id || string(r.body) != echoBody(id) {
+			return fmt.Errorf("answer of %q: X-Echo %q, body %q", id, echo, r.body)
+		}
+		return nil
 	}
 }
