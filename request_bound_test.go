@@ -203,20 +203,7 @@ func TestRequestTimeoutBoundsPoolWait(t *testing.T) {
 				if err := inv.Reload(cfg); err != nil {
 					t.Fatal(err)
 				}
-				done := make(chan error, 1)
-				go func() {
-					_, err := call.call(inv, context.Background(), func(body io.Reader) error {
-						_, err := io.Copy(io.Discard, body)
-						return err
-					})
-					done <- err
-				}()
-				select {
-				case err := <-done:
-					checkRequestTimeout(t, err, d)
-				case <-time.After(engineGuard):
-					t.Fatal("the waiting call outlived its request_timeout")
-				}
+				expectRequestTimeout(t, call, inv, d, "the waiting call outlived its request_timeout")
 				if n := len(srv.Requests()); n != 1 {
 					t.Errorf("the server received %d requests, want 1: the waiting call must fail unsent", n)
 				}
@@ -317,24 +304,32 @@ func TestRequestTimeoutBoundsRetryWait(t *testing.T) {
 					s.RequestTimeout = d
 					s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Hour, WaitMax: time.Hour, Statuses: []int{http.StatusServiceUnavailable}}
 				}))
-				done := make(chan error, 1)
-				go func() {
-					_, err := call.call(inv, context.Background(), func(body io.Reader) error {
-						_, err := io.Copy(io.Discard, body)
-						return err
-					})
-					done <- err
-				}()
-				select {
-				case err := <-done:
-					checkRequestTimeout(t, err, d)
-				case <-time.After(engineGuard):
-					t.Fatal("the retry's backoff outlived request_timeout")
-				}
+				expectRequestTimeout(t, call, inv, d, "the retry's backoff outlived request_timeout")
 				if n := len(srv.Requests()); n != 1 {
 					t.Errorf("the server received %d requests, want 1", n)
 				}
 			})
 		}
+	}
+}
+
+// expectRequestTimeout makes one call of inv that reads its body whole and
+// wants it to fail with request_timeout d within engineGuard; what names
+// the wait that failed to end otherwise.
+func expectRequestTimeout(t *testing.T, call bodyCall, inv *transport.Transport, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := call.call(inv, context.Background(), func(body io.Reader) error {
+			_, err := io.Copy(io.Discard, body)
+			return err
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		checkRequestTimeout(t, err, d)
+	case <-time.After(engineGuard):
+		t.Fatal(what)
 	}
 }
