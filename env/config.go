@@ -140,6 +140,14 @@ type Config struct {
 
 	// Legacy holds the settings that only the legacy path reads.
 	Legacy LegacySettings
+
+	// Redis is the transport's Redis client, for the response caches whose
+	// store is redis. Default: none. See RedisSettings.
+	Redis RedisSettings
+
+	// ResponseCache holds the response cache's transport-wide settings (its
+	// invalidation token); each schema's cache is Settings.ResponseCache.
+	ResponseCache ResponseCacheConfig
 }
 
 // SourceSchema is the configuration of one source schema.
@@ -319,6 +327,10 @@ type Settings struct {
 	// RateLimit bounds the rate of requests to the source schema from this
 	// gateway replica, on both paths. Default: off. See RateLimitSettings.
 	RateLimit RateLimitSettings
+
+	// ResponseCache stores answers to queries and answers later calls from
+	// them, on both paths. Default: off. See ResponseCacheSettings.
+	ResponseCache ResponseCacheSettings
 }
 
 // RequestCompressionSettings configure the compression of request bodies
@@ -795,6 +807,16 @@ var builtin = Settings{
 	RateLimit: RateLimitSettings{
 		RequestsPerSecond: RatioOff,
 		Wait:              Off,
+	},
+	ResponseCache: ResponseCacheSettings{
+		Enabled:       Disabled,
+		Store:         StoreMemory,
+		MaxBytes:      DefaultCacheMaxBytes,
+		MaxEntryBytes: DefaultCacheMaxEntryBytes,
+		DefaultTTL:    Off,
+		MaxTTL:        DefaultCacheMaxTTL,
+		Shared:        Disabled,
+		Vary:          []string{},
 	},
 }
 
