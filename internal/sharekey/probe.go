@@ -60,8 +60,9 @@ func IsProbe(ctx context.Context) bool {
 
 // run is one call of Probe.Key: where taker puts what it took.
 type run struct {
-	body  *probeBody // immutable: the body the probe gave (nil: none); taker knows it by identity
-	given []byte     // immutable: its bytes
+	body  *probeBody                  // immutable: the body the probe gave (nil: none); taker knows it by identity
+	given []byte                      // immutable: its bytes
+	use   func(*http.Request, []byte) // immutable: Each's f; nil: Key's run, which keys with Of
 
 	mu     sync.Mutex
 	taken  int  // requests taker got; guarded by mu
@@ -84,7 +85,23 @@ func (*probeBody) Close() error { return nil }
 // body of its own over 1 MiB or that could not be read. req is not
 // modified.
 func (p *Probe) Key(req *http.Request, body []byte) (k Key, ok bool) {
-	r := &run{given: body}
+	return p.run(req, body, nil)
+}
+
+// Each runs the probe's middleware as Key does and calls f with the one
+// request that reached the end of the chain and its whole body, on the
+// goroutine that sent it, before Each returns; f must not keep either. ok
+// is false, and f was not called or its result must not be used, where
+// Key's ok would be false. The response cache keys a request in several
+// scopes at once this way.
+func (p *Probe) Each(req *http.Request, body []byte, f func(sent *http.Request, body []byte)) (ok bool) {
+	_, ok = p.run(req, body, f)
+	return ok
+}
+
+// run is Key, and Each with use non-nil.
+func (p *Probe) run(req *http.Request, body []byte, use func(*http.Request, []byte)) (k Key, ok bool) {
+	r := &run{given: body, use: use}
 	preq := req.WithContext(context.WithValue(req.Context(), probeKey{}, r))
 	// Never req's own body: the probe must leave it unread.
 	preq.Body, preq.GetBody, preq.ContentLength = nil, nil, 0
@@ -118,23 +135,32 @@ func (taker) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, ErrProbed
 	}
-	k, keyed := r.keyOf(req)
-	closeBody(req)
+	body, read := r.bodyOf(req)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	first := !r.closed && r.taken == 0
 	if !r.closed {
 		r.taken++
-		if r.taken == 1 {
-			r.key, r.keyed = k, keyed
-		}
 	}
+	r.mu.Unlock()
+	if first && read {
+		var k Key
+		if r.use != nil {
+			r.use(req, body)
+		} else {
+			k = Of(req, body)
+		}
+		r.mu.Lock()
+		r.key, r.keyed = k, true
+		r.mu.Unlock()
+	}
+	closeBody(req)
 	return nil, ErrProbed
 }
 
-// keyOf returns the key of req, a request that reached the end of r's
-// chain. A body that is still the one r gave is keyed by the bytes it was
-// given; another is read, up to maxProbedBody.
-func (r *run) keyOf(req *http.Request) (Key, bool) {
+// bodyOf returns the whole body of req, a request that reached the end of
+// r's chain: the bytes r gave, if it is still that body; else what it
+// reads, up to maxProbedBody (read false past it, or on a read error).
+func (r *run) bodyOf(req *http.Request) ([]byte, bool) {
 	var body []byte
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
@@ -143,11 +169,11 @@ func (r *run) keyOf(req *http.Request) (Key, bool) {
 	default:
 		b, err := io.ReadAll(io.LimitReader(req.Body, maxProbedBody+1))
 		if err != nil || len(b) > maxProbedBody {
-			return Key{}, false
+			return nil, false
 		}
 		body = b
 	}
-	return Of(req, body), true
+	return body, true
 }
 
 // closeBody closes req's body, as a RoundTripper must.

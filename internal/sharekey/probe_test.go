@@ -269,3 +269,26 @@ func TestNewProbe(t *testing.T) {
 		t.Errorf("Key through a chain with nil entries: ok %t, key as sent %t", ok, k == keyOf(t, req, "Bearer alice", nil))
 	}
 }
+
+// TestProbeEach: Each hands the request as the middleware would send it,
+// with its body, to f once; a probe that cannot tell calls f never.
+func TestProbeEach(t *testing.T) {
+	query := []byte(`{"query":"{ a }"}`)
+	p := sharekey.NewProbe([]middleware{token})
+	req := newRequest(t, "alice")
+	calls := 0
+	var auth, body string
+	ok := p.Each(req, query, func(sent *http.Request, b []byte) {
+		calls++
+		auth, body = sent.Header.Get("Authorization"), string(b)
+	})
+	if !ok || calls != 1 || auth != "Bearer alice" || body != string(query) {
+		t.Fatalf("Each: ok %t, %d calls, Authorization %q, body %q; want ok, 1 call, the token, the query", ok, calls, auth, body)
+	}
+	failing := sharekey.NewProbe([]middleware{func(http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, http.ErrHandlerTimeout })
+	}})
+	if failing.Each(newRequest(t, "alice"), query, func(*http.Request, []byte) { t.Error("f called for a probe that failed") }) {
+		t.Error("Each ok for a probe whose middleware failed")
+	}
+}

@@ -69,9 +69,24 @@ func PerCall(name string) bool {
 // parts are gathered in a pooled scratch and hashed by a pooled digest:
 // the key costs a call no allocation (dedupe keys every query it sees).
 func Of(req *http.Request, body []byte) Key {
+	return of(req, body, forDedupe, nil)
+}
+
+// The purposes a key is taken for, hashed first, so that keys taken for
+// different purposes never meet.
+const (
+	forDedupe = iota + 1
+	forCache
+	forShared
+)
+
+// of is Of for purpose: forDedupe keys every header but the PerCall ones;
+// forCache leaves out the cache directives too (Directive); forShared keys
+// only the headers names lists (canonical, sorted).
+func of(req *http.Request, body []byte, purpose byte, names []string) Key {
 	s := scratches.Get().(*scratch)
 	s.h.Reset()
-	b := s.buf[:0]
+	b := append(s.buf[:0], purpose)
 	b = appendPart(b, req.Method)
 	b = appendURL(b, req.URL)
 	b = appendPart(b, req.Host)
@@ -79,32 +94,103 @@ func Of(req *http.Request, body []byte) Key {
 	s.h.Write(b)
 	s.h.Write(body)
 	b = b[:0]
-	names := s.names[:0]
-	for name := range req.Header {
-		if !PerCall(name) {
-			names = append(names, name)
+	keyed := s.names[:0]
+	if purpose == forShared {
+		b, keyed = appendNamed(s, b, req.Header, names, keyed)
+	} else {
+		for name := range req.Header {
+			if !PerCall(name) && (purpose != forCache || !Directive(name)) {
+				keyed = append(keyed, name)
+			}
+		}
+		slices.Sort(keyed)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(keyed)))
+		for _, name := range keyed {
+			b = appendValues(b, name, req.Header[name])
+			if len(b) >= flushAt {
+				s.h.Write(b)
+				b = b[:0]
+			}
 		}
 	}
-	slices.Sort(names)
+	s.h.Write(b)
+	var k Key
+	copy(k[:], s.h.Sum(s.sum[:0]))
+	clear(keyed) // the pool holds no header of a past request
+	s.put(b, keyed)
+	return k
+}
+
+// appendValues appends a header's name and its values, each
+// length-prefixed.
+func appendValues(b []byte, name string, values []string) []byte {
+	b = appendPart(b, name)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(values)))
+	for _, v := range values {
+		b = appendPart(b, v)
+	}
+	return b
+}
+
+// appendNamed appends, for each of names (canonical), the name and the
+// values h holds under it in any case: those of the canonical form first,
+// then those of other forms in sorted order. keys is scratch space for
+// those forms, returned for the pool.
+func appendNamed(s *scratch, b []byte, h http.Header, names []string, keys []string) ([]byte, []string) {
 	b = binary.BigEndian.AppendUint64(b, uint64(len(names)))
 	for _, name := range names {
-		values := req.Header[name]
+		keys = keys[:0]
+		for k := range h {
+			if k != name && strings.EqualFold(k, name) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		n := len(h[name])
+		for _, k := range keys {
+			n += len(h[k])
+		}
 		b = appendPart(b, name)
-		b = binary.BigEndian.AppendUint64(b, uint64(len(values)))
-		for _, v := range values {
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+		for _, v := range h[name] {
 			b = appendPart(b, v)
+		}
+		for _, k := range keys {
+			for _, v := range h[k] {
+				b = appendPart(b, v)
+			}
 		}
 		if len(b) >= flushAt {
 			s.h.Write(b)
 			b = b[:0]
 		}
 	}
-	s.h.Write(b)
-	var k Key
-	copy(k[:], s.h.Sum(s.sum[:0]))
-	clear(names) // the pool holds no header of a past request
-	s.put(b, names)
-	return k
+	return b, keys
+}
+
+// ForCache returns the key of req, with body its whole body, in the
+// response cache's identity scope: what Of keys, less the request's cache
+// directives (Directive). Those tell the cache, not the source schema,
+// what to do: a request that asks for a fresh answer (Cache-Control:
+// no-cache) refreshes the entry that the others read.
+func ForCache(req *http.Request, body []byte) Key {
+	return of(req, body, forCache, nil)
+}
+
+// Shared returns the key of req, with body its whole body, in the response
+// cache's shared scope: its method, URL, Host and body, and the values of
+// the request headers names lists alone (canonical form, sorted, no
+// duplicates: an answer's Vary and response_cache.vary), the names
+// themselves included, so that entries keyed by different lists never
+// meet.
+func Shared(req *http.Request, body []byte, names []string) Key {
+	return of(req, body, forShared, names)
+}
+
+// Directive reports whether header name, in any case, is a cache directive
+// of a request: Cache-Control or Pragma (RFC 9111 5.2, 5.4).
+func Directive(name string) bool {
+	return strings.EqualFold(name, "Cache-Control") || strings.EqualFold(name, "Pragma")
 }
 
 // scratch is the memory Of keys a request in, pooled in scratches: a
