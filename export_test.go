@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"time"
 
 	"github.com/fusiongo/transport/internal/backend"
 )
@@ -20,4 +21,10 @@ func WithQueueHook(hook func(ctx context.Context, event backend.QueueEvent)) Opt
 // schema until every caller it sent is in.
 func WithDedupeJoinedHook(hook func(waiters int)) Option {
 	return func(o *options) { o.dedupeJoined = hook }
+}
+
+// WithCacheClock makes now the clock of every response cache (entries'
+// dates and ages), so that a test ages an entry without waiting.
+func WithCacheClock(now func() time.Time) Option {
+	return func(o *options) { o.cacheClock = now }
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/env"
@@ -51,6 +52,11 @@ type options struct {
 	// export_test.go): dedupe calls it each time a caller has joined a
 	// call, with the number of callers now waiting on it.
 	dedupeJoined func(waiters int)
+
+	// cacheClock is set by tests only (WithCacheClock, export_test.go):
+	// the response caches' clock, so that a test ages an entry without
+	// waiting. Nil: time.Now.
+	cacheClock func() time.Time
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

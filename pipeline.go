@@ -22,6 +22,7 @@ const (
 	stageRequestLog              // WithRequestLog
 	stageMiddleware              // WithMiddleware
 	stageSchemaMiddleware        // SchemaOptions.Middleware
+	stageCache                   // response_cache
 	stageDedupe                  // dedupe
 	stageCompress                // request_compression
 	stageRetry                   // retry
@@ -51,6 +52,7 @@ var stageNames = [numStages]string{
 	stageRequestLog:        "request log",
 	stageMiddleware:        "WithMiddleware",
 	stageSchemaMiddleware:  "SchemaOptions.Middleware",
+	stageCache:             "response_cache",
 	stageDedupe:            "dedupe",
 	stageCompress:          "request_compression",
 	stageRetry:             "retry",

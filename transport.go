@@ -51,6 +51,7 @@ import (
 	"github.com/fusiongo/transport/internal/hedging"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/respcache"
 	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/sharekey"
 	"github.com/fusiongo/transport/middleware"
@@ -98,6 +99,8 @@ type entry struct {
 	judge *canaryjudge.Schema // canary: the schema's canary state; nil otherwise
 
 	limit rateLimit // the schema's rate limit, shared by its routes (shaping.go)
+
+	cache schemaCache // the schema's response cache, shared by its routes (cache.go)
 }
 
 // route is one source schema on one path in one configuration: every
@@ -123,6 +126,7 @@ type route struct {
 	anyBody        bool                // the pool writes Post's body in one write as it is (Description.WritesAnyBody)
 	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
 	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
+	cache          *respcache.Cache    // the schema's response cache; nil: none (cache.go)
 	// lends: PostFunc pools its calls on this route (lentCall): the
 	// pool writes the whole request before RoundTrip returns (h1),
 	// the request path arms no header timer of its own (the request
@@ -208,9 +212,16 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 // build makes the state for cfg, keeping old's transports whose keys are
 // equal. It returns the transports it opened, for the caller to drain if
 // the state is not used. An error names the source schema and key.
-func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Pool, error) {
-	st := &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
-	var fresh []backend.Pool
+func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []backend.Pool, err error) {
+	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
+	var caches []*respcache.Cache
+	defer func() {
+		if err != nil {
+			for _, c := range caches {
+				c.Close()
+			}
+		}
+	}()
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
 		var prev *entry
 		if old != nil {
@@ -220,21 +231,24 @@ func (inv *Transport) build(cfg *env.Config, old *state) (*state, []backend.Pool
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
-		var err error
+		if e.cache, err = inv.cacheOf(name, settings.ResponseCache, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
+			return nil, fresh, err
+		}
 		var opened backend.Pool
-		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter)
+		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter, e.cache.cache)
 		if opened != nil {
 			fresh = append(fresh, opened)
 		}
 		if err == nil && candidate != "" {
-			lim := e.limit.limiter
+			lim, cache := e.limit.limiter, e.cache.cache
 			if inv.shadow != nil {
 				// A shadow candidate's requests are the shadow's copies,
 				// bounded by shadow.rate: they take no turn of the limit
-				// that protects the schema from callers.
-				lim = nil
+				// that protects the schema from callers, and are really
+				// sent, never answered from the cache.
+				lim, cache = nil, nil
 			}
-			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), lim)
+			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), lim, cache)
 			if opened != nil {
 				fresh = append(fresh, opened)
 			}
@@ -259,9 +273,9 @@ func (e *entry) route(candidate bool) *route {
 
 // buildRoute builds the route of source schema name on path, keeping
 // prev's pool if it is on the same path with an equal key. lim is the
-// schema's rate limiter, nil for none. opened is the pool it opened,
-// if any.
-func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter) (r *route, opened backend.Pool, err error) {
+// schema's rate limiter and cache its response cache, nil for none.
+// opened is the pool it opened, if any.
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter, cache *respcache.Cache) (r *route, opened backend.Pool, err error) {
 	be := inv.backends[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
@@ -302,6 +316,7 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 	}
 	r.res = inv.resilienceOf(r, settings, prev)
 	r.res.limiter = lim
+	r.cache = cache
 	if c := settings.RequestCompression; c.On() {
 		r.compressMin = max(c.MinBytes, 1)
 	}
@@ -356,7 +371,7 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 	}
 	l.add(stageMiddleware, inv.o.middleware...)
 	l.add(stageSchemaMiddleware, so.Middleware...)
-	inv.builtins(&l, r.res, settings, so, name, path)
+	inv.builtins(&l, r, settings, so)
 	l.add(stageAttemptMiddleware, so.AttemptMiddleware...)
 	l.add(stageBackendMiddleware, be.Middleware(s)...)
 	// What sits inside the hedge lets go of an attempt's request and
@@ -429,7 +444,12 @@ func (*hookPool) Describe() backend.Description { return backend.Description{} }
 // circuit breaker, which every attempt and hedge passes (resilience.go),
 // and the rate limit, where every attempt and hedge the breaker let
 // through takes a turn (shaping.go).
-func (inv *Transport) builtins(l *layers, res resilience, settings env.Settings, so SchemaOptions, name string, path env.Path) {
+func (inv *Transport) builtins(l *layers, r *route, settings env.Settings, so SchemaOptions) {
+	res, name, path := r.res, r.name, r.path
+	if r.cache != nil {
+		// Keyed like dedupe, on the request as it would be sent.
+		l.add(stageCache, respcache.Stage(r.cache, sharekey.NewProbe(so.AttemptMiddleware), inv.o.dedupeJoined))
+	}
 	if settings.Dedupe.On() {
 		// The attempt middleware runs inside dedupe and may add what tells
 		// callers apart (middleware.Token): the key is taken on the
@@ -473,6 +493,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	inv.state.Store(st)
 	inv.warnUnknownSchemaOptions(&cfg)
 	kept, replaced, removed := retire(old, st)
+	closeCaches(old, st)
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
 	return nil
@@ -531,6 +552,7 @@ func (inv *Transport) Close() error {
 		errs = append(errs, u())
 	}
 	retire(st, &state{})
+	closeCaches(st, &state{})
 	inv.upgrades.closeAll()
 	inv.closeBackends()
 	return errors.Join(errs...)

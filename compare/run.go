@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusiongo/transport/internal/respcache"
 	"io"
 	"net/http"
 	"net/url"
@@ -276,6 +277,8 @@ func send(ctx context.Context, inv answer.Sender, req *Request, target *url.URL,
 		gw.Header.Set(name, value)
 	}
 	ctx = gateway.WithRequest(ctx, gw) // as transport.WithGatewayRequest does
+	// Both sides are really sent: neither answers from a response cache.
+	ctx = respcache.WithoutCache(ctx)
 
 	var (
 		resp  *http.Response

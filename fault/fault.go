@@ -89,6 +89,10 @@ var (
 	ErrUnaskedUpgrade = errors.New("unasked protocol upgrade")
 )
 
+// ErrNoCache is wrapped by the error of transport.Transport.InvalidateCache
+// for a source schema whose response cache is off (response_cache.enabled).
+var ErrNoCache = errors.New("response cache off")
+
 // ErrBodyReleased is returned by a Read of a body that transport.PostFunc
 // lent to its callback, once the callback has returned: the body's memory
 // may serve another call by then, and the Read yields none of it.

@@ -177,6 +177,14 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// as its attempt would.
 		return d.next.RoundTrip(c.req)
 	}
+	return d.join(k, req, c.req, d.next)
+}
+
+// join sends out, the request of req keyed k, through send, or waits for
+// the call in flight under k and takes its answer: the loop of RoundTrip,
+// for any key (the response cache collapses its misses through it, by its
+// own key and with a send of its own).
+func (d *deduper) join(k sharekey.Key, req, out *http.Request, send http.RoundTripper) (*http.Response, error) {
 	for {
 		d.mu.Lock()
 		cl, inFlight := d.calls[k]
@@ -188,7 +196,7 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 			if d.joined != nil {
 				d.joined(1)
 			}
-			return d.lead(k, cl, req, c.req)
+			return d.lead(k, cl, req, out, send)
 		}
 		if cl.done == nil {
 			cl.headers, cl.done = make(chan struct{}), make(chan struct{})
@@ -201,27 +209,27 @@ func (d *deduper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		switch resp, err, o := d.follow(cl, req); o {
 		case alone:
-			return d.next.RoundTrip(c.req)
+			return send.RoundTrip(out)
 		case shared:
-			closeBody(c.req) // not sent: the answer is the first caller's
+			closeBody(out) // not sent: the answer is the first caller's
 			return resp, err
 		}
 		// again: the first caller left. The key is free, or another
 		// follower leads by now.
 		if err := req.Context().Err(); err != nil {
-			closeBody(c.req)
+			closeBody(out)
 			return nil, err
 		}
 	}
 }
 
-// lead sends out, the request of req that the first caller of cl brings,
-// on the caller's goroutine and context, and takes cl off the map once
+// lead sends out through send, the request of req that the first caller
+// of cl brings, on the caller's goroutine and context, and takes cl off the map once
 // its response's headers are in (or it failed). If no follower waits by
 // then, the response is the caller's as it is, streaming; cl goes back to
 // the pool if none ever joined. Otherwise the body is read whole and
 // every caller gets a copy of the response (share).
-func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (*http.Response, error) {
+func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request, send http.RoundTripper) (*http.Response, error) {
 	settled := false
 	defer func() {
 		if !settled && d.detach(k, cl) {
@@ -231,7 +239,7 @@ func (d *deduper) lead(k sharekey.Key, cl *call, req, out *http.Request) (*http.
 			d.end(cl, again)
 		}
 	}()
-	resp, err := d.next.RoundTrip(out)
+	resp, err := send.RoundTrip(out)
 	if !d.detach(k, cl) {
 		settled = true
 		// Every follower that joined, if any, has left. A call that none

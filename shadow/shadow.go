@@ -26,6 +26,7 @@ package shadow
 import (
 	"bytes"
 	"context"
+	"github.com/fusiongo/transport/internal/respcache"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -114,6 +115,9 @@ func (s *Shadow) Post(ctx context.Context, schema string, body []byte) (*http.Re
 	if !s.take(ctx, schema, http.MethodPost, "", body) {
 		return s.primary.Post(ctx, schema, body)
 	}
+	// Both sides of a sampled query are really sent: neither answers
+	// from a response cache, or the comparison would compare the cache.
+	ctx = respcache.WithoutCache(ctx)
 	copied := bytes.Clone(body) // the caller may reuse body once its answer arrived
 	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
 		return s.candidate.Post(cctx, schema, copied)
@@ -131,6 +135,7 @@ func (s *Shadow) Do(ctx context.Context, schema string, req *http.Request) (*htt
 	if !ok || !s.take(ctx, schema, req.Method, req.URL.RawQuery, body) {
 		return s.primary.Do(ctx, schema, req)
 	}
+	ctx = respcache.WithoutCache(ctx) // as in Post
 	cand := s.startCandidate(ctx, schema, func(cctx context.Context) (*http.Response, error) {
 		r := req.Clone(cctx)
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -42,6 +42,7 @@ func TestNamesDocumented(t *testing.T) {
 		telemetry.MetricAddressEjected, telemetry.MetricEjections,
 		telemetry.MetricCompressedRequests, telemetry.MetricCompressionBytesSaved, telemetry.MetricRateLimited,
 		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
+		telemetry.MetricCacheEvents,
 	}
 	slices.Sort(table)
 	sorted := slices.Sorted(slices.Values(names))
@@ -54,6 +55,7 @@ func TestNamesDocumented(t *testing.T) {
 	keys := []attribute.Key{
 		telemetry.AttrSourceSchema, telemetry.AttrPath, telemetry.AttrBreakerState, telemetry.AttrAddress,
 		telemetry.AttrShadowEqual, telemetry.AttrShadowKind, telemetry.AttrShadowReason,
+		telemetry.AttrCacheStatus, telemetry.AttrCacheReason,
 	}
 	for _, k := range keys {
 		if !strings.Contains(string(src), string(k)) {

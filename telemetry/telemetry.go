@@ -67,6 +67,9 @@ const (
 	MetricShadowComparisons = meters.MetricShadowComparisons
 	MetricShadowMismatches  = meters.MetricShadowMismatches
 	MetricShadowDropped     = meters.MetricShadowDropped
+
+	// The response cache (response_cache).
+	MetricCacheEvents = meters.MetricCacheEvents
 )
 
 // The attribute keys on spans and measurements, as the package
@@ -94,6 +97,15 @@ const (
 	// AttrShadowReason is why a sampled query was not compared (shadow's
 	// Drop* constants: "busy", "too_large", "primary_unread").
 	AttrShadowReason = meters.AttrShadowReason
+	// AttrCacheStatus is what the response cache did: on a call's span
+	// "hit", "miss" or "bypass"; on fusion.transport.cache.events also
+	// "stored", "not_stored" and "store_error".
+	AttrCacheStatus = meters.AttrCacheStatus
+	// AttrCacheReason is why a call bypassed the cache, an answer was not
+	// stored ("status", "no-store", "errors", "too-large",
+	// "invalidated", ...), or a store failed ("lookup", "set",
+	// "writes-full"); empty otherwise.
+	AttrCacheReason = meters.AttrCacheReason
 
 	AttrRequestMethod         = attribute.Key("http.request.method")
 	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")

@@ -31,6 +31,8 @@ const (
 	AttrShadowEqual  = attribute.Key("fusion.shadow.equal")
 	AttrShadowKind   = attribute.Key("fusion.shadow.kind")
 	AttrShadowReason = attribute.Key("fusion.shadow.reason")
+	AttrCacheStatus  = attribute.Key("fusion.cache.status")
+	AttrCacheReason  = attribute.Key("fusion.cache.reason")
 )
 
 // Of returns the *Set of a *telemetry.Telemetry, nil for a nil one. Package
@@ -57,6 +59,7 @@ type Set struct {
 	addresses  addressInstruments
 	shaping    shapingInstruments
 	shadow     shadowInstruments
+	cache      cacheInstruments
 }
 
 // New creates every instrument of a Set on m; check receives each
@@ -71,6 +74,7 @@ func New(m metric.Meter, check func(error)) *Set {
 	s.addresses = newAddressInstruments(m, check)
 	s.shaping = newShapingInstruments(m, check)
 	s.shadow = newShadowInstruments(m, check)
+	s.cache = newCacheInstruments(m, check)
 	return s
 }
 

@@ -33,4 +33,6 @@ const (
 	MetricShadowComparisons = "fusion.transport.shadow.comparisons"
 	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
 	MetricShadowDropped     = "fusion.transport.shadow.dropped"
+
+	MetricCacheEvents = "fusion.transport.cache.events"
 )

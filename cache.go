@@ -1,0 +1,120 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/respcache"
+)
+
+// schemaCache is a source schema's response cache with what it was built
+// from: a reload whose cache settings, URL and store are equal keeps it,
+// entries and all. One per schema, shared by its serving route and a
+// canary's candidate. Immutable once built.
+type schemaCache struct {
+	cache    *respcache.Cache // nil: no cache
+	settings env.ResponseCacheSettings
+	url      string
+}
+
+// cacheOf returns the response cache of source schema name under s, at
+// url: prev's if its settings and URL are equal, else a new one (added to
+// *fresh, for the caller to close if the state is not used).
+func (inv *Transport) cacheOf(name string, s env.ResponseCacheSettings, url string, prev *entry, fresh *[]*respcache.Cache) (schemaCache, error) {
+	if !s.On() {
+		return schemaCache{}, nil
+	}
+	if prev != nil && prev.cache.cache != nil && prev.cache.url == url && equalCacheSettings(prev.cache.settings, s) {
+		return prev.cache, nil
+	}
+	var store respcache.Store
+	switch s.Store {
+	case env.StoreRedis:
+		return schemaCache{}, fmt.Errorf("source_schemas.%s.response_cache.store: redis: not built yet", name)
+	default:
+		store = respcache.NewMemory(s.MaxBytes)
+	}
+	c := respcache.New(respcache.Config{
+		Schema:  name,
+		Store:   store,
+		Policy:  policyOf(s),
+		Observe: inv.cacheEvent,
+		Log:     inv.log,
+		Now:     inv.o.cacheClock,
+	})
+	*fresh = append(*fresh, c)
+	return schemaCache{cache: c, settings: s, url: url}, nil
+}
+
+// policyOf is the cache policy of settings s.
+func policyOf(s env.ResponseCacheSettings) respcache.Policy {
+	p := respcache.Policy{
+		MaxEntryBytes: s.MaxEntryBytes,
+		MaxTTL:        s.MaxTTL,
+		Shared:        s.Shared.On(),
+	}
+	if s.DefaultTTL > 0 {
+		p.DefaultTTL = s.DefaultTTL
+	}
+	for _, name := range s.Vary {
+		p.Vary = append(p.Vary, http.CanonicalHeaderKey(name))
+	}
+	slices.Sort(p.Vary)
+	p.Vary = slices.Compact(p.Vary)
+	return p
+}
+
+func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
+	return a.Enabled == b.Enabled && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
+		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
+}
+
+// cacheEvent records a cache event in the telemetry.
+func (inv *Transport) cacheEvent(ctx context.Context, schema string, ev respcache.Event) {
+	inv.o.meters.RecordCache(ctx, schema, ev.Kind.String(), ev.Reason)
+	if ev.Kind == respcache.StoreError && ev.Err != nil {
+		inv.log.Debug("response cache store error", "source_schema", schema, "op", ev.Reason, "error", ev.Err)
+	}
+}
+
+// closeCaches closes the caches of old that st does not keep.
+func closeCaches(old, st *state) {
+	if old == nil {
+		return
+	}
+	for name, e := range old.schemas {
+		if e.cache.cache == nil {
+			continue
+		}
+		if n, ok := st.schemas[name]; ok && n.cache.cache == e.cache.cache {
+			continue
+		}
+		e.cache.cache.Close()
+	}
+}
+
+// InvalidateCache removes source schema name's cached answers: every one,
+// or, with tags, those tagged with any of them (an answer's Cache-Tag and
+// Surrogate-Key headers and its extensions.apolloCacheTags). On a Redis
+// store it removes every replica's entries; on the memory store, this
+// replica's. It returns how many it removed. An answer whose request began
+// before the invalidation is never stored after it. A schema without a
+// cache fails with an error that names it.
+func (inv *Transport) InvalidateCache(ctx context.Context, name string, tags ...string) (int, error) {
+	e, err := inv.entryOf(name)
+	if err != nil {
+		return 0, err
+	}
+	if e.cache.cache == nil {
+		return 0, fmt.Errorf("source schema %q: %w", name, fault.ErrNoCache)
+	}
+	n, err := e.cache.cache.Invalidate(ctx, tags)
+	if err != nil {
+		return n, fmt.Errorf("source schema %q: invalidating the response cache: %w", name, err)
+	}
+	return n, nil
+}

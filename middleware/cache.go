@@ -1,0 +1,312 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/fusiongo/transport/internal/gqlhttp"
+	"github.com/fusiongo/transport/internal/respcache"
+	"github.com/fusiongo/transport/internal/sharekey"
+	"github.com/fusiongo/transport/operation"
+)
+
+// The response cache's stage lives here, unexported, for two things of
+// this package's: classify, which every stage that reads a body shares,
+// and the deduper, whose machinery collapses concurrent misses of one key
+// into one request. The request path builds it through respcache.Stage.
+func init() {
+	respcache.Stage = func(c *respcache.Cache, probe *sharekey.Probe, joined func(int)) Middleware {
+		return func(next http.RoundTripper) http.RoundTripper {
+			return &cacher{wrapped: wrap(next), cache: c, probe: probe, flights: newDedupe(nil, joined, maxSharedBody)(next).(*deduper)}
+		}
+	}
+}
+
+// cacher is the cache stage of one route: a hit is answered here; a miss
+// goes on through the rest of the pipeline, once for all the callers of
+// one key in flight, and its answer is stored if the policy allows.
+type cacher struct {
+	wrapped
+	cache   *respcache.Cache // immutable; the schema's, shared by its routes
+	probe   *sharekey.Probe  // immutable; nil: requests are keyed as they are
+	flights *deduper         // immutable: collapses concurrent misses by identity key (join)
+}
+
+// maxKeys is how many keys a lookup asks for: the identity scope's and
+// one per vary list the cache remembers.
+const maxKeys = 1 + 4
+
+// RoundTrip answers req from the cache, or sends it and stores the answer.
+func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
+	if respcache.Skipped(req.Context()) {
+		return s.next.RoundTrip(req)
+	}
+	c, err := classify(req)
+	if err != nil {
+		return nil, err
+	}
+	if c.kind != operation.Query || len(c.req.Trailer) > 0 || gqlhttp.AsksUpgrade(c.req) {
+		// Only a query's answer is stored; trailers are not in the key;
+		// an upgrade hands its caller a connection.
+		return s.next.RoundTrip(c.req)
+	}
+	ctx := req.Context()
+	asked := respcache.ParseRequest(c.req.Header)
+	if asked.NoStore {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-store"})
+		return s.next.RoundTrip(c.req)
+	}
+	var keys [maxKeys]respcache.Key
+	varies := s.cache.Varies()
+	if !s.keys(c.req, c.body, varies, keys[:1+len(varies)]) {
+		// The request as it would be sent is unknown (a probed attempt
+		// middleware failed): it goes alone, uncached, as dedupe does.
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "unkeyed"})
+		return s.next.RoundTrip(c.req)
+	}
+	var found [maxKeys]*respcache.Entry
+	n := 1 + len(varies)
+	if asked.NoCache {
+		n = 0 // sent, and its answer may refresh the entry
+	}
+	seq := s.cache.Lookup(ctx, keys[:n], found[:n])
+	if n > 0 {
+		now := s.cache.Now()
+		for _, e := range found[:n] {
+			if e != nil && e.Fresh(now) {
+				closeBody(c.req) // not sent
+				s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit})
+				return hit(e, req, now), nil
+			}
+		}
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss})
+	} else {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-cache"})
+	}
+	m := &miss{s: s, req: c.req, body: c.body, identity: keys[0], seq: seq}
+	return s.flights.join(keys[0], req, c.req, m)
+}
+
+// keys writes into keys the identity key of req, with body its whole body,
+// and its shared key for each of varies, in order; false if a probe
+// could not tell how req would be sent.
+func (s *cacher) keys(req *http.Request, body []byte, varies []respcache.VaryList, keys []respcache.Key) bool {
+	fill := func(sent *http.Request, body []byte) {
+		keys[0] = sharekey.ForCache(sent, body)
+		for i, names := range varies {
+			keys[1+i] = sharekey.Shared(sent, body, names)
+		}
+	}
+	if s.probe == nil {
+		fill(req, body)
+		return true
+	}
+	return s.probe.Each(req, body, fill)
+}
+
+// sharedKey returns the shared-scope key of req keyed by names; false if a
+// probe could not tell.
+func (s *cacher) sharedKey(req *http.Request, body []byte, names []string) (k respcache.Key, ok bool) {
+	if s.probe == nil {
+		return sharekey.Shared(req, body, names), true
+	}
+	ok = s.probe.Each(req, body, func(sent *http.Request, body []byte) { k = sharekey.Shared(sent, body, names) })
+	return k, ok
+}
+
+// miss sends one missed call on through the pipeline (as the send of the
+// flight its callers share) and wraps a storable answer's body so that
+// the answer is stored once read whole.
+type miss struct {
+	s        *cacher
+	req      *http.Request // the call's request; its body bytes are body
+	body     []byte
+	identity respcache.Key
+	seq      respcache.Seq // the store's invalidation sequence at the lookup
+}
+
+func (m *miss) RoundTrip(out *http.Request) (*http.Response, error) {
+	resp, err := m.s.next.RoundTrip(out)
+	if err != nil {
+		return resp, err
+	}
+	plan := m.s.cache.Policy().Plan(resp)
+	if !plan.Store {
+		m.s.cache.Event(out.Context(), respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
+		return resp, nil
+	}
+	resp.Body = &capture{rc: resp.Body, m: m, ctx: out.Context(), resp: resp, plan: plan, date: m.s.cache.Now(),
+		max: m.s.cache.Policy().MaxEntryBytes}
+	return resp, nil
+}
+
+// capture is a storable answer's body as its reader reads it: it keeps a
+// copy of the bytes (the transport's may be lent memory) and stores the
+// answer when the last byte is read. A body closed before its end, or over
+// the entry bound, is not stored.
+type capture struct {
+	rc   io.ReadCloser
+	m    *miss
+	ctx  context.Context
+	resp *http.Response // its Header is read at the end, before the reader returns
+	plan respcache.Plan
+	date time.Time
+	max  int
+
+	// Owned by the reader (one goroutine at a time, as any body).
+	buf  []byte
+	over bool // past max: nothing is kept
+	done bool // stored, or given up
+}
+
+func (b *capture) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if !b.done && !b.over {
+		if len(b.buf)+n > b.max {
+			b.over, b.buf = true, nil
+			b.m.s.cache.Event(b.ctx, respcache.Event{Kind: respcache.NotStored, Reason: "too-large"})
+		} else {
+			b.buf = append(b.buf, p[:n]...)
+		}
+	}
+	if err == io.EOF && !b.done {
+		b.done = true
+		if !b.over {
+			b.store()
+		}
+	}
+	return n, err
+}
+
+func (b *capture) Close() error {
+	b.done = true
+	return b.rc.Close()
+}
+
+// store stores the answer read whole.
+func (b *capture) store() {
+	cache := b.m.s.cache
+	tags, ok := respcache.CheckBody(b.buf)
+	if !ok {
+		cache.Event(b.ctx, respcache.Event{Kind: respcache.NotStored, Reason: "errors"})
+		return
+	}
+	e := &respcache.Entry{
+		Status:               b.resp.StatusCode,
+		Header:               storedHeader(b.resp.Header),
+		Body:                 b.buf,
+		Date:                 b.date,
+		InitialAge:           b.plan.InitialAge,
+		Lifetime:             b.plan.Lifetime,
+		StaleWhileRevalidate: b.plan.StaleWhileRevalidate,
+		StaleIfError:         b.plan.StaleIfError,
+		Tags:                 mergeTags(b.plan.Tags, tags),
+		Shared:               b.plan.Shared,
+		VaryNames:            b.plan.VaryNames,
+	}
+	b.buf = nil
+	k := b.m.identity
+	if e.Shared {
+		var ok bool
+		if k, ok = b.m.s.sharedKey(b.m.req, b.m.body, e.VaryNames); !ok {
+			cache.Event(b.ctx, respcache.Event{Kind: respcache.NotStored, Reason: "unkeyed"})
+			return
+		}
+	}
+	ttl := e.Lifetime - e.InitialAge + max(e.StaleWhileRevalidate, e.StaleIfError)
+	cache.Put(b.ctx, k, e, ttl, b.m.seq)
+}
+
+// mergeTags returns a's tags and then b's, each once.
+func mergeTags(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	out := append([]string(nil), a...)
+	for _, t := range b {
+		seen := false
+		for _, o := range out {
+			if o == t {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// unstored are the response headers an entry leaves out: the hop-by-hop
+// ones (RFC 9110 7.6.1), and Age, which a hit sets anew.
+var unstored = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Age": true,
+}
+
+// storedHeader returns a deep copy of h without the unstored headers: the
+// strings of a lent response are memory the transport reuses.
+func storedHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if unstored[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		c := make([]string, len(vs))
+		for i, v := range vs {
+			c[i] = string([]byte(v))
+		}
+		out[string([]byte(k))] = c
+	}
+	return out
+}
+
+// hit returns the caller's own response for e at now: the stored status,
+// a copy of the headers with Age set, and a reader over the stored body.
+func hit(e *respcache.Entry, req *http.Request, now time.Time) *http.Response {
+	h := make(http.Header, len(e.Header)+1)
+	n := 1
+	for _, vs := range e.Header {
+		n += len(vs)
+	}
+	values := make([]string, 0, n)
+	for k, vs := range e.Header {
+		at := len(values)
+		values = append(values, vs...)
+		h[k] = values[at:len(values):len(values)]
+	}
+	values = append(values, strconv.FormatInt(int64(e.Age(now)/time.Second), 10))
+	h["Age"] = values[len(values)-1:]
+	r := new(hitBody)
+	r.Reset(e.Body)
+	return &http.Response{
+		Status:        statusText(e.Status),
+		StatusCode:    e.Status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          r,
+		ContentLength: int64(len(e.Body)),
+		Request:       req,
+	}
+}
+
+// hitBody is a hit's body: a reader over the entry's bytes, which no
+// one writes.
+type hitBody struct{ bytes.Reader }
+
+func (*hitBody) Close() error { return nil }
+
+// statusText is the Status of a response with code.
+func statusText(code int) string {
+	if code == http.StatusOK {
+		return "200 OK"
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
