@@ -100,12 +100,12 @@ const cacheQuery = `{"query":"{ products { id } }"}`
 // identical call, unsent, with an Age; one it does not store never does.
 func TestResponseCacheStores(t *testing.T) {
 	tests := []struct {
-		name    string
-		answer  func(w http.ResponseWriter, r *http.Request, n int64)
-		body    func(r *http.Request, n int64) string
-		query   string
-		edit    func(*env.ResponseCacheSettings)
-		stored  bool
+		name   string
+		answer func(w http.ResponseWriter, r *http.Request, n int64)
+		body   func(r *http.Request, n int64) string
+		query  string
+		edit   func(*env.ResponseCacheSettings)
+		stored bool
 	}{
 		{"max-age", cacheControl("max-age=60"), nil, cacheQuery, nil, true},
 		{"public s-maxage", cacheControl("public, s-maxage=60"), nil, cacheQuery, nil, true},

@@ -182,7 +182,9 @@ func (c *Cache) Counts() CountsSnapshot { return c.counts.snapshot() }
 // WithoutCache marks ctx so that no stage answers from a cache or stores into
 // one: the compare harness and shadow copies, whose both sides must really
 // be sent.
-func WithoutCache(ctx context.Context) context.Context { return context.WithValue(ctx, bypassKey{}, true) }
+func WithoutCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bypassKey{}, true)
+}
 
 // Skipped reports whether ctx, or a context it derives from, was marked by
 // WithoutCache.
