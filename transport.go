@@ -89,6 +89,8 @@ type Transport struct {
 // Reload builds a new one and swaps it in.
 type state struct {
 	schemas map[string]*entry
+
+	invalidationToken string // response_cache.invalidation_token; "": CacheInvalidationHandler refuses all
 }
 
 // entry is one source schema in one state.
@@ -213,7 +215,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 // equal. It returns the transports it opened, for the caller to drain if
 // the state is not used. An error names the source schema and key.
 func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []backend.Pool, err error) {
-	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
+	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas)), invalidationToken: cfg.ResponseCache.InvalidationToken}
 	var caches []*respcache.Cache
 	defer func() {
 		if err != nil {
