@@ -533,3 +533,116 @@ func TestInvalidateCacheDuringRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseCacheReload: a reload whose cache settings and URL are equal
+// keeps the schema's entries; one that changes them, or turns the cache
+// off, starts afresh; a refused reload keeps the old cache in force.
+func TestResponseCacheReload(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*env.Config, string)
+		sent bool // the call after the reload is sent
+	}{
+		{"unchanged", func(*env.Config, string) {}, false},
+		{"another key changed", func(c *env.Config, _ string) { c.Defaults.HeaderTimeout = time.Minute }, false},
+		{"max_ttl changed", func(c *env.Config, _ string) { c.Defaults.ResponseCache.MaxTTL = time.Minute }, true},
+		{"cache off", func(c *env.Config, _ string) {
+			s := c.SourceSchemas["products"]
+			s.ResponseCache.Enabled = env.Disabled
+			c.SourceSchemas["products"] = s
+		}, true},
+		{"URL changed", func(c *env.Config, url string) {
+			s := c.SourceSchemas["products"]
+			s.URL = url + "/"
+			c.SourceSchemas["products"] = s
+		}, true},
+	}
+	for _, tt := range tests {
+		for _, path := range paths {
+			t.Run(tt.name+"/"+string(path), func(t *testing.T) {
+				s := newCacheServer(t, cacheControl("max-age=60"))
+				cfg := cachedConfig(path, s.URL, nil)
+				inv := newInvoker(t, cfg)
+				postBody(t, inv, context.Background(), cacheQuery)
+				next := cachedConfig(path, s.URL, nil)
+				tt.edit(&next, s.URL)
+				if err := inv.Reload(next); err != nil {
+					t.Fatal(err)
+				}
+				postBody(t, inv, context.Background(), cacheQuery)
+				want := int64(1)
+				if tt.sent {
+					want = 2
+				}
+				if n := s.requests(); n != want {
+					t.Errorf("the source schema got %d requests, want %d", n, want)
+				}
+				bad := cachedConfig(path, s.URL, func(c *env.ResponseCacheSettings) { c.Store = "nowhere" })
+				if err := inv.Reload(bad); err == nil {
+					t.Fatal("a reload with an unknown store was accepted")
+				}
+				before := s.requests()
+				postBody(t, inv, context.Background(), cacheQuery)
+				postBody(t, inv, context.Background(), cacheQuery)
+				if got := s.requests() - before; tt.name != "cache off" && got != 0 {
+					t.Errorf("after a refused reload %d calls were sent, want 0: the cache in force answers", got)
+				}
+			})
+		}
+	}
+}
+
+// TestResponseCacheCanaryAndShadow: a canary's two sides share the
+// schema's cache; a shadowed query is really sent on both sides, never
+// answered from the cache.
+func TestResponseCacheCanaryAndShadow(t *testing.T) {
+	t.Run("canary", func(t *testing.T) {
+		s := newCacheServer(t, cacheControl("max-age=60"))
+		cfg := cachedConfig(env.PathLegacy, s.URL, nil)
+		cfg.Canary = env.CanarySettings{Rate: 0.5}
+		inv := newInvoker(t, cfg)
+		for range 20 {
+			postBody(t, inv, gatewayCtx(), cacheQuery)
+		}
+		if n := s.requests(); n != 1 {
+			t.Errorf("the source schema got %d requests for 20 calls over both canary sides, want 1", n)
+		}
+	})
+	t.Run("shadow", func(t *testing.T) {
+		s := newCacheServer(t, cacheControl("max-age=60"))
+		cfg := cachedConfig(env.PathLegacy, s.URL, nil)
+		cfg.Shadow = env.ShadowSettings{Rate: 1, MaxConcurrent: 64}
+		inv := newInvoker(t, cfg)
+		for range 3 {
+			postBody(t, inv, context.Background(), cacheQuery)
+		}
+		inv.Close() // waits for the comparisons
+		if n := s.requests(); n != 6 {
+			t.Errorf("the source schema got %d requests for 3 shadowed calls, want 6: both sides, every time", n)
+		}
+	})
+}
+
+// TestResponseCacheAttemptCredentials: a credential that
+// SchemaOptions.AttemptMiddleware adds per attempt is in the cache's key,
+// as in dedupe's: alice's entry never answers bob.
+func TestResponseCacheAttemptCredentials(t *testing.T) {
+	for creds, so := range credentials {
+		for _, path := range paths {
+			t.Run(creds+"/"+string(path), func(t *testing.T) {
+				s := newCacheServer(t, cacheControl("max-age=60"))
+				s.body = echoCaller
+				inv := newInvoker(t, cachedConfig(path, s.URL, nil), transport.WithSchemaOptions("products", so))
+				alice, _ := postBody(t, inv, asUser("alice"), cacheQuery)
+				bob, _ := postBody(t, inv, asUser("bob"), cacheQuery)
+				again, _ := postBody(t, inv, asUser("alice"), cacheQuery)
+				if !strings.Contains(alice, tokenFor("alice")) || !strings.Contains(bob, tokenFor("bob")) || again != alice {
+					t.Errorf("alice got %s, bob %s, alice again %s: want each their own, alice's stored", alice, bob, again)
+				}
+				if n := s.requests(); n != 2 {
+					t.Errorf("the source schema got %d requests, want 2", n)
+				}
+			})
+		}
+	}
+}
