@@ -6,6 +6,7 @@ package transport_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -644,5 +645,41 @@ func TestResponseCacheAttemptCredentials(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestResponseCacheStatus: the status page and its JSON show each cached
+// schema's counts, hit ratio and what its store holds, and agree.
+func TestResponseCacheStatus(t *testing.T) {
+	s := newCacheServer(t, cacheControl("max-age=60"))
+	inv := newInvoker(t, cachedConfig(pathH1, s.URL, nil))
+	for range 3 {
+		postBody(t, inv, context.Background(), cacheQuery)
+	}
+	postBody(t, inv, context.Background(), `{"query":"mutation { buy }"}`)
+	h := inv.StatusHandler()
+	js, _ := callStatus(t, h, "/status", "application/json")
+	var doc struct {
+		Schemas []struct {
+			Cache *struct {
+				Store                string
+				Hits, Misses, Stored int64
+				HitRatio             float64 `json:"hit_ratio"`
+				Entries              *int64
+				Health               string
+			}
+		}
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := doc.Schemas[0].Cache
+	if c == nil || c.Store != "memory" || c.Hits != 2 || c.Misses != 1 || c.Stored != 1 || c.Entries == nil || *c.Entries != 1 || c.Health != "ok" {
+		t.Fatalf("cache status %s, want memory, 2 hits, 1 miss, 1 stored, 1 entry, ok", js)
+	}
+	page, _ := callStatus(t, h, "/status", "text/html")
+	row := pageCells(t, page, "cache")["products"]
+	if row["hits"] != "2" || row["misses"] != "1" || row["hit_ratio"] != "0.6667" || row["entries"] != "1" || row["health"] != "ok" {
+		t.Errorf("page row %v, want the JSON's figures", row)
 	}
 }

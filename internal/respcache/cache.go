@@ -163,6 +163,22 @@ func (c *Cache) put(ctx context.Context, k Key, e *Entry, ttl time.Duration, seq
 	}
 }
 
+// Healther is a Store that can tell whether it is asked: a remote store
+// that pauses after repeated failures.
+type Healther interface {
+	// Health returns "ok", or why the store is not asked now.
+	Health() string
+}
+
+// Health returns the store's health: "ok" for a store that cannot fail
+// (memory), else what the store says (Healther).
+func (c *Cache) Health() string {
+	if h, ok := c.store.(Healther); ok {
+		return h.Health()
+	}
+	return "ok"
+}
+
 // Invalidate removes the schema's entries, or those tagged with any of
 // tags.
 func (c *Cache) Invalidate(ctx context.Context, tags []string) (int, error) {
