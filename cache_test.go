@@ -19,6 +19,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 )
 
 // cacheServer is a source schema whose answers the tests set per request:
@@ -681,5 +682,53 @@ func TestResponseCacheStatus(t *testing.T) {
 	row := pageCells(t, page, "cache")["products"]
 	if row["hits"] != "2" || row["misses"] != "1" || row["hit_ratio"] != "0.6667" || row["entries"] != "1" || row["health"] != "ok" {
 		t.Errorf("page row %v, want the JSON's figures", row)
+	}
+}
+
+// newCacheServerB is newCacheServer for a benchmark: every answer is
+// max-age=60.
+func newCacheServerB(b *testing.B) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, `{"data":{"n":1}}`)
+	}))
+	b.Cleanup(s.Close)
+	return s
+}
+
+// TestResponseCacheHitAllocs: a memory-store hit costs a PostFunc call at
+// most 2 allocations (its lent response is pooled), and a Post at most
+// what an h1 Post to the source schema costs the client (7, see
+// TestIdleSettingAllocs).
+func TestResponseCacheHitAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates, and drops pooled items")
+	}
+	s := newCacheServer(t, cacheControl("max-age=60"))
+	inv := newInvoker(t, cachedConfig(pathH1, s.URL, nil))
+	body := []byte(cacheQuery)
+	ctx := context.Background()
+	postBody(t, inv, ctx, cacheQuery)
+	read := func(resp *http.Response) error { _, err := io.Copy(io.Discard, resp.Body); return err }
+	postFunc := testing.AllocsPerRun(100, func() {
+		if err := inv.PostFunc(ctx, "products", body, read); err != nil {
+			t.Fatal(err)
+		}
+	})
+	post := testing.AllocsPerRun(100, func() {
+		resp, err := inv.Post(ctx, "products", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read(resp)
+		resp.Body.Close()
+	})
+	if n := s.requests(); n != 1 {
+		t.Fatalf("the source schema got %d requests, want 1: the calls measured were not hits", n)
+	}
+	if postFunc > 2 || post > 7 {
+		t.Errorf("a hit costs PostFunc %v allocations (want at most 2) and Post %v (want at most 7)", postFunc, post)
 	}
 }
