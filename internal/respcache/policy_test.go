@@ -1,0 +1,207 @@
+package respcache
+
+import (
+	"bufio"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// received is the time the answers of the tests arrive, and their Date.
+var received = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// answer reads an answer as it comes off the wire: status line, then the
+// header lines given (each "Name: value", one per element, so a name may
+// repeat), as net/http reads them.
+func answer(t *testing.T, status string, lines ...string) *http.Response {
+	t.Helper()
+	raw := "HTTP/1.1 " + status + "\r\n" + strings.Join(append(lines, "", ""), "\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err != nil {
+		t.Fatalf("reading the answer %q: %v", raw, err)
+	}
+	return resp
+}
+
+// stored is a Plan that stores, with the given lifetime in the identity
+// scope.
+func stored(life time.Duration) Plan { return Plan{Store: true, Lifetime: life} }
+
+func TestPlan(t *testing.T) {
+	base := Policy{MaxEntryBytes: 1024, MaxTTL: time.Hour, Shared: true, Vary: []string{"X-Tenant"}}
+	date := "Date: " + received.Format(http.TimeFormat)
+	at := func(d time.Duration) string { return received.Add(d).Format(http.TimeFormat) }
+	shared := func(life time.Duration, vary ...string) Plan {
+		return Plan{Store: true, Lifetime: life, Shared: true, VaryNames: vary}
+	}
+	with := func(p Plan, f func(*Plan)) Plan { f(&p); return p }
+	policy := func(f func(*Policy)) Policy { p := base; p.Vary = []string{"X-Tenant"}; f(&p); return p }
+	notShared := func(p *Policy) { p.Shared = false }
+	defaultTTL := func(p *Policy) { p.DefaultTTL = 30 * time.Second }
+	not := func(reason string) Plan { return Plan{Reason: reason} }
+
+	for _, c := range []struct {
+		name   string
+		policy Policy
+		status string // "" is 200 OK
+		lines  []string
+		want   Plan
+	}{
+		{name: "max-age stored in the identity scope", lines: []string{"Cache-Control: max-age=60"}, want: stored(time.Minute)},
+		{name: "public shared, keyed by response_cache.vary", lines: []string{"Cache-Control: public, max-age=60"}, want: shared(time.Minute, "X-Tenant")},
+		{name: "s-maxage wins over max-age", lines: []string{"Cache-Control: max-age=10, s-maxage=60"}, want: shared(time.Minute, "X-Tenant")},
+		{name: "s-maxage wins even when shorter", lines: []string{"Cache-Control: public, max-age=600, s-maxage=5"}, want: shared(5*time.Second, "X-Tenant")},
+		{name: "s-maxage first in the identity scope too", policy: policy(notShared), lines: []string{"Cache-Control: s-maxage=60, max-age=10"}, want: stored(time.Minute)},
+		{name: "public not shared without response_cache.shared", policy: policy(notShared), lines: []string{"Cache-Control: public, max-age=60", "Vary: Accept"}, want: stored(time.Minute)},
+		{name: "not public: identity scope, no reason", lines: []string{"Cache-Control: max-age=60", "Vary: Accept"}, want: stored(time.Minute)},
+		{name: "private never shared", lines: []string{"Cache-Control: private, s-maxage=60"}, want: with(stored(time.Minute), func(p *Plan) { p.Reason = "private-unshared" })},
+		{name: "private with field names is private", lines: []string{`Cache-Control: public, private="X-User, X-Other", max-age=60`}, want: with(stored(time.Minute), func(p *Plan) { p.Reason = "private-unshared" })},
+		{name: "set-cookie not shared", lines: []string{"Cache-Control: public, max-age=60", "Set-Cookie: session=alice"}, want: with(stored(time.Minute), func(p *Plan) { p.Reason = "set-cookie-unshared" })},
+		{name: "set-cookie stored in the identity scope without shared", policy: policy(notShared), lines: []string{"Cache-Control: public, max-age=60", "Set-Cookie: session=alice"}, want: stored(time.Minute)},
+		{name: "Vary star", lines: []string{"Cache-Control: public, max-age=60", "Vary: Accept, *"}, want: not("vary-star")},
+		{name: "Vary star not stored in the identity scope either", policy: policy(notShared), lines: []string{"Cache-Control: max-age=60", "Vary: *"}, want: not("vary-star")},
+		{name: "Vary merged canonical sorted deduplicated", lines: []string{"Cache-Control: public, max-age=60", "Vary: accept-language, x-tenant", "Vary: Accept-Language,,Accept"}, want: shared(time.Minute, "Accept", "Accept-Language", "X-Tenant")},
+		{name: "shared without any vary", policy: policy(func(p *Policy) { p.Vary = nil }), lines: []string{"Cache-Control: public, max-age=60"}, want: shared(time.Minute)},
+
+		{name: "status 404", status: "404 Not Found", lines: []string{"Cache-Control: public, max-age=60"}, want: not("status")},
+		{name: "status 203", status: "203 Non-Authoritative Information", lines: []string{"Cache-Control: public, max-age=60"}, want: not("status")},
+		{name: "status 206", status: "206 Partial Content", lines: []string{"Cache-Control: public, max-age=60"}, want: not("status")},
+		{name: "multipart/mixed streamed", lines: []string{"Cache-Control: public, max-age=60", `Content-Type: multipart/mixed; boundary="-"`}, want: not("streaming")},
+		{name: "event stream streamed, any case", lines: []string{"Cache-Control: public, max-age=60", "Content-Type: Text/Event-Stream ; charset=utf-8"}, want: not("streaming")},
+		{name: "graphql-response+json stored", lines: []string{"Cache-Control: max-age=60", "Content-Type: application/graphql-response+json; charset=utf-8"}, want: stored(time.Minute)},
+		{name: "no-store", lines: []string{"Cache-Control: public, max-age=60, no-store"}, want: not("no-store")},
+		{name: "NO-STORE in capitals", lines: []string{"Cache-Control: max-age=60, NO-STORE"}, want: not("no-store")},
+		{name: "no-store on a line of its own", lines: []string{"Cache-Control: public, max-age=60", "Cache-Control: no-store"}, want: not("no-store")},
+		{name: "no-cache", lines: []string{"Cache-Control: no-cache, max-age=60"}, want: not("no-cache")},
+		{name: "no-cache field form", lines: []string{`Cache-Control: max-age=60, no-cache="Set-Cookie"`}, want: not("no-cache")},
+		{name: "no-cache field list with a comma", lines: []string{`Cache-Control: no-cache="Set-Cookie, X-Foo", public, max-age=60`}, want: not("no-cache")},
+		{name: "no-cache with an unclosed quote", lines: []string{`Cache-Control: max-age=60, no-cache="Set-Cookie`}, want: not("no-cache")},
+		{name: "a directive's name inside a quoted value is no directive", lines: []string{`Cache-Control: max-age=60, ext="no-store, no-cache"`}, want: stored(time.Minute)},
+		{name: "Pragma no-cache in an answer means nothing", lines: []string{"Cache-Control: max-age=60", "Pragma: no-cache"}, want: stored(time.Minute)},
+		{name: "unknown directives ignored", lines: []string{`Cache-Control: immutable, max-age=60, x-ext="a, b", no-transform`}, want: stored(time.Minute)},
+		{name: "too-large", lines: []string{"Cache-Control: max-age=60", "Content-Length: 1025"}, want: not("too-large")},
+		{name: "length at the bound stored", lines: []string{"Cache-Control: max-age=60", "Content-Length: 1024"}, want: stored(time.Minute)},
+		{name: "zero max_entry_bytes stores nothing of known length", policy: policy(func(p *Policy) { p.MaxEntryBytes = 0 }), lines: []string{"Cache-Control: max-age=60", "Content-Length: 1"}, want: not("too-large")},
+
+		{name: "Age subtracted", lines: []string{"Cache-Control: max-age=60", "Age: 20"}, want: Plan{Store: true, Lifetime: time.Minute, InitialAge: 20 * time.Second}},
+		{name: "Age equal to the lifetime not stored", lines: []string{"Cache-Control: max-age=60", "Age: 60"}, want: not("no-lifetime")},
+		{name: "Age beyond s-maxage not stored", lines: []string{"Cache-Control: s-maxage=60, max-age=600", "Age: 61"}, want: not("no-lifetime")},
+		{name: "invalid Age is 0", lines: []string{"Cache-Control: max-age=60", "Age: -5"}, want: stored(time.Minute)},
+		{name: "several Ages: the largest", lines: []string{"Cache-Control: max-age=60", "Age: 5", "Age: 30, x"}, want: Plan{Store: true, Lifetime: time.Minute, InitialAge: 30 * time.Second}},
+		{name: "capped at max_ttl", lines: []string{"Cache-Control: max-age=86400"}, want: stored(time.Hour)},
+		{name: "max_ttl caps the time left after Age", lines: []string{"Cache-Control: max-age=86400", "Age: 7200"}, want: Plan{Store: true, Lifetime: 3 * time.Hour, InitialAge: 2 * time.Hour}},
+		{name: "max_ttl zero stores nothing", policy: policy(func(p *Policy) { p.MaxTTL = 0 }), lines: []string{"Cache-Control: max-age=60"}, want: not("no-lifetime")},
+		{name: "max-age 0 not stored", lines: []string{"Cache-Control: max-age=0"}, want: not("no-lifetime")},
+		{name: "duplicate max-age: the smallest", lines: []string{"Cache-Control: max-age=60", "Cache-Control: max-age=30, max-age=45"}, want: stored(30 * time.Second)},
+		{name: "invalid max-age is stale even with default ttl", policy: policy(defaultTTL), lines: []string{"Cache-Control: max-age=1m"}, want: not("no-lifetime")},
+		{name: "negative max-age is invalid", lines: []string{"Cache-Control: max-age=-1"}, want: not("no-lifetime")},
+		{name: "empty max-age is invalid", lines: []string{"Cache-Control: max-age="}, want: not("no-lifetime")},
+		{name: "max-age without argument is invalid", lines: []string{"Cache-Control: max-age"}, want: not("no-lifetime")},
+		{name: "one invalid duplicate makes max-age invalid", lines: []string{"Cache-Control: max-age=60, max-age=x"}, want: not("no-lifetime")},
+		{name: "invalid s-maxage beside a valid max-age", lines: []string{"Cache-Control: max-age=60, s-maxage=soon"}, want: not("no-lifetime")},
+		{name: "quoted max-age accepted", lines: []string{`Cache-Control: max-age="60"`}, want: stored(time.Minute)},
+		{name: "quoted max-age with a quoted-pair", lines: []string{`Cache-Control: max-age="6\0"`}, want: stored(time.Minute)},
+		{name: "unclosed quoted max-age is invalid", lines: []string{`Cache-Control: max-age="60`}, want: not("no-lifetime")},
+		{name: "text after a quoted max-age is invalid", lines: []string{`Cache-Control: max-age="60"0`}, want: not("no-lifetime")},
+		{name: "spaces around names, = and values", lines: []string{"Cache-Control:  Public ,Max-Age = 60 ,"}, want: shared(time.Minute, "X-Tenant")},
+		{name: "huge max-age counts as 2^31 s", policy: policy(func(p *Policy) { p.MaxTTL = 100 * 365 * 24 * time.Hour }), lines: []string{"Cache-Control: max-age=99999999999999999999999"}, want: stored(1 << 31 * time.Second)},
+
+		{name: "max-age past 2^64 counts as 2^31 s", policy: policy(func(p *Policy) { p.MaxTTL = 100 * 365 * 24 * time.Hour }), lines: []string{"Cache-Control: max-age=18446744073709551676"}, want: stored(1 << 31 * time.Second)},
+
+		{name: "default ttl only without directives", policy: policy(defaultTTL), want: stored(30 * time.Second)},
+		{name: "default ttl for public alone, shared", policy: policy(defaultTTL), lines: []string{"Cache-Control: public"}, want: shared(30*time.Second, "X-Tenant")},
+		{name: "default ttl not used beside max-age", policy: policy(defaultTTL), lines: []string{"Cache-Control: max-age=10"}, want: stored(10 * time.Second)},
+		{name: "default ttl less Age", policy: policy(defaultTTL), lines: []string{"Age: 30"}, want: not("no-lifetime")},
+		{name: "no directives without default ttl", want: not("no-lifetime")},
+		{name: "public alone without default ttl", lines: []string{"Cache-Control: public"}, want: not("no-lifetime")},
+
+		{name: "Expires relative to Date", lines: []string{date, "Expires: " + at(2*time.Minute)}, want: stored(2 * time.Minute)},
+		{name: "Expires relative to receipt without Date", lines: []string{"Expires: " + at(2*time.Minute)}, want: stored(2 * time.Minute)},
+		{name: "Expires relative to receipt with an invalid Date", lines: []string{"Date: yesterday", "Expires: " + at(2*time.Minute)}, want: stored(2 * time.Minute)},
+		{name: "Expires in the past", policy: policy(defaultTTL), lines: []string{date, "Expires: " + at(-time.Minute)}, want: not("no-lifetime")},
+		{name: "invalid Expires is expired, even with default ttl", policy: policy(defaultTTL), lines: []string{date, "Expires: 0"}, want: not("no-lifetime")},
+		{name: "several Expires: the earliest", lines: []string{date, "Expires: " + at(5*time.Minute), "Expires: " + at(2*time.Minute)}, want: stored(2 * time.Minute)},
+		{name: "max-age wins over Expires", lines: []string{date, "Expires: " + at(-time.Minute), "Cache-Control: max-age=60"}, want: stored(time.Minute)},
+		{name: "Expires capped at max_ttl", lines: []string{date, "Expires: " + at(48*time.Hour)}, want: stored(time.Hour)},
+
+		{name: "stale windows read", lines: []string{"Cache-Control: max-age=60, stale-while-revalidate=30, stale-if-error=300"}, want: with(stored(time.Minute), func(p *Plan) {
+			p.StaleWhileRevalidate, p.StaleIfError = 30*time.Second, 5*time.Minute
+		})},
+		{name: "stale windows kept beside s-maxage", lines: []string{"Cache-Control: s-maxage=60, stale-while-revalidate=30"}, want: with(shared(time.Minute, "X-Tenant"), func(p *Plan) { p.StaleWhileRevalidate = 30 * time.Second })},
+		{name: "must-revalidate stored without stale windows", lines: []string{"Cache-Control: max-age=60, must-revalidate, stale-while-revalidate=30, stale-if-error=300"}, want: stored(time.Minute)},
+		{name: "proxy-revalidate stored without stale windows", lines: []string{"Cache-Control: max-age=60, stale-if-error=300", "Cache-Control: Proxy-Revalidate"}, want: stored(time.Minute)},
+		{name: "invalid stale window is 0", lines: []string{"Cache-Control: max-age=60, stale-if-error=x, stale-while-revalidate=30"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleWhileRevalidate = 30 * time.Second })},
+		{name: "duplicate stale window: the smallest", lines: []string{"Cache-Control: max-age=60, stale-if-error=300, stale-if-error=100"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = 100 * time.Second })},
+		{name: "stale windows capped at max_ttl", lines: []string{"Cache-Control: max-age=60, stale-if-error=86400"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = time.Hour })},
+
+		{name: "tags from both headers deduplicated", lines: []string{"Cache-Control: max-age=60", "Cache-Tag: a, b  c", "Surrogate-Key: c\td a", "Cache-Tag: ,e,"}, want: with(stored(time.Minute), func(p *Plan) { p.Tags = []string{"a", "b", "c", "e", "d"} })},
+		{name: "tags of a shared entry", lines: []string{"Cache-Control: public, max-age=60", "Surrogate-Key: product-1 product-2"}, want: with(shared(time.Minute, "X-Tenant"), func(p *Plan) { p.Tags = []string{"product-1", "product-2"} })},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.policy
+			if p.MaxTTL == 0 && p.MaxEntryBytes == 0 && !p.Shared && p.Vary == nil && p.DefaultTTL == 0 {
+				p = base
+			}
+			status := c.status
+			if status == "" {
+				status = "200 OK"
+			}
+			got := p.plan(answer(t, status, c.lines...), received)
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("Plan of %q (-want +got):\n%s", c.lines, diff)
+			}
+		})
+	}
+}
+
+// TestPlanReadsTheClock: without a Date, Expires is read against the time
+// Plan runs, not a fixed one.
+func TestPlanReadsTheClock(t *testing.T) {
+	p := Policy{MaxEntryBytes: 1024, MaxTTL: 24 * time.Hour}
+	expires := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	got := p.Plan(answer(t, "200 OK", "Expires: "+expires.Format(http.TimeFormat)))
+	if !got.Store || got.Lifetime <= time.Hour || got.Lifetime > 2*time.Hour {
+		t.Errorf("Plan with Expires in 2h = %+v, want stored for up to 2h", got)
+	}
+	if got := p.Plan(nil); got.Store || got.Reason != "status" {
+		t.Errorf("Plan(nil) = %+v, want not stored for its status", got)
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  Request
+	}{
+		{name: "nothing", want: Request{}},
+		{name: "no-store", lines: []string{"Cache-Control: no-store"}, want: Request{NoStore: true}},
+		{name: "no-cache", lines: []string{"Cache-Control: no-cache"}, want: Request{NoCache: true}},
+		{name: "any case", lines: []string{"Cache-Control: No-Cache"}, want: Request{NoCache: true}},
+		{name: "both on one line", lines: []string{"Cache-Control: no-store, no-cache"}, want: Request{NoStore: true, NoCache: true}},
+		{name: "both on two lines", lines: []string{"Cache-Control: no-cache", "Cache-Control: no-store"}, want: Request{NoStore: true, NoCache: true}},
+		{name: "no-cache with an argument", lines: []string{`Cache-Control: no-cache="x"`}, want: Request{NoCache: true}},
+		{name: "max-age 0 is no-cache", lines: []string{"Cache-Control: max-age=0"}, want: Request{NoCache: true}},
+		{name: "max-age above 0 ignored", lines: []string{"Cache-Control: max-age=5, max-stale, min-fresh=3, only-if-cached"}, want: Request{}},
+		{name: "invalid max-age ignored", lines: []string{"Cache-Control: max-age=zero"}, want: Request{}},
+		{name: "directives inside a quoted value", lines: []string{`Cache-Control: ext="no-store, no-cache"`}, want: Request{}},
+		{name: "longer names", lines: []string{"Cache-Control: x-no-store, no-cache-please"}, want: Request{}},
+		{name: "Pragma no-cache without Cache-Control", lines: []string{"Pragma: x, NO-CACHE"}, want: Request{NoCache: true}},
+		{name: "Pragma ignored beside Cache-Control", lines: []string{"Cache-Control: max-age=5", "Pragma: no-cache"}, want: Request{}},
+		{name: "Pragma no-store means nothing", lines: []string{"Pragma: no-store"}, want: Request{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := "POST /graphql HTTP/1.1\r\nHost: s\r\n" + strings.Join(append(c.lines, "", ""), "\r\n")
+			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+			if err != nil {
+				t.Fatalf("reading %q: %v", raw, err)
+			}
+			if got := ParseRequest(req.Header); got != c.want {
+				t.Errorf("ParseRequest(%q) = %+v, want %+v", c.lines, got, c.want)
+			}
+		})
+	}
+}
