@@ -1,10 +1,14 @@
 package respcache
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"math/bits"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Policy is a schema's cache settings as the stage reads them
@@ -548,4 +552,420 @@ func parseDelta(s string) (int64, bool) {
 		}
 	}
 	return min(n, maxDelta), true
+}
+
+// CheckBody reports whether body, a whole answer, may be stored: a JSON
+// object whose "errors" member is absent, null or an empty array (every
+// "errors" member, if the object repeats it); and returns the strings of
+// its extensions.apolloCacheTags, without duplicates and empty strings, in
+// order. A value there that is not an array of strings gives no tags and
+// does not stop the answer being stored. Invalid JSON (as encoding/json
+// reads it: the same grammar and nesting bound, bytes of invalid UTF-8
+// allowed inside strings), a non-object, or a non-empty errors: ok false.
+//
+// It is one pass over the bytes that decodes nothing but the tags, so an
+// answer without tags costs no allocation.
+func CheckBody(body []byte) (tags []string, ok bool) {
+	s := scanner{b: body}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' || !s.object(1, answerObject, &tags) {
+		return nil, false
+	}
+	s.space()
+	if s.i != len(s.b) {
+		return nil, false
+	}
+	return dedupe(tags), true
+}
+
+// maxDepth is how deep JSON values may nest: encoding/json's bound, so
+// that CheckBody takes what it takes.
+const maxDepth = 10000
+
+// scanner reads JSON from b[i:]. Each method returns false on a syntax
+// error, with i anywhere.
+type scanner struct {
+	b []byte
+	i int
+}
+
+// space skips JSON white space.
+func (s *scanner) space() {
+	b, i := s.b, s.i
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	s.i = i
+}
+
+// The objects CheckBody tells apart: what it does with their members.
+type objectKind uint8
+
+const (
+	anyObject        objectKind = iota // any object: its members are skipped
+	answerObject                       // the answer: topMember
+	extensionsObject                   // its extensions: extensionsMember
+)
+
+// object reads an object of kind at b[i] (a '{'), at depth.
+func (s *scanner) object(depth int, kind objectKind, tags *[]string) bool {
+	if depth > maxDepth {
+		return false
+	}
+	if s.open('}') {
+		return true
+	}
+	for {
+		start, end, escaped, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.space()
+		key := s.b[start:end]
+		switch kind {
+		case answerObject:
+			ok = s.topMember(key, escaped, depth, tags)
+		case extensionsObject:
+			ok = s.extensionsMember(key, escaped, depth, tags)
+		default:
+			ok = s.value(depth)
+		}
+		if !ok {
+			return false
+		}
+		if more, ok := s.next('}'); !more {
+			return ok
+		}
+	}
+}
+
+// open steps past the '{' or '[' at b[i] and the white space after it,
+// and past close too if the container is empty, which it reports.
+func (s *scanner) open(close byte) (empty bool) {
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// next steps past what follows a container's member or element: a comma
+// (more) or close (not more, ok); anything else is not ok.
+func (s *scanner) next(close byte) (more, ok bool) {
+	s.space()
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.space()
+			return true, true
+		case close:
+			s.i++
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// topMember reads a member of the answer's object: errors must be null or
+// empty, extensions is searched for tags, any other is skipped.
+func (s *scanner) topMember(key []byte, escaped bool, depth int, tags *[]string) bool {
+	switch {
+	case keyIs(key, escaped, "errors"):
+		if s.literal("null") {
+			return true
+		}
+		if s.i >= len(s.b) || s.b[s.i] != '[' {
+			return false
+		}
+		s.i++
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ']' {
+			return false // not empty (or not JSON): not stored either way
+		}
+		s.i++
+		return true
+	case keyIs(key, escaped, "extensions") && s.i < len(s.b) && s.b[s.i] == '{':
+		return s.object(depth+1, extensionsObject, tags)
+	}
+	return s.value(depth)
+}
+
+// extensionsMember reads a member of the answer's extensions: the strings
+// of apolloCacheTags go to tags, any other member is skipped.
+func (s *scanner) extensionsMember(key []byte, escaped bool, depth int, tags *[]string) bool {
+	if keyIs(key, escaped, "apolloCacheTags") && s.i < len(s.b) && s.b[s.i] == '[' {
+		return s.array(depth+1, tags)
+	}
+	return s.value(depth)
+}
+
+// value skips the value at b[i], inside a container at depth.
+func (s *scanner) value(depth int) bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		_, _, _, ok := s.str()
+		return ok
+	case c == '{':
+		return s.object(depth+1, anyObject, nil)
+	case c == '[':
+		return s.array(depth+1, nil)
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return false
+}
+
+// array skips the array at b[i] (a '['), at depth. With tags, its elements are
+// apolloCacheTags: if every one is a string, their values (but "") go to
+// tags.
+func (s *scanner) array(depth int, tags *[]string) bool {
+	if depth > maxDepth {
+		return false
+	}
+	if s.open(']') {
+		return true
+	}
+	var mark int
+	if tags != nil {
+		mark = len(*tags)
+	}
+	for {
+		if tags == nil || s.i >= len(s.b) || s.b[s.i] != '"' {
+			if !s.value(depth) {
+				return false
+			}
+			if tags != nil { // not an array of strings: no tags from it
+				*tags, tags = (*tags)[:mark], nil
+			}
+		} else {
+			start, end, escaped, ok := s.str()
+			if !ok {
+				return false
+			}
+			if end > start {
+				*tags = append(*tags, jsonString(s.b[start-1:end+1], escaped))
+			}
+		}
+		if more, ok := s.next(']'); !more {
+			return ok
+		}
+	}
+}
+
+// literal reads word (true, false, null) at b[i].
+func (s *scanner) literal(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// number reads a number at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i >= len(s.b):
+		return false
+	case s.b[s.i] == '0':
+		s.i++
+	case s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits skips one or more digits; false if there is none.
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// str reads the string at b[i] and returns its contents' bounds in b, and
+// whether they hold an escape.
+func (s *scanner) str() (start, end int, escaped, ok bool) {
+	b, i := s.b, s.i
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false, false
+	}
+	i++
+	start = i
+	for {
+		// Skip what needs no look, eight bytes at a time where it can.
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i+8 > len(b) {
+			for i < len(b) && plainByte[b[i]] {
+				i++
+			}
+		}
+		if i >= len(b) {
+			return 0, 0, false, false
+		}
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return start, i, escaped, true
+		case '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return 0, 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return 0, 0, false, false
+				}
+				i += 6
+			default:
+				return 0, 0, false, false
+			}
+		default: // a control character
+			return 0, 0, false, false
+		}
+	}
+}
+
+// plainByte tells the bytes a string holds as they are: all but '"',
+// '\\' and control characters.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// special returns a mask with the high bit of each byte of x (little
+// endian) that is '"', '\\' or a control character (below 0x20) set: the
+// classic "has a byte less than n" and "has a zero byte" word tests. A
+// byte above a flagged one may be flagged wrongly (a borrow), but the
+// lowest flagged byte is always right, and only it is used.
+func special(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// keyIs reports whether the contents of a JSON string, key, decode to
+// target (ASCII), without decoding it into memory.
+func keyIs(key []byte, escaped bool, target string) bool {
+	if !escaped {
+		return string(key) == target
+	}
+	j := 0
+	for i := 0; i < len(key); j++ {
+		c := key[i]
+		if c == '\\' {
+			switch e := key[i+1]; e {
+			case 'u':
+				r := hexVal(key[i+2])<<12 | hexVal(key[i+3])<<8 | hexVal(key[i+4])<<4 | hexVal(key[i+5])
+				if r >= 0x80 {
+					return false // not ASCII (or a surrogate, decoded as U+FFFD)
+				}
+				c = byte(r)
+				i += 6
+			default:
+				c = unescape(e)
+				i += 2
+			}
+		} else {
+			i++
+		}
+		if j >= len(target) || c != target[j] {
+			return false
+		}
+	}
+	return j == len(target)
+}
+
+// unescape returns the byte a one-letter JSON escape stands for.
+func unescape(e byte) byte {
+	switch e {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return e // '"', '\\', '/'
+}
+
+func hexVal(c byte) rune {
+	switch {
+	case c >= 'a':
+		return rune(c-'a') + 10
+	case c >= 'A':
+		return rune(c-'A') + 10
+	}
+	return rune(c - '0')
+}
+
+// jsonString decodes the JSON string quoted (its quotes included, checked
+// valid) as encoding/json does: escapes decoded, invalid UTF-8 replaced.
+func jsonString(quoted []byte, escaped bool) string {
+	contents := quoted[1 : len(quoted)-1]
+	if !escaped && utf8.Valid(contents) {
+		return string(contents)
+	}
+	var v string
+	if json.Unmarshal(quoted, &v) != nil {
+		return "" // cannot happen: str checked it
+	}
+	return v
 }

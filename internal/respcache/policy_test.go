@@ -2,6 +2,8 @@ package respcache
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -204,4 +206,249 @@ func TestParseRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkBodyCases are CheckBody's cases, and the fuzz target's seeds.
+var checkBodyCases = []struct {
+	name string
+	body string
+	tags []string
+	ok   bool
+}{
+	{"data only", `{"data":{"a":1}}`, nil, true},
+	{"empty object", `{}`, nil, true},
+	{"white space around", " \t\r\n{ \"data\" : null } \n", nil, true},
+	{"errors empty", `{"data":null,"errors":[]}`, nil, true},
+	{"errors empty with space", `{"errors":[ ` + "\n" + ` ]}`, nil, true},
+	{"errors null", `{"errors":null,"data":{}}`, nil, true},
+	{"errors non-empty", `{"data":{"a":1},"errors":[{"message":"x"}]}`, nil, false},
+	{"errors an object", `{"errors":{}}`, nil, false},
+	{"errors a string", `{"errors":"x"}`, nil, false},
+	{"errors false", `{"errors":false}`, nil, false},
+	{"errors key escaped", `{"err\u006frs":[1]}`, nil, false},
+	{"errors key with a slash escape", `{"errors\/":[1]}`, nil, true},
+	{"errors key escaped, a prefix", `{"err\u006f":[1]}`, nil, true},
+	{"errors key escaped, a letter beyond ASCII", `{"\u0165rrors":[1]}`, nil, true},
+	{"errors key of another case", `{"Errors":[1]}`, nil, true},
+	{"errors key longer", `{"errors2":[1]}`, nil, true},
+	{"errors nested is not the answer's", `{"data":{"errors":[1]}}`, nil, true},
+	{"errors repeated, one non-empty", `{"errors":[],"errors":[1]}`, nil, false},
+	{"errors repeated, the first non-empty", `{"errors":[1],"errors":null}`, nil, false},
+	{"tags", `{"data":{},"extensions":{"apolloCacheTags":["a","b","a",""],"x":[1]}}`, []string{"a", "b"}, true},
+	{"tags decoded", `{"extensions":{"apolloCacheTags":["a\u00e9\n\"","\ud83d\ude00"]}}`, []string{"a\u00e9\n\"", "\U0001F600"}, true},
+	{"tags with invalid UTF-8 replaced", "{\"extensions\":{\"apolloCacheTags\":[\"a\xffb\"]}}", []string{"a\ufffdb"}, true},
+	{"tags key escaped", `{"extensions":{"apollo\u0043acheTags":["a"]}}`, []string{"a"}, true},
+	{"tags from repeated members", `{"extensions":{"apolloCacheTags":["a"]},"extensions":{"apolloCacheTags":["b"],"apolloCacheTags":["a","c"]}}`, []string{"a", "b", "c"}, true},
+	{"many tags deduplicated", `{"extensions":{"apolloCacheTags":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","a","r","b"]}}`, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r"}, true},
+	{"tags a string", `{"extensions":{"apolloCacheTags":"a"}}`, nil, true},
+	{"tags with a number", `{"extensions":{"apolloCacheTags":["a",1,"b"]}}`, nil, true},
+	{"tags with null", `{"extensions":{"apolloCacheTags":["a",null]}}`, nil, true},
+	{"tags empty", `{"extensions":{"apolloCacheTags":[]}}`, nil, true},
+	{"extensions not an object", `{"extensions":["apolloCacheTags"]}`, nil, true},
+	{"tags not in extensions", `{"data":{"apolloCacheTags":["a"]}}`, nil, true},
+	{"tags cut short", `{"extensions":{"apolloCacheTags":[`, nil, false},
+	{"tags cut short after a comma", `{"extensions":{"apolloCacheTags":["a", `, nil, false},
+	{"tags but errors", `{"extensions":{"apolloCacheTags":["a"]},"errors":[{}]}`, nil, false},
+	{"tags but invalid after", `{"extensions":{"apolloCacheTags":["a"]},"data":tru}`, nil, false},
+	{"every kind of value", `{"data":{"s":"x\\y\"\/\b\f\n\r\t\u00FF","n":[0,-0,1.5,-2e10,3E+2,4e-1,120],"b":[true,false,null],"o":{"":{}},"a":[[],{}]}}`, nil, true},
+	{"invalid UTF-8 in a string", "{\"data\":\"\xff\xfe\"}", nil, true},
+	{"empty", ``, nil, false},
+	{"space only", ` `, nil, false},
+	{"an array", `[]`, nil, false},
+	{"a string", `"errors"`, nil, false},
+	{"null", `null`, nil, false},
+	{"a number, then a brace", `0}`, nil, false},
+	{"unclosed", `{"data":{}`, nil, false},
+	{"trailing data", `{"data":1}x`, nil, false},
+	{"two objects", `{}{}`, nil, false},
+	{"trailing comma", `{"data":[1,]}`, nil, false},
+	{"trailing member comma", `{"data":1,}`, nil, false},
+	{"missing colon", `{"data" 1}`, nil, false},
+	{"key not a string", `{data:1}`, nil, false},
+	{"leading zero", `{"data":01}`, nil, false},
+	{"bare minus", `{"data":-}`, nil, false},
+	{"dot without digits", `{"data":1.}`, nil, false},
+	{"exponent without digits", `{"data":1e+}`, nil, false},
+	{"plus sign", `{"data":+1}`, nil, false},
+	{"control character in a string", "{\"data\":\"a\x01\"}", nil, false},
+	{"control character inside a long string", "{\"data\":\"abcdefghijk\x1fmnopqrstuvwxyz\"}", nil, false},
+	{"quote inside a long string", `{"data":"abcdefghijk"lmnopqrstuvwxyz"}`, nil, false},
+	{"unknown escape inside a long string", `{"data":"abcdefghijk\qlmnopqrstuvwxyz"}`, nil, false},
+	{"unknown escape", `{"data":"\q"}`, nil, false},
+	{"short unicode escape", `{"data":"\u12"}`, nil, false},
+	{"bad literal", `{"data":nul}`, nil, false},
+	{"byte order mark", "\ufeff{}", nil, false},
+	{"single quotes", `{'data':1}`, nil, false},
+	{"nested to the bound", `{"data":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`, nil, true},
+	{"nested past the bound", `{"data":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, nil, false},
+	{"objects past the bound", `{"data":` + strings.Repeat(`{"a":`, maxDepth) + "1" + strings.Repeat("}", maxDepth) + `}`, nil, false},
+	{"tags past the bound", `{"extensions":{"apolloCacheTags":[` + strings.Repeat("[", maxDepth-2) + strings.Repeat("]", maxDepth-2) + `]}}`, nil, false},
+}
+
+func TestCheckBody(t *testing.T) {
+	for _, c := range checkBodyCases {
+		t.Run(c.name, func(t *testing.T) {
+			tags, ok := CheckBody([]byte(c.body))
+			if ok != c.ok || !cmp.Equal(tags, c.tags) {
+				t.Errorf("CheckBody(%.80q) = %q, %v; want %q, %v", c.body, tags, ok, c.tags, c.ok)
+			}
+			// The cases are the fuzz target's seeds: the reference must agree.
+			if rtags, rok := referenceCheckBody([]byte(c.body)); rok != c.ok || !cmp.Equal(rtags, c.tags) {
+				t.Errorf("the reference reads %.80q as %q, %v; want %q, %v", c.body, rtags, rok, c.tags, c.ok)
+			}
+		})
+	}
+}
+
+// FuzzCheckBody: for any input, CheckBody agrees with a reading built on
+// encoding/json (json.Valid, then its Decoder over the top-level members).
+func FuzzCheckBody(f *testing.F) {
+	for _, c := range checkBodyCases {
+		if len(c.body) < 1000 {
+			f.Add([]byte(c.body))
+		}
+	}
+	f.Add(benchAnswer)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tags, ok := CheckBody(body)
+		rtags, rok := referenceCheckBody(body)
+		if ok != rok || !cmp.Equal(tags, rtags) {
+			t.Errorf("CheckBody(%q) = %q, %v; encoding/json reads %q, %v", body, tags, ok, rtags, rok)
+		}
+	})
+}
+
+// referenceCheckBody is CheckBody's rule on encoding/json: a valid JSON
+// object, every top-level "errors" null or an empty array, the tags the
+// union of every extensions' apolloCacheTags that is an array of strings.
+func referenceCheckBody(body []byte) ([]string, bool) {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	var tags []string
+	ok := eachMember(body, func(key string, value json.RawMessage) bool {
+		switch key {
+		case "errors":
+			var elems []json.RawMessage
+			return string(value) == "null" || value[0] == '[' && json.Unmarshal(value, &elems) == nil && len(elems) == 0
+		case "extensions":
+			eachMember(value, func(key string, value json.RawMessage) bool {
+				if key == "apolloCacheTags" {
+					tags = append(tags, referenceTags(value)...)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, t := range tags {
+		if t != "" && !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, true
+}
+
+// eachMember calls f with each member of the JSON object data (valid
+// JSON) until f returns false; false if data is not an object or f said
+// so.
+func eachMember(data []byte, f func(key string, value json.RawMessage) bool) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return false
+		}
+		if !f(tok.(string), value) {
+			return false
+		}
+	}
+	return true
+}
+
+// referenceTags returns the strings of value if it is an array of
+// strings, else none.
+func referenceTags(value json.RawMessage) []string {
+	var elems []json.RawMessage
+	if value[0] != '[' || json.Unmarshal(value, &elems) != nil {
+		return nil
+	}
+	tags := make([]string, len(elems))
+	for i, e := range elems {
+		if e[0] != '"' || json.Unmarshal(e, &tags[i]) != nil {
+			return nil
+		}
+	}
+	return tags
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCheckBodyAllocatesNothingWithoutTags: the stage checks every answer
+// it may store, so an answer without tags must cost no allocation.
+func TestCheckBodyAllocatesNothingWithoutTags(t *testing.T) {
+	body := []byte(`{"data":{"a":"b\n\u00e9","n":[1,2.5e3,{"errors":[1]}]},"errors":[],"extensions":{"apolloCacheTags":[],"x":"apolloCacheTags"}}`)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, ok := CheckBody(body); !ok {
+			t.Fatal("not storable")
+		}
+	}); allocs != 0 {
+		t.Errorf("CheckBody of an answer without tags allocates %v times, want 0", allocs)
+	}
+}
+
+// benchAnswer is a 1 KiB answer to a query, as a source schema sends it.
+var benchAnswer = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"data":{"products":[`)
+	for i := 0; b.Len() < 980; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id":"product-` + string(rune('0'+i%10)) + `","name":"Chair \"Oslo\" in oak","price":129.95,"inStock":true,"tags":["wood","indoor"],"reviews":null}`)
+	}
+	b.WriteString(`]}}`)
+	return []byte(b.String())
+}()
+
+// BenchmarkCheckBody checks a 1 KiB answer, beside json.Valid on it (a
+// bound on what any check with encoding/json costs) for the ratio in one
+// run.
+func BenchmarkCheckBody(b *testing.B) {
+	b.Run("CheckBody", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchAnswer)))
+		for b.Loop() {
+			if _, ok := CheckBody(benchAnswer); !ok {
+				b.Fatal("not storable")
+			}
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchAnswer)))
+		for b.Loop() {
+			if !json.Valid(benchAnswer) {
+				b.Fatal("not valid")
+			}
+		}
+	})
 }
