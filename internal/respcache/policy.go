@@ -13,7 +13,8 @@ import (
 
 // Policy is a schema's cache settings as the stage reads them
 // (env.ResponseCacheSettings, resolved). The stage builds it from settings
-// that env has validated; the zero values below fail closed.
+// that env has validated, and never changes it after (a reload builds a
+// new one); the zero values below fail closed.
 type Policy struct {
 	// MaxEntryBytes is the largest body stored: an answer whose
 	// Content-Length is above it is not stored (so with 0, only empty
@@ -88,7 +89,8 @@ func ParseRequest(h http.Header) Request {
 }
 
 // Plan is what the stage does with an answer once its headers are in:
-// store it (Store, and the entry's parameters) or not (Reason).
+// store it (Store, and the entry's parameters) or not (Reason). Plan's
+// caller owns it: its slices share nothing with the answer or the Policy.
 type Plan struct {
 	// Store: the answer may be stored, if its body passes CheckBody and
 	// fits MaxEntryBytes.
@@ -583,10 +585,10 @@ func CheckBody(body []byte) (tags []string, ok bool) {
 const maxDepth = 10000
 
 // scanner reads JSON from b[i:]. Each method returns false on a syntax
-// error, with i anywhere.
+// error, with i anywhere. A scanner is one CheckBody call's, on its stack.
 type scanner struct {
-	b []byte
-	i int
+	b []byte // the answer's body, read only
+	i int    // the next byte to read
 }
 
 // space skips JSON white space.
