@@ -90,7 +90,8 @@ func ParseRequest(h http.Header) Request {
 
 // Plan is what the stage does with an answer once its headers are in:
 // store it (Store, and the entry's parameters) or not (Reason). Plan's
-// caller owns it: its slices share nothing with the answer or the Policy.
+// caller owns it: its slices and strings share no memory with the answer
+// (whose header strings may be borrowed).
 type Plan struct {
 	// Store: the answer may be stored, if its body passes CheckBody and
 	// fits MaxEntryBytes.
@@ -315,14 +316,18 @@ func varyNames(lines []string) (names []string, star bool) {
 	return names, false
 }
 
-// mergeNames returns a ∪ b, canonical, sorted, without duplicates; nil if
-// both are empty.
+// mergeNames returns a (the answer's Vary names, canonical) ∪ b,
+// canonical, sorted, without duplicates; nil if both are empty. The names
+// of a are copied: an answer's header strings may be borrowed memory (the
+// h1 engine's, under PostFunc) that the entry must not alias.
 func mergeNames(a, b []string) []string {
 	if len(a)+len(b) == 0 {
 		return nil
 	}
 	names := make([]string, 0, len(a)+len(b))
-	names = append(names, a...)
+	for _, n := range a {
+		names = append(names, strings.Clone(n))
+	}
 	for _, n := range b {
 		if n = strings.TrimSpace(n); n != "" {
 			names = append(names, http.CanonicalHeaderKey(n))
@@ -347,7 +352,8 @@ func ageOf(lines []string) time.Duration {
 }
 
 // tagsOf returns the tags of the Cache-Tag and Surrogate-Key header lines,
-// split at commas and white space, without duplicates, in order.
+// split at commas and white space, without duplicates, in order; copied,
+// since the lines may be borrowed memory (see mergeNames).
 func tagsOf(headers ...[]string) []string {
 	var tags []string
 	for _, lines := range headers {
@@ -357,7 +363,11 @@ func tagsOf(headers ...[]string) []string {
 			}
 		}
 	}
-	return dedupe(tags)
+	tags = dedupe(tags)
+	for i, t := range tags {
+		tags[i] = strings.Clone(t)
+	}
+	return tags
 }
 
 func isTagSeparator(r rune) bool { return r == ',' || r == ' ' || r == '\t' }

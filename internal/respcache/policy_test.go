@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -156,6 +157,27 @@ func TestPlan(t *testing.T) {
 				t.Errorf("Plan of %q (-want +got):\n%s", c.lines, diff)
 			}
 		})
+	}
+}
+
+// TestPlanOwnsItsStrings: an answer's header strings may be borrowed
+// memory that the transport reuses for the next call (PostFunc on the h1
+// engine), so the tags and Vary names a Plan gives the entry must not
+// alias them.
+func TestPlanOwnsItsStrings(t *testing.T) {
+	borrowed := []byte("tag-a tag-b|x-tenant, Accept")
+	view := unsafe.String(unsafe.SliceData(borrowed), len(borrowed))
+	tags, vary, _ := strings.Cut(view, "|")
+	resp := answer(t, "200 OK", "Cache-Control: public, max-age=60")
+	resp.Header["Cache-Tag"] = []string{tags}
+	resp.Header["Vary"] = []string{vary}
+	got := Policy{MaxEntryBytes: 1024, MaxTTL: time.Hour, Shared: true}.plan(resp, received)
+	for i := range borrowed {
+		borrowed[i] = '#' // the transport reuses the memory
+	}
+	want := Plan{Store: true, Lifetime: time.Minute, Shared: true, VaryNames: []string{"Accept", "X-Tenant"}, Tags: []string{"tag-a", "tag-b"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Plan after the answer's memory was reused (-want +got):\n%s", diff)
 	}
 }
 
