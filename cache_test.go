@@ -134,6 +134,10 @@ func TestResponseCacheStores(t *testing.T) {
 		{"over max_entry_bytes", cacheControl("max-age=60"), func(_ *http.Request, n int64) string {
 			return fmt.Sprintf(`{"data":{"n":%d,"pad":"%s"}}`, n, strings.Repeat("x", 200))
 		}, cacheQuery, func(s *env.ResponseCacheSettings) { s.MaxEntryBytes = 100 }, false},
+		{"trailers", func(w http.ResponseWriter, _ *http.Request, _ int64) {
+			w.Header().Set("Cache-Control", "max-age=60")
+			w.Header().Set("Trailer", "X-Checksum")
+		}, nil, cacheQuery, nil, false},
 		{"a mutation", cacheControl("max-age=60"), nil, `{"query":"mutation { buy }"}`, nil, false},
 		{"a subscription", cacheControl("max-age=60"), nil, `{"query":"subscription { ticks }"}`, nil, false},
 		{"an event stream", func(w http.ResponseWriter, _ *http.Request, _ int64) {

@@ -158,6 +158,11 @@ func (m *miss) RoundTrip(out *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	plan := m.s.cache.Policy().Plan(resp)
+	if plan.Store && len(resp.Trailer) > 0 {
+		// A hit has no trailers to give: an answer that announces them
+		// is not stored.
+		plan = respcache.Plan{Reason: "trailers"}
+	}
 	if !plan.Store {
 		m.s.cache.Event(out.Context(), respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
 		return resp, nil
