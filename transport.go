@@ -233,7 +233,7 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
-		if e.cache, err = inv.cacheOf(name, settings.ResponseCache, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
+		if e.cache, err = inv.cacheOf(name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
 		}
 		var opened backend.Pool

@@ -78,22 +78,98 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	found := sc.found[:n]
 	seq := s.cache.Lookup(ctx, keys[:n], found)
+	identity := keys[0]
+	// stale is an entry past its lifetime that the store still keeps:
+	// within its stale windows (the store keeps nothing past them).
+	var stale *respcache.Entry
 	if n > 0 {
 		now := s.cache.Now()
 		for _, e := range found {
-			if e != nil && e.Fresh(now) {
+			switch {
+			case e == nil:
+			case e.Fresh(now):
 				closeBody(c.req) // not sent
 				s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit})
 				return hit(e, req, now), nil
+			case stale == nil:
+				stale = e
 			}
+		}
+		if stale != nil && stale.Age(now) < stale.Lifetime+stale.StaleWhileRevalidate {
+			// RFC 5861: answered at once, while one background request
+			// (per key, whatever the number of callers) refreshes it.
+			s.revalidate(identity, c.req, c.body)
+			closeBody(c.req)
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.Stale, Reason: "stale-while-revalidate"})
+			return hit(stale, req, now), nil
 		}
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss})
 	} else {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-cache"})
 	}
-	identity := keys[0]
 	m := &miss{s: s, req: c.req, body: c.body, identity: identity, seq: seq}
-	return s.flights.join(identity, req, c.req, m)
+	resp, err := s.flights.join(identity, req, c.req, m)
+	if stale != nil && schemaFailed(ctx, resp, err) {
+		now := s.cache.Now()
+		if stale.Age(now) < stale.Lifetime+stale.StaleIfError {
+			// RFC 5861 stale-if-error: the schema failed the call (a
+			// connection error, a timeout, a 5xx, the breaker, the rate
+			// limit or the pending bound refusing it).
+			if resp != nil {
+				drain(resp)
+			}
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.Stale, Reason: "stale-if-error"})
+			return hit(stale, req, now), nil
+		}
+	}
+	return resp, err
+}
+
+// schemaFailed reports whether a call's outcome is its source schema's
+// failure: an error that is not the caller's own context ending, or a 5xx.
+func schemaFailed(ctx context.Context, resp *http.Response, err error) bool {
+	if err != nil {
+		return ctx.Err() == nil
+	}
+	return resp.StatusCode >= 500
+}
+
+// revalidate refreshes the entry of identity key k in the background, with
+// a copy of req and its body: one refresh per key at a time, through the
+// rest of the pipeline (retry, hedge, breaker, rate limit, the pool's
+// bounds), joined by the callers that miss meanwhile. The copy carries
+// none of the caller's context: not its cancellation, and not its
+// per-call state (bounds, lent memory), which the caller's call reuses
+// once it returns; a middleware further in that reads a value of the
+// caller's context finds none, and the refresh fails if it needs one
+// (then the stale entry stays, until its window ends).
+func (s *cacher) revalidate(k respcache.Key, req *http.Request, body []byte) {
+	body = bytes.Clone(body)
+	out := req.Clone(context.Background())
+	out.Trailer = nil
+	if body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	s.cache.Refresh(k, func(ctx context.Context) {
+		r := out.WithContext(ctx)
+		// The sequence is the store's now: an invalidation from here on
+		// keeps this answer out.
+		seq := s.cache.Lookup(ctx, nil, nil)
+		m := &miss{s: s, req: r, body: body, identity: k, seq: seq}
+		resp, err := s.flights.join(k, r, r, m)
+		reason := ""
+		if err != nil || resp.StatusCode != http.StatusOK {
+			reason = "failed"
+		}
+		if err == nil {
+			// Read whole: the capture stores the answer at its end.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, int64(s.cache.Policy().MaxEntryBytes)+1))
+			resp.Body.Close()
+		}
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Refreshed, Reason: reason})
+	})
 }
 
 // lookup is the memory of one call's lookup, pooled: its keys and what the

@@ -34,6 +34,10 @@ type Policy struct {
 	// Vary is response_cache.vary: request headers every shared entry is
 	// keyed by, as if every answer's Vary named them.
 	Vary []string
+	// StaleIfError is response_cache.stale_if_error: the stale-if-error
+	// window of an answer that sends none (and no must-revalidate or
+	// proxy-revalidate), capped by MaxTTL. <= 0: none.
+	StaleIfError time.Duration
 }
 
 // Request is what a request's own Cache-Control asks of the cache (RFC
@@ -227,6 +231,9 @@ func (p Policy) plan(resp *http.Response, now time.Time) Plan {
 	if !cc.mustRevalidate && !cc.proxyRevalidate {
 		plan.StaleWhileRevalidate = p.window(cc.staleWhileRevalidate)
 		plan.StaleIfError = p.window(cc.staleIfError)
+		if !cc.staleIfError.present && p.StaleIfError > 0 {
+			plan.StaleIfError = min(p.StaleIfError, p.MaxTTL)
+		}
 	}
 	if p.Shared && (cc.public || cc.sMaxAge.present) {
 		switch {

@@ -137,6 +137,12 @@ func TestPlan(t *testing.T) {
 		{name: "must-revalidate stored without stale windows", lines: []string{"Cache-Control: max-age=60, must-revalidate, stale-while-revalidate=30, stale-if-error=300"}, want: stored(time.Minute)},
 		{name: "proxy-revalidate stored without stale windows", lines: []string{"Cache-Control: max-age=60, stale-if-error=300", "Cache-Control: Proxy-Revalidate"}, want: stored(time.Minute)},
 		{name: "invalid stale window is 0", lines: []string{"Cache-Control: max-age=60, stale-if-error=x, stale-while-revalidate=30"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleWhileRevalidate = 30 * time.Second })},
+		{name: "default stale-if-error for an answer without one", policy: policy(func(p *Policy) { p.StaleIfError = 10 * time.Minute }), lines: []string{"Cache-Control: max-age=60, stale-while-revalidate=30"}, want: with(stored(time.Minute), func(p *Plan) {
+			p.StaleWhileRevalidate, p.StaleIfError = 30*time.Second, 10*time.Minute
+		})},
+		{name: "the answer's stale-if-error wins over the default", policy: policy(func(p *Policy) { p.StaleIfError = 10 * time.Minute }), lines: []string{"Cache-Control: max-age=60, stale-if-error=5"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = 5 * time.Second })},
+		{name: "no default stale-if-error with must-revalidate", policy: policy(func(p *Policy) { p.StaleIfError = 10 * time.Minute }), lines: []string{"Cache-Control: max-age=60, must-revalidate"}, want: stored(time.Minute)},
+		{name: "default stale-if-error capped at max_ttl", policy: policy(func(p *Policy) { p.StaleIfError = 48 * time.Hour }), lines: []string{"Cache-Control: max-age=60"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = time.Hour })},
 		{name: "duplicate stale window: the smallest", lines: []string{"Cache-Control: max-age=60, stale-if-error=300, stale-if-error=100"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = 100 * time.Second })},
 		{name: "stale windows capped at max_ttl", lines: []string{"Cache-Control: max-age=60, stale-if-error=86400"}, want: with(stored(time.Minute), func(p *Plan) { p.StaleIfError = time.Hour })},
 
