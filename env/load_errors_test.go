@@ -32,7 +32,7 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
-			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
+			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
 			key:     "transprot", value: "sockets",
 		},
 		{
@@ -450,7 +450,7 @@ source_schemas:
 	const accepted = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)"
 	wantErr := strings.Join([]string{
 		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe!": ` + accepted,
-		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
+		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
 		`transport: invalid value "fast!": ` + accepted,
 		`defaults.connect_timeout: invalid duration "2x"`,
 		"defaults.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",
