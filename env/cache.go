@@ -34,7 +34,8 @@ type ResponseCacheSettings struct {
 	MaxEntryBytes int
 
 	// DefaultTTL is the lifetime of an answer that has no Cache-Control
-	// freshness (no s-maxage, no max-age). Off stores no such answer.
+	// freshness (no s-maxage, no max-age). Off stores no such answer. It
+	// may be above MaxTTL, which caps it as it caps every lifetime.
 	// Default: Off.
 	DefaultTTL time.Duration
 

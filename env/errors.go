@@ -48,15 +48,18 @@ func (l *errorList) add(key string, value any, err error, format string, args ..
 // header.set, FUSION_DEFAULTS__HEADERS__SETS), since their values were meant
 // as the same secrets; and every key of the top-level response_cache block,
 // whose one key is the invalidation token, typos and FUSION_RESPONSE_CACHE__*
-// variables included. (redis.url's password is hidden as every URL's is, by
-// shown.)
+// variables included, and any key whose name holds "token" (the token under
+// a misspelt block, response_cach.invalidation_token): no key that is not a
+// secret has it in its name. (redis.url's password is hidden as every URL's
+// is, by shown.)
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
 	if strings.HasPrefix(k, strings.ToLower(envPrefix)) {
 		k = strings.ReplaceAll(k, "__", ".")
 	}
 	return strings.Contains(k, "headers.set") || strings.Contains(k, "header.set") || k == "headers" || strings.HasSuffix(k, ".headers") ||
-		k == "response_cache" || strings.HasPrefix(k, "response_cache.") || strings.HasPrefix(k, "fusion_response_cache.")
+		k == "response_cache" || strings.HasPrefix(k, "response_cache.") || strings.HasPrefix(k, "fusion_response_cache.") ||
+		strings.Contains(k, "token")
 }
 
 // shown returns v, the value of key, as an error may show it: redact.Value

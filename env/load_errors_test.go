@@ -394,6 +394,12 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 			key:     "response_cache.invalidation_tokn", value: "[redacted]",
 		},
 		{
+			name:    "unknown top-level key near response_cache, holding the token",
+			yaml:    "response_cach:\n  invalidation_token: " + tokenSecret + "\n",
+			wantErr: "response_cach: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
+			key:     "response_cach", value: map[string]any{"invalidation_token": "[redacted]"},
+		},
+		{
 			name:    "response_cache not a mapping",
 			yaml:    "response_cache: " + tokenSecret + "\n",
 			wantErr: "response_cache: invalid value [redacted]: want a mapping",
