@@ -45,6 +45,7 @@ func (inv *Transport) cacheOf(name string, settings env.Settings, url string, pr
 		Schema:  name,
 		Store:   store,
 		Policy:  policyOf(s),
+		Shadow:  s.Mode == env.CacheModeShadow,
 		Observe: inv.cacheEvent,
 		Log:     inv.log,
 		Now:     inv.o.cacheClock,
@@ -90,7 +91,7 @@ func policyOf(s env.ResponseCacheSettings) respcache.Policy {
 }
 
 func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
-	return a.Enabled == b.Enabled && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
+	return a.Enabled == b.Enabled && a.Mode == b.Mode && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
 		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
 }
 

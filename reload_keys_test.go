@@ -199,6 +199,7 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		// reload must build or keep the caches all the same
 		// (TestResponseCacheReload covers what a reload keeps).
 		pair("response_cache.enabled", func(s *env.Settings) *env.Toggle { return &s.ResponseCache.Enabled }, env.Enabled, env.Disabled),
+		pair("response_cache.mode", func(s *env.Settings) *string { return &s.ResponseCache.Mode }, env.CacheModeShadow, env.CacheModeOn),
 		pair("response_cache.max_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxBytes }, 1<<20, 2<<20),
 		pair("response_cache.max_entry_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxEntryBytes }, 1<<10, 1<<20),
 		d("response_cache.default_ttl", func(s *env.Settings) *time.Duration { return &s.ResponseCache.DefaultTTL }, env.Off, 0),

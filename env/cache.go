@@ -19,6 +19,13 @@ type ResponseCacheSettings struct {
 	// Enabled switches the cache on. Default: Disabled.
 	Enabled Toggle
 
+	// Mode is CacheModeOn (entries answer calls) or CacheModeShadow
+	// (entries are looked up and stored, but every call is sent and
+	// answered fresh, and a fresh entry that differs from the fresh answer
+	// is reported: the step before turning a schema's cache on); ""
+	// inherits. Default: CacheModeOn.
+	Mode string
+
 	// Store is where the entries live: StoreMemory (in this process,
 	// bounded by MaxBytes) or StoreRedis (Config.Redis, shared by every
 	// replica on the same Redis and key prefix); "" inherits.
@@ -65,6 +72,15 @@ type ResponseCacheSettings struct {
 	// files) adds none. Default: none.
 	Vary []string
 }
+
+// The values of ResponseCacheSettings.Mode.
+const (
+	CacheModeOn     = "on"
+	CacheModeShadow = "shadow"
+)
+
+// cacheModes are the values of ResponseCacheSettings.Mode.
+var cacheModes = []string{CacheModeOn, CacheModeShadow}
 
 // The values of ResponseCacheSettings.Store.
 const (
@@ -248,6 +264,9 @@ func topString(errs *errorList, key string, v any, scalars bool) string {
 // values), naming their keys.
 func validateCache(errs *errorList, prefix string, s Settings) {
 	c := s.ResponseCache
+	if c.Mode != "" && !contains(cacheModes, c.Mode) {
+		errs.add(prefix+".response_cache.mode", c.Mode, nil, "invalid value %q: allowed %s", c.Mode, strings.Join(cacheModes, ", "))
+	}
 	if c.Store != "" && !contains(cacheStores, c.Store) {
 		errs.add(prefix+".response_cache.store", c.Store, nil, "invalid value %q: allowed %s", c.Store, strings.Join(cacheStores, ", "))
 	}

@@ -62,13 +62,13 @@ source_schemas:
 		schema string
 		want   env.ResponseCacheSettings
 	}{
-		{"products", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreRedis, MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
+		{"products", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreRedis, MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
 			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: env.Off, Shared: env.Enabled, Vary: []string{"X-Tenant"}}},
-		{"reviews", env.ResponseCacheSettings{Enabled: env.Disabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+		{"reviews", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
 			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}}},
-		{"accounts", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+		{"accounts", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
 			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-User", "X-Tenant-Id"}}},
-		{"inventory", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+		{"inventory", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
 			DefaultTTL: 30 * time.Second, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-Tenant"}}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {
@@ -127,6 +127,7 @@ func TestEffectiveRedis(t *testing.T) {
 func TestResponseCacheVariables(t *testing.T) {
 	keys := []struct{ key, defaults, schema string }{
 		{"response_cache.enabled", "true", "false"},
+		{"response_cache.mode", "shadow", "on"},
 		{"response_cache.store", "redis", "memory"},
 		{"response_cache.max_bytes", "1024", "2048"},
 		{"response_cache.max_entry_bytes", "512", "256"},
@@ -179,10 +180,10 @@ source_schemas:
 		want   env.ResponseCacheSettings
 		origin func(key string) string
 	}{
-		{"reviews", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreRedis, MaxBytes: 1024, MaxEntryBytes: 512,
+		{"reviews", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeShadow, Store: env.StoreRedis, MaxBytes: 1024, MaxEntryBytes: 512,
 			DefaultTTL: 5 * time.Second, MaxTTL: time.Minute, StaleIfError: 10 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant"}},
 			func(key string) string { return "environment " + env.EnvVar("", key) + " (defaults)" }},
-		{"product-catalog", env.ResponseCacheSettings{Enabled: env.Disabled, Store: env.StoreMemory, MaxBytes: 2048, MaxEntryBytes: 256,
+		{"product-catalog", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 2048, MaxEntryBytes: 256,
 			DefaultTTL: env.Off, MaxTTL: 2 * time.Minute, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-A", "X-B"}},
 			func(key string) string { return "environment " + env.EnvVar("product-catalog", key) }},
 	} {

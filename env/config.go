@@ -811,6 +811,7 @@ var builtin = Settings{
 	},
 	ResponseCache: ResponseCacheSettings{
 		Enabled:       Disabled,
+		Mode:          CacheModeOn,
 		Store:         StoreMemory,
 		MaxBytes:      DefaultCacheMaxBytes,
 		MaxEntryBytes: DefaultCacheMaxEntryBytes,
