@@ -62,6 +62,13 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-store"})
 		return s.next.RoundTrip(c.req)
 	}
+	if !s.cache.Shadow() {
+		if er, isEntities := respcache.ParseEntityRequest(c.body); isEntities {
+			if resp, err, ok := s.entities(req, c.req, c.body, er, asked.NoCache); ok {
+				return resp, err
+			}
+		}
+	}
 	sc := lookups.Get().(*lookup)
 	defer sc.put()
 	varies := s.cache.Varies()
