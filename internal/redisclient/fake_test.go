@@ -27,7 +27,7 @@ type fakeRedis struct {
 	addr string
 
 	mu    sync.Mutex
-	cmds  [][]string              // guarded by mu: every command, in order
+	cmds  [][]string            // guarded by mu: every command, in order
 	peers []tls.ConnectionState // guarded by mu: the TLS state of each connection
 }
 
