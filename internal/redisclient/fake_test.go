@@ -2,22 +2,21 @@ package redisclient
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // fakeRedis is a loopback server that speaks just enough RESP for go-redis:
@@ -155,58 +154,6 @@ func plainAnswers(cmd []string) string {
 	return "+OK\r\n"
 }
 
-// counter is a go-redis hook that counts dials and commands sent: what a
-// call cost on the wire.
-type counter struct {
-	dials, cmds atomic.Int64
-	mu          sync.Mutex
-	names       []string // guarded by mu: the commands' names, in order
-	// hold, if set, is waited on before each command is sent.
-	hold chan struct{}
-	// held, if set, gets a value as each command starts to wait on hold.
-	held chan struct{}
-}
-
-func (h *counter) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.dials.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.cmds.Add(1)
-		h.mu.Lock()
-		h.names = append(h.names, cmd.Name())
-		h.mu.Unlock()
-		if h.held != nil {
-			h.held <- struct{}{}
-		}
-		if h.hold != nil {
-			<-h.hold
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-// sent returns the names of the commands sent, in order.
-func (h *counter) sent() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.names)
-}
-
-// wire returns the dials and commands so far.
-func (h *counter) wire() [2]int64 { return [2]int64{h.dials.Load(), h.cmds.Load()} }
-
 // clock is a breaker clock that moves only when told.
 type clock struct {
 	mu  sync.Mutex
@@ -227,25 +174,8 @@ func (c *clock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// logBuffer is a slog handler's output, safe to read while written.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
+// logger returns a logger writing text lines to b.
+func logger(b *wiretest.LogBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
 	"github.com/fusiongo/transport/internal/testsupport/testpki"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // secret is the password of the URLs below; secretWritten is how the URLs
@@ -155,9 +157,9 @@ func TestPasswordNeverShown(t *testing.T) {
 	f := startFake(t, nil, func(cmd []string) string {
 		return "-ERR nope: " + strings.Join(cmd, " ") + "\r\n"
 	})
-	var logs logBuffer
+	var logs wiretest.LogBuffer
 	c, err := NewWithBreaker(env.RedisSettings{URL: "redis://user:" + secretWritten + "@" + f.addr + "/0", Timeout: 5 * time.Second},
-		logs.logger(), Breaker{Now: newClock().Now})
+		logger(&logs), Breaker{Now: newClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,21 +246,14 @@ func TestTimeoutBoundsEachCall(t *testing.T) {
 			}
 		}
 	}()
-	c, err := New(env.RedisSettings{URL: "redis://" + l.Addr().String() + "/0", Timeout: 50 * time.Millisecond}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	h := &counter{}
-	c.AddHook(h)
-	err = ping(context.Background(), c)
+	h, err := onePing(t, l.Addr().String(), 50*time.Millisecond)
 	var ne net.Error
 	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
 		t.Fatalf("PING to a silent server: %v, want a timeout", err)
 	}
 	// One dial, and on it the handshake (HELLO, which timed out); the
 	// PING itself never went: nothing was tried twice.
-	if got, names := h.wire(), h.sent(); got[0] != 1 || !slices.Equal(names, []string{"ping", "hello"}) {
+	if got, names := h.Wire(), h.Sent(); got[0] != 1 || !slices.Equal(names, []string{"ping", "hello"}) {
 		t.Fatalf("dials %d, commands %v; want 1 dial, ping then hello (no retry)", got[0], names)
 	}
 }
@@ -272,13 +267,22 @@ func TestTimeoutBoundsEachCall(t *testing.T) {
 func TestBreaker(t *testing.T) {
 	r := redistest.StartRedis(t)
 	clk := newClock()
-	var logs logBuffer
-	c, err := NewWithBreaker(r.Settings(), logs.logger(), Breaker{Now: clk.Now})
+	var logs wiretest.LogBuffer
+	c, err := NewWithBreaker(r.Settings(), logger(&logs), Breaker{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	h := &counter{}
+	// held gets each command as it is about to go while hold is set, and
+	// the command waits for hold to close.
+	held := make(chan struct{}, 4)
+	var hold atomic.Pointer[chan struct{}]
+	h := &redistest.Counter{Before: func(string) {
+		if ch := hold.Load(); ch != nil {
+			held <- struct{}{}
+			<-*ch
+		}
+	}}
 	c.AddHook(h)
 	ctx := context.Background()
 	if err := ping(ctx, c); err != nil {
@@ -297,7 +301,7 @@ func TestBreaker(t *testing.T) {
 	if got := c.Health(); got.State != Open || got.Failures != DefaultFailures || !got.Since.Equal(clk.Now()) || got.LastError == "" {
 		t.Fatalf("after %d failures: %+v, want open since now", DefaultFailures, got)
 	}
-	before := h.wire()
+	before := h.Wire()
 	for range 3 {
 		if err := ping(ctx, c); !errors.Is(err, ErrStoreUnavailable) {
 			t.Fatalf("call while open: %v, want ErrStoreUnavailable", err)
@@ -307,7 +311,7 @@ func TestBreaker(t *testing.T) {
 	if err := ping(ctx, c); !errors.Is(err, ErrStoreUnavailable) {
 		t.Fatalf("call before the pause is over: %v", err)
 	}
-	if got := h.wire(); got != before {
+	if got := h.Wire(); got != before {
 		t.Fatalf("refused calls reached the wire: dials, commands %v then %v", before, got)
 	}
 
@@ -316,7 +320,7 @@ func TestBreaker(t *testing.T) {
 	if err := ping(ctx, c); err == nil || errors.Is(err, ErrStoreUnavailable) {
 		t.Fatalf("the trial: %v, want Redis's own failure", err)
 	}
-	if got := h.wire(); got[1] != before[1]+1 {
+	if got := h.Wire(); got[1] != before[1]+1 {
 		t.Fatalf("the trial sent %d commands, want 1", got[1]-before[1])
 	}
 	if got := c.Health(); got.State != Open || !got.Since.Equal(clk.Now()) {
@@ -330,21 +334,22 @@ func TestBreaker(t *testing.T) {
 	// another call is refused, then succeeds and closes the breaker.
 	r.Start()
 	clk.advance(DefaultPause)
-	h.held, h.hold = make(chan struct{}, 1), make(chan struct{})
+	release := make(chan struct{})
+	hold.Store(&release)
 	trial := make(chan error, 1)
 	go func() { trial <- ping(ctx, c) }()
-	<-h.held
+	<-held
 	if got := c.Health(); got.State != HalfOpen {
 		t.Fatalf("with the trial out: %+v, want half-open", got)
 	}
 	if err := ping(ctx, c); !errors.Is(err, ErrStoreUnavailable) {
 		t.Fatalf("call beside the trial: %v, want ErrStoreUnavailable", err)
 	}
-	close(h.hold)
+	hold.Store(nil)
+	close(release)
 	if err := <-trial; err != nil {
 		t.Fatalf("the trial against a running Redis: %v", err)
 	}
-	h.held = nil
 	if got := c.Health(); got.State != Closed || got.Failures != 0 {
 		t.Fatalf("after a good trial: %+v, want closed", got)
 	}
@@ -411,52 +416,46 @@ func TestNilIsSuccess(t *testing.T) {
 // default) and of dials (5) are off, so a failing Redis fails the call at
 // once.
 func TestNoRetry(t *testing.T) {
-	t.Run("refused", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		c, err := New(env.RedisSettings{URL: "redis://" + addr + "/0", Timeout: 5 * time.Second}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		h := &counter{}
-		c.AddHook(h)
-		if err := ping(context.Background(), c); err == nil {
-			t.Fatal("PING to a closed port succeeded")
-		}
-		if got := h.wire(); got[0] != 1 {
-			t.Fatalf("%d dials for one call, want 1", got[0])
-		}
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	refusing, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	refusing.Close()
+	hangingUp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hangingUp.Close()
 	go func() {
 		for {
-			c, err := l.Accept()
+			c, err := hangingUp.Accept()
 			if err != nil {
 				return
 			}
 			c.Close()
 		}
 	}()
-	c, err := New(env.RedisSettings{URL: "redis://" + l.Addr().String() + "/0", Timeout: 5 * time.Second}, nil)
+	for name, addr := range map[string]string{"refused": refusing.Addr().String(), "hung up": hangingUp.Addr().String()} {
+		h, err := onePing(t, addr, 5*time.Second)
+		if err == nil {
+			t.Fatalf("%s: PING succeeded", name)
+		}
+		if got := h.Wire(); got[0] != 1 {
+			t.Errorf("%s: %d dials for one call, want 1 (commands %v)", name, got[0], h.Sent())
+		}
+	}
+}
+
+// onePing sends one PING through a new client of addr with timeout, and
+// returns what it cost on the wire and its error.
+func onePing(t *testing.T, addr string, timeout time.Duration) (*redistest.Counter, error) {
+	t.Helper()
+	c, err := New(env.RedisSettings{URL: "redis://" + addr + "/0", Timeout: timeout}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	h := &counter{}
+	h := &redistest.Counter{}
 	c.AddHook(h)
-	if err := ping(context.Background(), c); err == nil {
-		t.Fatal("PING to a server that hangs up succeeded")
-	}
-	if got := h.wire(); got[0] != 1 {
-		t.Fatalf("%d dials for one call, want 1 (commands %v)", got[0], h.sent())
-	}
+	return h, ping(context.Background(), c)
 }

@@ -3,10 +3,8 @@ package respcache
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,33 +13,6 @@ import (
 	"github.com/fusiongo/transport/internal/redisclient"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
 )
-
-// wireCounter is a go-redis hook counting what reaches the wire: dials,
-// and commands (each command of a pipeline).
-type wireCounter struct{ dials, cmds atomic.Int64 }
-
-func (h *wireCounter) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.dials.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *wireCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.cmds.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *wireCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-func (h *wireCounter) wire() [2]int64 { return [2]int64{h.dials.Load(), h.cmds.Load()} }
 
 // raw runs one command on c's Redis, outside any store.
 func raw(t *testing.T, c *redisclient.Client, fn func(ctx context.Context, r redis.Cmdable) error) {
@@ -58,13 +29,13 @@ func TestRedisLookupOneRoundTrip(t *testing.T) {
 	s := NewRedis(c, "products")
 	set(t, s, "a", entry("a"), 0)
 	invalidate(t, s, "z")
-	h := &wireCounter{}
+	h := &redistest.Counter{}
 	c.AddHook(h)
 	got, seq := lookup(t, s, "a", "b", "a")
 	if got[0] != "a" || got[1] != "" || got[2] != "a" || seq == 0 {
 		t.Fatalf("Lookup = %q, seq %d", got, seq)
 	}
-	if w := h.wire(); w[1] != 1 {
+	if w := h.Wire(); w[1] != 1 {
 		t.Fatalf("a lookup of 3 keys sent %d commands, want 1", w[1])
 	}
 }
@@ -174,15 +145,7 @@ func TestRedisForgetsOldFields(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if set(t, s, "k", entry("k", "green"), before) {
-		t.Fatal("a Set from before a forgotten invalidation was stored")
-	}
-	if !set(t, s, "k", entry("k", "red"), between) {
-		t.Fatal("a Set tagged red from after red's invalidation was refused")
-	}
-	if set(t, s, "k", entry("k", "blue"), between) {
-		t.Fatal("a Set tagged blue from before blue's invalidation was stored")
-	}
+	checkForgotten(t, s, before, between)
 }
 
 // TestRedisTagSetsBounded: a tag set does not keep the keys of entries that
@@ -229,7 +192,7 @@ func TestRedisStopped(t *testing.T) {
 		return now
 	}
 	c := newClient(t, r, redisclient.Breaker{Now: clock})
-	h := &wireCounter{}
+	h := &redistest.Counter{}
 	c.AddHook(h)
 	s := NewRedis(c, "products")
 	set(t, s, "k", entry("k"), 0)
@@ -255,7 +218,7 @@ func TestRedisStopped(t *testing.T) {
 	if hl := c.Health(); hl.State != redisclient.Open {
 		t.Fatalf("after 40 failed calls: %+v, want open", hl)
 	}
-	before := h.wire()
+	before := h.Wire()
 	found := make([]*Entry, 1)
 	if _, err := s.Lookup(ctx, []Key{key("k")}, found); !errors.Is(err, redisclient.ErrStoreUnavailable) {
 		t.Fatalf("lookup while paused: %v, want ErrStoreUnavailable", err)
@@ -266,7 +229,7 @@ func TestRedisStopped(t *testing.T) {
 	if _, err := s.Invalidate(ctx, nil); !errors.Is(err, redisclient.ErrStoreUnavailable) {
 		t.Fatalf("Invalidate while paused: %v", err)
 	}
-	if after := h.wire(); after != before {
+	if after := h.Wire(); after != before {
 		t.Fatalf("paused calls reached the wire: dials, commands %v then %v", before, after)
 	}
 
