@@ -292,14 +292,14 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cm
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	err := fn(tctx, c.rdb)
 	cancel()
-	switch {
-	case err == nil || errors.Is(err, redis.Nil):
+	if err == nil || errors.Is(err, redis.Nil) {
 		c.succeeded()
 		return err
-	case ctx.Err() != nil:
+	}
+	err = scrub(err, c.secrets)
+	if ctx.Err() != nil {
 		c.abandoned()
-	default:
-		err = scrub(err, c.secrets)
+	} else {
 		c.failed(err)
 	}
 	return fmt.Errorf("redis %s: %w", c.shown, err)

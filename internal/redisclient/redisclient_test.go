@@ -459,3 +459,28 @@ func onePing(t *testing.T, addr string, timeout time.Duration) (*redistest.Count
 	c.AddHook(h)
 	return h, ping(context.Background(), c)
 }
+
+// TestScrubbedWhenCallerGaveUp: an error that quotes the password is
+// scrubbed on each path of Do, the one where the caller's own context
+// ended (no failure counted) as well.
+func TestScrubbedWhenCallerGaveUp(t *testing.T) {
+	c, err := New(env.RedisSettings{URL: "redis://user:" + secretWritten + "@127.0.0.1:1/0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, gaveUp := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := c.Do(ctx, func(context.Context, redis.Cmdable) error {
+			if gaveUp {
+				cancel()
+			}
+			return errors.New("WRONGPASS " + secret)
+		})
+		cancel()
+		if err == nil {
+			t.Fatal("Do returned no error")
+		}
+		assertHidden(t, "the error", err.Error())
+	}
+}
