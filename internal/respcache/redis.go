@@ -373,3 +373,18 @@ func (r *Redis) DecodeErrors() uint64 { return r.decodeErrors.Load() }
 
 // Close does nothing: the client is the transport's, closed by it.
 func (r *Redis) Close() error { return nil }
+
+// Health returns "ok" while the transport's Redis client sends, else the
+// state of its breaker and the last failure (its password hidden): the
+// status page's store health (Healther).
+func (r *Redis) Health() string {
+	h := r.c.Health()
+	if h.State == redisclient.Closed {
+		return "ok"
+	}
+	out := "redis " + string(h.State) + " since " + h.Since.UTC().Format(time.RFC3339) + " after " + strconv.Itoa(h.Failures) + " failures"
+	if h.LastError != "" {
+		out += ": " + h.LastError
+	}
+	return out
+}
