@@ -166,3 +166,55 @@ func TestResponseCacheRedisDown(t *testing.T) {
 		t.Fatalf("%d calls failed, the first with %v: the cache must never fail a call", n, firstErr.Load())
 	}
 }
+
+// TestResponseCacheTwoLevels: with a memory level in front of Redis, a
+// replica answers its repeated calls from memory (the Redis store sees no
+// lookup: its commands are counted), another replica fills its memory
+// level from Redis, and an invalidation on one replica reaches the other's
+// memory level: its next call is sent.
+func TestResponseCacheTwoLevels(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			prefix := r.Prefix + "levels:" + string(path) + ":"
+			replica := func() (*transport.Transport, cacheEvents) {
+				cfg := redisConfig(path, s.URL, r, func(c *env.ResponseCacheSettings) { c.LocalMaxBytes = 1 << 20 })
+				cfg.Redis.KeyPrefix = prefix
+				events := make(cacheEvents, 256)
+				return newInvoker(t, cfg, transport.WithCacheEventHook(events.hook)), events
+			}
+			a, aEvents := replica()
+			b, bEvents := replica()
+			first, _ := postBody(t, a, context.Background(), cacheQuery)
+			aEvents.await(t, "stored")
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got != first {
+					t.Fatalf("replica b got %q, want a's stored %q", got, first)
+				}
+			}
+			if n := s.requests(); n != 1 {
+				t.Fatalf("the source schema got %d requests, want 1", n)
+			}
+			// An invalidation on a reaches b's memory level: b's next call
+			// is sent.
+			if n, err := a.InvalidateCache(context.Background(), "products"); err != nil || n != 1 {
+				t.Fatalf("InvalidateCache on a = %d, %v; want 1", n, err)
+			}
+			bEvents.await(t, "peer_invalidation")
+			if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+				t.Fatalf("after a's invalidation b got %q after %d requests; want a fresh answer, 2 requests", got, s.requests())
+			}
+			bEvents.await(t, "stored")
+			// b's entry is in its memory level: with Redis stopped, b still
+			// answers from there, unsent.
+			r.Stop()
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+					t.Fatalf("with Redis stopped b got %q after %d requests; want its memory level's answer", got, s.requests())
+				}
+			}
+			r.Start()
+		})
+	}
+}
