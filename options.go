@@ -44,6 +44,9 @@ type options struct {
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 
+	rolloutFlags RolloutFlags   // see WithRollout (rollout.go); nil: the startup switch alone
+	rollout      RolloutOptions // WithRollout's settings, before defaults
+
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.
 	queueHook func(ctx context.Context, event backend.QueueEvent)

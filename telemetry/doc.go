@@ -70,6 +70,7 @@
 //	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
 //	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
 //	fusion.transport.cache.events                   Int64Counter         {event}       S, fusion.cache.status, fusion.cache.reason
+//	fusion.transport.rollout.fallbacks              Int64Counter         {request}     fusion.rollout.reason
 //
 // S is fusion.source_schema, P fusion.transport.path. B, the attributes
 // known before sending: S, P, http.request.method, server.address,
