@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/open-feature/go-sdk/openfeature/isolated"
 	"github.com/open-feature/go-sdk/openfeature/memprovider"
 	oftesting "github.com/open-feature/go-sdk/openfeature/testing"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
@@ -264,6 +267,14 @@ func TestRolloutKillSwitch(t *testing.T) {
 			if by := st.Schemas[0].Rollout.BySource; by["kill"] != 2 || by["flag"] != 2 {
 				t.Errorf("status counts by source %v, want 2 by kill (the two calls after the pull) and 2 by flag", by)
 			}
+			rec := httptest.NewRecorder()
+			inv.StatusHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=html", nil))
+			page := rec.Body.String()
+			for _, want := range []string{`<tr class="rollout" data-schema="products">`, `<td class="n" data-k="sockets_share">50%</td>`, `<td data-k="source">flag</td>`, `not pulled`} {
+				if !strings.Contains(page, want) {
+					t.Errorf("the status page lacks %s", want)
+				}
+			}
 		})
 	}
 }
@@ -492,4 +503,194 @@ func rolloutStatus(t *testing.T, inv *transport.Transport) rolloutDoc {
 		t.Fatalf("status JSON: %v\n%s", err, rec.Body.String())
 	}
 	return doc
+}
+
+// countingFlag is a rollout flag that counts its evaluations and gives
+// "1" (sockets) for the targeting key alice on products with operation
+// Path, "0" otherwise: it checks the evaluation context on the wire's
+// behalf.
+func countingFlag(evaluations *atomic.Int32) memprovider.InMemoryFlag {
+	eval := func(f memprovider.InMemoryFlag, fc openfeature.FlattenedContext) (any, openfeature.ProviderResolutionDetail) {
+		evaluations.Add(1)
+		if fc[openfeature.TargetingKey] == "alice" && fc[featureflag.AttrSourceSchema] == "products" && fc[featureflag.AttrOperationName] == "Path" {
+			return "1", openfeature.ProviderResolutionDetail{Variant: "on", Reason: openfeature.TargetingMatchReason}
+		}
+		return "0", openfeature.ProviderResolutionDetail{Variant: "off", Reason: openfeature.DefaultReason}
+	}
+	return memprovider.InMemoryFlag{Key: transport.DefaultRolloutFlag, State: memprovider.Enabled, DefaultVariant: "off",
+		Variants: map[string]any{"on": "1", "off": "0"}, ContextEvaluator: &eval}
+}
+
+// TestRolloutEvaluatedOncePerGatewayRequest: the flag sees the targeting
+// key, the source schema and the operation name of the gateway request's
+// first call, and is evaluated once for all its calls (on every schema),
+// and not again for a gateway request with the same evaluation context
+// until the flags change.
+func TestRolloutEvaluatedOncePerGatewayRequest(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newPathServer(t)
+			var evaluations atomic.Int32
+			flags := map[string]memprovider.InMemoryFlag{transport.DefaultRolloutFlag: countingFlag(&evaluations), transport.DefaultKillFlag: killFlag(false)}
+			inv, m := newRolloutInvoker(t, config(p, "products", srv.URL(), "reviews", srv.URL()), flags, transport.RolloutOptions{TargetingHeader: userHeader})
+
+			alice := userCtx("alice")
+			for range 3 {
+				for _, schema := range []string{"products", "reviews"} {
+					if got := servedBy(t, inv, alice, schema); got != "sockets" {
+						t.Errorf("alice's call to %s was served by %s, want sockets", schema, got)
+					}
+				}
+			}
+			if got := servedBy(t, inv, userCtx("bob"), "products"); got != "legacy" {
+				t.Errorf("bob's call was served by %s, want legacy", got)
+			}
+			if got := servedBy(t, inv, userCtx("alice"), "reviews"); got != "legacy" {
+				t.Errorf("alice's gateway request that began on reviews was served by %s, want legacy", got)
+			}
+			if n := evaluations.Load(); n != 3 {
+				t.Errorf("%d evaluations for three evaluation contexts, want 3", n)
+			}
+			servedBy(t, inv, userCtx("alice"), "products") // an evaluation context seen: its answer is kept
+			if n := evaluations.Load(); n != 3 {
+				t.Errorf("%d evaluations after a gateway request with a kept answer, want 3", n)
+			}
+			m.set(t, flags) // a change drops every answer kept
+			servedBy(t, inv, userCtx("alice"), "products")
+			if n := evaluations.Load(); n != 4 {
+				t.Errorf("%d evaluations after the flags changed, want 4", n)
+			}
+		})
+	}
+}
+
+// TestRolloutEveryAPI: Do (its URL's operationName read), PostFunc and the
+// Client follow the flag as Post does.
+func TestRolloutEveryAPI(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			srv := newPathServer(t)
+			var evaluations atomic.Int32
+			flags := map[string]memprovider.InMemoryFlag{transport.DefaultRolloutFlag: countingFlag(&evaluations), transport.DefaultKillFlag: killFlag(false)}
+			inv, _ := newRolloutInvoker(t, config(p, "products", srv.URL()), flags, transport.RolloutOptions{TargetingHeader: userHeader})
+			send := map[string]func(ctx context.Context) (string, error){
+				"Do": func(ctx context.Context) (string, error) {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL()+"?query=%7Bpath%7D&operationName=Path", nil)
+					resp, err := inv.Do(ctx, "products", req)
+					if err != nil {
+						return "", err
+					}
+					return readAll(t, resp), nil
+				},
+				"PostFunc": func(ctx context.Context) (body string, err error) {
+					err = inv.PostFunc(ctx, "products", []byte(`{"query":"{ path }","operationName":"Path"}`), func(resp *http.Response) error {
+						b, err := io.ReadAll(resp.Body)
+						body = string(b)
+						return err
+					})
+					return body, err
+				},
+				"Client": func(ctx context.Context) (string, error) {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL(), strings.NewReader(`{"query":"{ path }","operationName":"Path"}`))
+					resp, err := inv.Client().Do(req)
+					if err != nil {
+						return "", err
+					}
+					return readAll(t, resp), nil
+				},
+			}
+			for name, f := range send {
+				for user, want := range map[string]string{"alice": "sockets", "bob": "legacy"} {
+					body, err := f(userCtx(user))
+					if err != nil {
+						t.Fatalf("%s for %s: %v", name, user, err)
+					}
+					// The Client's Do carries no operation name in its URL:
+					// alice's context lacks it, and she gets legacy there.
+					if name == "Client" {
+						want = "legacy"
+					}
+					if got := pathOf(t, body); got != want {
+						t.Errorf("%s for %s was served by %s, want %s", name, user, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRolloutReload: a reload keeps the rollout's routes and checks the
+// variants against the schemas in force: a list naming a schema the
+// reload added is honoured, one naming a schema it removed falls back.
+func TestRolloutReload(t *testing.T) {
+	for _, p := range paths {
+		t.Run(string(p), func(t *testing.T) {
+			products, reviews := newPathServer(t), newPathServer(t)
+			cfg := config(p, "products", products.URL())
+			inv, m := newRolloutInvoker(t, cfg, flagSet("reviews", false), transport.RolloutOptions{TargetingHeader: userHeader})
+			servedBy(t, inv, userCtx("u1"), "products")
+			if d := rolloutStatus(t, inv).Schemas[0].Rollout.Decision; d == nil || d.Fallback != "invalid_variant" {
+				t.Errorf("before reviews is configured, decision %+v, want invalid_variant", d)
+			}
+			if err := inv.Reload(config(p, "products", products.URL(), "reviews", reviews.URL())); err != nil {
+				t.Fatal(err)
+			}
+			ctx := userCtx("u2")
+			if got := servedBy(t, inv, ctx, "reviews"); got != "sockets" {
+				t.Errorf("after the reload added reviews, reviews was served by %s, want sockets", got)
+			}
+			if got := servedBy(t, inv, ctx, "products"); got != "legacy" {
+				t.Errorf("after the reload added reviews, products was served by %s, want legacy", got)
+			}
+			m.set(t, flagSet("1", false))
+			if got := servedBy(t, inv, userCtx("u3"), "products"); got != "sockets" {
+				t.Errorf("products after the flag went to 1 was served by %s, want sockets", got)
+			}
+			roles := map[string]bool{}
+			for _, r := range rolloutStatus(t, inv).Schemas[0].Routes {
+				roles[r.Role+" "+r.Path] = true
+			}
+			if len(roles) != 2 || !roles["rollout sockets"] && !roles["rollout legacy"] {
+				t.Errorf("products' routes %v, want its primary and a rollout route on the other path", roles)
+			}
+		})
+	}
+}
+
+// TestRolloutTraceEvent: with featureflag.TraceHook on the client, the
+// gateway request's span gets the rollout's evaluation as a
+// feature_flag.evaluation event, with its variant and reason.
+func TestRolloutTraceEvent(t *testing.T) {
+	srv := newPathServer(t)
+	m := memprovider.NewInMemoryProvider(flagSet("1", false))
+	client := flagClient(t, m)
+	client.AddHooks(featureflag.TraceHook())
+	inv := newInvoker(t, config(env.PathLegacy, "products", srv.URL()),
+		transport.WithRollout(featureflag.OpenFeature(client), transport.RolloutOptions{TargetingHeader: userHeader, Timeout: gapGuard}))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("gateway").Start(context.Background(), "POST /graphql")
+	gw := httptest.NewRequest(http.MethodPost, "/graphql", nil)
+	gw.Header.Set(userHeader, "frank")
+	ctx = transport.WithGatewayRequest(ctx, gw)
+	for range 2 {
+		if got := servedBy(t, inv, ctx, "products"); got != "sockets" {
+			t.Errorf("served by %s, want sockets", got)
+		}
+	}
+	span.End()
+	var events []string
+	for _, ev := range rec.Ended()[0].Events() {
+		attrs := map[string]string{}
+		for _, kv := range ev.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if attrs["feature_flag.key"] == transport.DefaultRolloutFlag {
+			events = append(events, ev.Name+" "+attrs["feature_flag.result.variant"]+" "+attrs["feature_flag.result.reason"]+" "+attrs["feature_flag.context.id"])
+		}
+	}
+	if want := []string{"feature_flag.evaluation v static frank"}; fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Errorf("the gateway span's rollout events %q, want %q: one evaluation for the gateway request's two calls", events, want)
+	}
 }
