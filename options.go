@@ -241,7 +241,8 @@ func WithRequestLog(l *slog.Logger) Option {
 // (OpenTelemetry; see package telemetry), and records in t's instruments
 // what the transport does: its connections and addresses, reloads, the
 // canary's share, breakers, retry budgets, hedges, ejections, compression,
-// rate limits, and in shadow mode the comparisons, mismatches and drops
+// rate limits, the runtime rollout's fallbacks, and in shadow mode the
+// comparisons, mismatches and drops
 // (beside WithShadowPublisher's Publisher, not instead of it). Each
 // measurement that a request causes carries that request's context; the
 // package telemetry doc lists the metrics. Default: none.

@@ -37,8 +37,8 @@
 // Middleware records the request metrics (the first four rows). The others
 // are recorded by the transport that the Telemetry is given to, with
 // transport.WithTelemetry: they measure its connections, reloads, canary,
-// resilience, traffic shaping and shadow comparison, and this package has
-// no method for them.
+// resilience, traffic shaping, shadow comparison and the runtime rollout's
+// fallbacks, and this package has no method for them.
 //
 //	Name                                            Instrument           Unit          Attributes
 //	http.client.request.duration                    Float64Histogram     s             R
