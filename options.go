@@ -46,6 +46,7 @@ type options struct {
 
 	rolloutFlags RolloutFlags   // see WithRollout (rollout.go); nil: the startup switch alone
 	rollout      RolloutOptions // WithRollout's settings, before defaults
+	rolloutSet   bool           // WithRollout was given (checkRollout refuses nil flags)
 
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/gateway"
 )
@@ -147,8 +149,22 @@ type RolloutOptions struct {
 // started.
 func WithRollout(flags RolloutFlags, o RolloutOptions) Option {
 	return func(op *options) {
-		op.rolloutFlags, op.rollout = flags, o
+		op.rolloutFlags, op.rollout, op.rolloutSet = flags, o, true
 	}
+}
+
+// checkRollout refuses WithRollout's settings that cannot be honoured,
+// naming them, rather than running without the rollout.
+func checkRollout(o *options) error {
+	switch {
+	case !o.rolloutSet:
+		return nil
+	case o.rolloutFlags == nil:
+		return errors.New("WithRollout: the RolloutFlags are nil")
+	case o.rollout.TargetingHeader != "" && !httpguts.ValidHeaderFieldName(o.rollout.TargetingHeader):
+		return fmt.Errorf("WithRollout: RolloutOptions.TargetingHeader %q is not a header name", o.rollout.TargetingHeader)
+	}
+	return nil
 }
 
 // The sources of a decision, as the status page counts them.
@@ -252,7 +268,7 @@ type evalKey struct {
 // cachedDecision is a kept answer.
 type cachedDecision struct {
 	d       *decision
-	expires int64 // unix nanoseconds; 0: until a change
+	expires int64 // unix nanoseconds
 }
 
 // pendingEval is an evaluation under way, that the gateway requests with
@@ -471,7 +487,7 @@ func (ro *rollout) evaluate(ctx context.Context, k evalKey) *decision {
 	ro.mu.RLock()
 	c, ok := ro.entries[k]
 	ro.mu.RUnlock()
-	if ok && (c.expires == 0 || now < c.expires) {
+	if ok && now < c.expires {
 		return c.d
 	}
 	k.op = strings.Clone(k.op)
@@ -583,9 +599,9 @@ func (ro *rollout) fallbackOf(a FlagAnswer, reason, cause string) *decision {
 	return d
 }
 
-// note logs d if it is a change: the first decision of the flag after a
-// fallback, and each fallback (by reason and cause) once until the flags
-// change.
+// note logs d if it is a change: each fallback (by reason and cause) once
+// until the flags change, and the first decision of the flag after a
+// fallback was logged.
 func (ro *rollout) note(d *decision) {
 	ro.logMu.Lock()
 	defer ro.logMu.Unlock()
@@ -598,8 +614,8 @@ func (ro *rollout) note(d *decision) {
 		return
 	}
 	key := d.fallback + "\x00" + d.cause
-	if ro.logged[key] && !ro.inFlag {
-		return
+	if ro.logged[key] {
+		return // users whose variants differ would otherwise log it at each turn
 	}
 	ro.inFlag = false
 	ro.logged[key] = true

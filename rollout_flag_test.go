@@ -694,3 +694,25 @@ func TestRolloutTraceEvent(t *testing.T) {
 		t.Errorf("the gateway span's rollout events %q, want %q: one evaluation for the gateway request's two calls", events, want)
 	}
 }
+
+// TestRolloutRefused: New refuses, by name, what the rollout cannot
+// honour, rather than running without it.
+func TestRolloutRefused(t *testing.T) {
+	cfg := config(env.PathLegacy, "products", "http://127.0.0.1:1/graphql")
+	client := flagClient(t, memprovider.NewInMemoryProvider(flagSet("1", false)))
+	for _, tt := range []struct {
+		opt  transport.Option
+		want string
+	}{
+		{transport.WithRollout(nil, transport.RolloutOptions{}), "WithRollout: the RolloutFlags are nil"},
+		{transport.WithRollout(featureflag.OpenFeature(client), transport.RolloutOptions{TargetingHeader: "X User"}), `RolloutOptions.TargetingHeader "X User" is not a header name`},
+	} {
+		inv, err := transport.New(cfg, transport.WithLogger(quiet), tt.opt)
+		if err == nil {
+			inv.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New: %v, want an error saying %s", err, tt.want)
+		}
+	}
+}

@@ -177,6 +177,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if err := unusedSchemaHooks(o.schemas); err != nil {
 		return nil, err
 	}
+	if err := checkRollout(&o); err != nil {
+		return nil, err
+	}
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
