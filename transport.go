@@ -99,6 +99,7 @@ type state struct {
 	// equal settings keeps it.
 	redis         *redisclient.Client
 	redisSettings env.RedisSettings
+	hub           *respcache.Hub // redis's invalidation channel, for the memory levels in front of it
 }
 
 // entry is one source schema in one state.
@@ -242,13 +243,14 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas)), invalidationToken: cfg.ResponseCache.InvalidationToken}
 	var caches []*respcache.Cache
 	var redis *redisclient.Client // made for st, not old's
+	building := st                // st is nil by the time a failed build's defer runs
 	defer func() {
 		if err != nil {
 			for _, c := range caches {
 				c.Close()
 			}
 			if redis != nil {
-				redis.Close()
+				closeRedis(redis, building.hub)
 			}
 		}
 	}()
@@ -547,7 +549,7 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	kept, replaced, removed := retire(old, st)
 	closeCaches(old, st)
 	if old.redis != nil && old.redis != st.redis {
-		old.redis.Close() // its caches are closed: nothing uses it
+		closeRedis(old.redis, old.hub) // its caches are closed: nothing uses it
 	}
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
@@ -608,9 +610,7 @@ func (inv *Transport) Close() error {
 	}
 	retire(st, &state{})
 	closeCaches(st, &state{})
-	if st.redis != nil {
-		st.redis.Close()
-	}
+	closeRedis(st.redis, st.hub)
 	inv.upgrades.closeAll()
 	inv.closeBackends()
 	return errors.Join(errs...)
