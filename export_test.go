@@ -36,3 +36,14 @@ func WithCacheClock(now func() time.Time) Option {
 func WithCacheEventHook(hook func(schema, kind, reason string)) Option {
 	return func(o *options) { o.cacheHook = hook }
 }
+
+// RolloutPath returns the path the runtime rollout gives a Post of body to
+// source schema name with ctx, as Post chooses it, without sending: ""
+// when the startup switch decides. For the decision's benchmark.
+func (inv *Transport) RolloutPath(ctx context.Context, name string, body []byte) (string, error) {
+	r, _, err := inv.rolloutRoute(ctx, name, body, "")
+	if r == nil {
+		return "", err
+	}
+	return string(r.path), err
+}
