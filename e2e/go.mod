@@ -3,6 +3,7 @@ module github.com/fusiongo/transport/e2e
 go 1.26.0
 
 require (
+	github.com/99designs/gqlgen v0.17.76
 	github.com/coder/websocket v1.8.14
 	github.com/fusiongo/transport v0.0.0-00010101000000-000000000000
 	github.com/gobwas/ws v1.4.0
@@ -16,7 +17,6 @@ require (
 
 require (
 	connectrpc.com/connect v1.19.2 // indirect
-	github.com/99designs/gqlgen v0.17.76 // indirect
 	github.com/agnivade/levenshtein v1.2.1 // indirect
 	github.com/bufbuild/protocompile v0.14.1 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
