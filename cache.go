@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/respcache"
+	"github.com/fusiongo/transport/internal/setting"
 )
 
 // schemaCache is a source schema's response cache with what it was built
@@ -24,7 +26,8 @@ type schemaCache struct {
 // cacheOf returns the response cache of source schema name under s, at
 // url: prev's if its settings and URL are equal, else a new one (added to
 // *fresh, for the caller to close if the state is not used).
-func (inv *Transport) cacheOf(name string, s env.ResponseCacheSettings, url string, prev *entry, fresh *[]*respcache.Cache) (schemaCache, error) {
+func (inv *Transport) cacheOf(name string, settings env.Settings, url string, prev *entry, fresh *[]*respcache.Cache) (schemaCache, error) {
+	s := settings.ResponseCache
 	if !s.On() {
 		return schemaCache{}, nil
 	}
@@ -45,9 +48,24 @@ func (inv *Transport) cacheOf(name string, s env.ResponseCacheSettings, url stri
 		Observe: inv.cacheEvent,
 		Log:     inv.log,
 		Now:     inv.o.cacheClock,
+		// A background refresh is bounded as a call without a deadline
+		// would be: by request_timeout, else header_timeout.
+		RefreshTimeout: refreshTimeout(settings),
 	})
 	*fresh = append(*fresh, c)
 	return schemaCache{cache: c, settings: s, url: url}, nil
+}
+
+// refreshTimeout bounds a background refresh under settings: its
+// request_timeout, else its header_timeout, else 100s.
+func refreshTimeout(settings env.Settings) time.Duration {
+	if d := setting.Bound(settings.RequestTimeout); d > 0 {
+		return d
+	}
+	if d := setting.Bound(settings.HeaderTimeout); d > 0 {
+		return d
+	}
+	return env.DefaultHeaderTimeout
 }
 
 // policyOf is the cache policy of settings s.
@@ -76,6 +94,9 @@ func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
 // cacheEvent records a cache event in the telemetry.
 func (inv *Transport) cacheEvent(ctx context.Context, schema string, ev respcache.Event) {
 	inv.o.meters.RecordCache(ctx, schema, ev.Kind.String(), ev.Reason)
+	if inv.o.cacheHook != nil {
+		inv.o.cacheHook(schema, ev.Kind.String(), ev.Reason)
+	}
 	if ev.Kind == respcache.StoreError && ev.Err != nil {
 		inv.log.Debug("response cache store error", "source_schema", schema, "op", ev.Reason, "error", ev.Err)
 	}

@@ -28,3 +28,11 @@ func WithDedupeJoinedHook(hook func(waiters int)) Option {
 func WithCacheClock(now func() time.Time) Option {
 	return func(o *options) { o.cacheClock = now }
 }
+
+// WithCacheEventHook calls hook with every response cache event: the
+// schema, the event's kind (hit, miss, stale, refreshed, stored, ...) and
+// its reason, so that a test waits for a background refresh or a store
+// without polling.
+func WithCacheEventHook(hook func(schema, kind, reason string)) Option {
+	return func(o *options) { o.cacheHook = hook }
+}

@@ -57,6 +57,9 @@ type options struct {
 	// the response caches' clock, so that a test ages an entry without
 	// waiting. Nil: time.Now.
 	cacheClock func() time.Time
+	// cacheHook is set by tests only (WithCacheEventHook, export_test.go):
+	// called with every response cache event after the telemetry.
+	cacheHook func(schema, kind, reason string)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

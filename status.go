@@ -50,6 +50,28 @@ type schemaStatus struct {
 	Routes []routeStatus `json:"routes"`
 	// Canary is the schema's canary state; nil outside a canary.
 	Canary *canaryStatus `json:"canary,omitempty"`
+	// Cache is the schema's response cache; nil when it is off.
+	Cache *cacheStatus `json:"cache,omitempty"`
+}
+
+// cacheStatus is a schema's response cache: its counters since it was
+// built (a reload that keeps it keeps them), and what its store holds.
+type cacheStatus struct {
+	Store       string  `json:"store"` // memory or redis
+	Hits        int64   `json:"hits"`
+	Misses      int64   `json:"misses"`
+	Bypasses    int64   `json:"bypasses"`
+	Stored      int64   `json:"stored"`
+	NotStored   int64   `json:"not_stored"`
+	StoreErrors int64   `json:"store_errors"`
+	HitRatio    float64 `json:"hit_ratio"` // hits / (hits + misses); 0 before any lookup
+	// Entries and Bytes are what the store holds; nil where it cannot
+	// tell cheaply (Redis).
+	Entries *int64 `json:"entries,omitempty"`
+	Bytes   *int64 `json:"bytes,omitempty"`
+	// Health is the store's: "ok", or why it is not asked (a Redis store
+	// paused after repeated failures).
+	Health string `json:"health"`
 }
 
 // canaryStatus is a schema's share now and its recent changes.
@@ -118,12 +140,29 @@ func (inv *Transport) statusNow() status {
 				ss.Routes = append(ss.Routes, routeStatusOf(r))
 			}
 		}
+		if c := e.cache; c.cache != nil {
+			ss.Cache = cacheStatusOf(c)
+		}
 		if c, ok := cs.Schemas[name]; ok && e.judge != nil {
 			ss.Canary = &canaryStatus{SchemaState: c, History: history(s.Events, name)}
 		}
 		s.Schemas = append(s.Schemas, ss)
 	}
 	return s
+}
+
+// cacheStatusOf is the status of c.
+func cacheStatusOf(c schemaCache) *cacheStatus {
+	n := c.cache.Counts()
+	cs := &cacheStatus{Store: c.settings.Store, Hits: n.Hits, Misses: n.Misses, Bypasses: n.Bypasses, Stored: n.Stored,
+		NotStored: n.NotStored, StoreErrors: n.StoreErrors, Health: c.cache.Health()}
+	if looked := n.Hits + n.Misses; looked > 0 {
+		cs.HitRatio = float64(n.Hits) / float64(looked)
+	}
+	if entries, bytes, ok := c.cache.Store().Stats(); ok {
+		cs.Entries, cs.Bytes = &entries, &bytes
+	}
+	return cs
 }
 
 // plainURL is r's URL as the status page may show it.

@@ -69,6 +69,10 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 <td class="n" data-k="fallbacks">{{.Fallbacks}}</td><td>{{with .CooldownUntil}}{{.Format "15:04:05"}}{{else}}-{{end}}</td>
 {{else}}<td colspan="5">no canary</td>{{end}}</tr>
 {{end}}</tbody></table>
+<h2>Response caches</h2>
+<table id="caches"><thead><tr><th>schema</th><th>store</th><th>health</th><th>hit ratio</th><th>hits</th><th>misses</th><th>bypasses</th><th>stored</th><th>not stored</th><th>store errors</th><th>entries</th><th>bytes</th></tr></thead><tbody>
+{{range $s := .S.Schemas}}{{with .Cache}}<tr class="cache" data-schema="{{$s.Name}}"><td>{{$s.Name}}</td><td data-k="store">{{.Store}}</td><td data-k="health"{{if ne .Health "ok"}} class="open"{{end}}>{{.Health}}</td><td class="n" data-k="hit_ratio">{{ratio .HitRatio}}</td><td class="n" data-k="hits">{{.Hits}}</td><td class="n" data-k="misses">{{.Misses}}</td><td class="n" data-k="bypasses">{{.Bypasses}}</td><td class="n" data-k="stored">{{.Stored}}</td><td class="n" data-k="not_stored">{{.NotStored}}</td><td class="n" data-k="store_errors">{{.StoreErrors}}</td><td class="n" data-k="entries">{{with .Entries}}{{.}}{{else}}-{{end}}</td><td class="n" data-k="bytes">{{with .Bytes}}{{.}}{{else}}-{{end}}</td></tr>
+{{end}}{{end}}</tbody></table>
 <h2>Routes</h2>
 <table id="routes"><thead><tr><th>schema</th><th>role</th><th>path</th><th>engine</th><th>breaker</th><th>open conns</th><th>idle conns</th></tr></thead><tbody>
 {{range $s := .S.Schemas}}{{range .Routes}}<tr class="route" data-schema="{{$s.Name}}" data-role="{{.Role}}"><td>{{$s.Name}}</td><td>{{.Role}}</td><td data-k="path">{{.Path}}</td><td data-k="engine">{{or .Engine "-"}}</td><td data-k="breaker" class="{{.Breaker}}">{{.Breaker}}</td>

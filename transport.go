@@ -89,6 +89,8 @@ type Transport struct {
 // Reload builds a new one and swaps it in.
 type state struct {
 	schemas map[string]*entry
+
+	invalidationToken string // response_cache.invalidation_token; "": CacheInvalidationHandler refuses all
 }
 
 // entry is one source schema in one state.
@@ -213,7 +215,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 // equal. It returns the transports it opened, for the caller to drain if
 // the state is not used. An error names the source schema and key.
 func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []backend.Pool, err error) {
-	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas))}
+	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas)), invalidationToken: cfg.ResponseCache.InvalidationToken}
 	var caches []*respcache.Cache
 	defer func() {
 		if err != nil {
@@ -231,7 +233,7 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
-		if e.cache, err = inv.cacheOf(name, settings.ResponseCache, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
+		if e.cache, err = inv.cacheOf(name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
 		}
 		var opened backend.Pool

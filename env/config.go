@@ -4,8 +4,9 @@
 //
 // Load builds a Config from three layers, each over the last: the built-in
 // defaults, YAML files, and the environment (FUSION_SOCKETS_TRANSPORT,
-// FUSION_FORWARD_HEADERS, and a FUSION_DEFAULTS__*, FUSION_SOURCE_SCHEMAS__*
-// or FUSION_LEGACY__* variable for every key). A Config built by hand works
+// FUSION_FORWARD_HEADERS, and a FUSION_DEFAULTS__*, FUSION_SOURCE_SCHEMAS__*,
+// FUSION_LEGACY__*, FUSION_REDIS__* or FUSION_RESPONSE_CACHE__* variable for
+// every key). A Config built by hand works
 // too: every zero field means "inherit" or "the documented default", and
 // Validate reports what is wrong with it.
 package env

@@ -206,7 +206,7 @@ func validateCases() []validateCase {
 		return map[string]env.SourceSchema{"products": s}
 	}
 	const url = "http://products/graphql"
-	return []validateCase{
+	return append([]validateCase{
 		{name: "zero Config"},
 		{name: "full", cfg: env.Config{
 			Path:           env.PathSockets,
@@ -369,7 +369,7 @@ func validateCases() []validateCase {
 				{"source_schemas.reviews.forward_headers[0]", "X\nY"},
 			},
 		},
-	}
+	}, cacheValidateCases()...)
 }
 
 func TestValidate(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 //	defaults.tls.ca_file                FUSION_DEFAULTS__TLS__CA_FILE
 //	source_schemas.products.url         FUSION_SOURCE_SCHEMAS__PRODUCTS__URL
 //	legacy.handler_lifetime             FUSION_LEGACY__HANDLER_LIFETIME
+//	redis.tls.ca_file                   FUSION_REDIS__TLS__CA_FILE
+//	response_cache.invalidation_token   FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN
 //
 // Lists are comma-separated (FUSION_DEFAULTS__DECOMPRESSION=gzip,zstd) and
 // mappings are Name=Value pairs (FUSION_DEFAULTS__HEADERS__SET=X-A=1,X-B=2).
@@ -21,7 +23,7 @@ import (
 // standing for -; otherwise it names a new schema, lower-cased.
 const envPrefix = "FUSION_"
 
-var envSections = []string{"DEFAULTS__", "SOURCE_SCHEMAS__", "LEGACY__"}
+var envSections = []string{"DEFAULTS__", "SOURCE_SCHEMAS__", "LEGACY__", "REDIS__", "RESPONSE_CACHE__"}
 
 // EnvVar returns the environment variable that sets the key path under
 // defaults, e.g. "tls.ca_file" gives FUSION_DEFAULTS__TLS__CA_FILE; with a
@@ -35,7 +37,7 @@ func EnvVar(schema, key string) string {
 }
 
 // envKey maps a variable name to a key path, "" if the variable is not a
-// key variable. A FUSION_DEFAULTS__... variable naming no known key is an
+// key variable. A variable of one of envSections naming no known key is an
 // error.
 func envKey(name string, schemas []string) (string, error) {
 	rest, ok := strings.CutPrefix(name, envPrefix)
@@ -57,6 +59,14 @@ func envKey(name string, schemas []string) (string, error) {
 	case "legacy":
 		if len(parts) == 1 && contains(legacyKeys, parts[0]) {
 			return "legacy." + parts[0], nil
+		}
+	case "redis":
+		if key := strings.Join(parts, "."); redisLeaf(key) {
+			return "redis." + key, nil
+		}
+	case "response_cache":
+		if len(parts) == 1 && contains(responseCacheKeys, parts[0]) {
+			return "response_cache." + parts[0], nil
 		}
 	case "defaults":
 		key := strings.Join(parts, ".")

@@ -16,7 +16,8 @@ type KeyError struct {
 	Key string
 	// Value is the offending value as read, nil when the key is missing,
 	// with its secrets hidden as in Reason: a URL's password as xxxxx, a
-	// headers.set value as [redacted] (docs/configuration.md, "Secrets").
+	// headers.set value or the invalidation token as [redacted]
+	// (docs/configuration.md, "Secrets").
 	Value any
 	// Reason says what is wrong, for example `invalid duration "2x"`.
 	Reason string
@@ -45,13 +46,20 @@ func (l *errorList) add(key string, value any, err error, format string, args ..
 // variable's name, is a secret in itself: headers.set, a headers section
 // (which holds it), and what a typo of either makes (headers.sett,
 // header.set, FUSION_DEFAULTS__HEADERS__SETS), since their values were meant
-// as the same secrets.
+// as the same secrets; and every key of the top-level response_cache block,
+// whose one key is the invalidation token, typos and FUSION_RESPONSE_CACHE__*
+// variables included, and any key whose name holds "token" (the token under
+// a misspelt block, response_cach.invalidation_token): no key that is not a
+// secret has it in its name. (redis.url's password is hidden as every URL's
+// is, by shown.)
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
 	if strings.HasPrefix(k, strings.ToLower(envPrefix)) {
 		k = strings.ReplaceAll(k, "__", ".")
 	}
-	return strings.Contains(k, "headers.set") || strings.Contains(k, "header.set") || k == "headers" || strings.HasSuffix(k, ".headers")
+	return strings.Contains(k, "headers.set") || strings.Contains(k, "header.set") || k == "headers" || strings.HasSuffix(k, ".headers") ||
+		k == "response_cache" || strings.HasPrefix(k, "response_cache.") || strings.HasPrefix(k, "fusion_response_cache.") ||
+		strings.Contains(k, "token")
 }
 
 // shown returns v, the value of key, as an error may show it: redact.Value

@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"math"
+	"net/textproto"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,6 +107,16 @@ var settingFields = []field{
 	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	// The response cache is route state, as the breaker is: a change builds
+	// the schema's cache anew and never a pool or the shared client.
+	toggleField("response_cache.enabled", func(s *Settings) *Toggle { return &s.ResponseCache.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("response_cache.store", cacheStores, func(s *Settings) *string { return &s.ResponseCache.Store }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("response_cache.max_bytes", func(s *Settings) *int { return &s.ResponseCache.MaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("response_cache.max_entry_bytes", func(s *Settings) *int { return &s.ResponseCache.MaxEntryBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("response_cache.default_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.DefaultTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("response_cache.max_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.MaxTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	toggleField("response_cache.shared", func(s *Settings) *Toggle { return &s.ResponseCache.Shared }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	headerListField("response_cache.vary", func(s *Settings) *[]string { return &s.ResponseCache.Vary }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 }
 
 // settingKeys returns the keys a source schema or defaults section may
@@ -119,7 +130,7 @@ func settingKeys() []string {
 }
 
 // sections are the nested mappings among the setting keys.
-var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection", "request_compression", "rate_limit"}
+var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection", "request_compression", "rate_limit", "response_cache"}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range settingFields {
@@ -438,6 +449,22 @@ func listField(key string, p func(*Settings) *[]string) field {
 		isSet:  func(s *Settings) bool { return *p(s) != nil },
 		format: func(s *Settings) string { return "[" + strings.Join(*p(s), ", ") + "]" },
 	}
+}
+
+// headerListField is a listField of header names, each stored in its
+// canonical form (x-tenant as X-Tenant), so that Explain and a reload's
+// comparison see one spelling. A name that is not valid is kept as written,
+// for Validate to report.
+func headerListField(key string, p func(*Settings) *[]string) field {
+	f := listField(key, p)
+	decode := f.decode
+	f.decode = func(e *errorList, k string, v any, s *Settings) {
+		decode(e, k, v, s)
+		for i, n := range *p(s) {
+			(*p(s))[i] = textproto.CanonicalMIMEHeaderKey(n)
+		}
+	}
+	return f
 }
 
 func intListField(key string, p func(*Settings) *[]int) field {

@@ -23,7 +23,7 @@ import (
 // file in order (a later file overrides an earlier one key by key), then the
 // process environment. It reports every bad key at once, each error naming
 // its key path and value, with secrets hidden (a URL's password as xxxxx, a
-// headers.set value as [redacted]); see KeyError.
+// headers.set value and the invalidation token as [redacted]); see KeyError.
 func Load(files ...string) (Config, error) {
 	return Loader{LookupEnv: os.LookupEnv, Environ: os.Environ}.Load(files...)
 }
@@ -37,7 +37,8 @@ type Loader struct {
 
 	// Environ lists the environment as os.Environ does, for the variables
 	// that set any key (FUSION_DEFAULTS__*, FUSION_SOURCE_SCHEMAS__*,
-	// FUSION_LEGACY__*). Nil reads none of those.
+	// FUSION_LEGACY__*, FUSION_REDIS__*, FUSION_RESPONSE_CACHE__*). Nil
+	// reads none of those.
 	Environ func() []string
 }
 
@@ -171,7 +172,7 @@ func (l Loader) environment(schemas []string) (out map[string]any, origin map[st
 
 // The keys a file may hold, per level. Anything else is an unknown key.
 var (
-	topKeys    = []string{"transport", "shadow", "forward_headers", "defaults", "source_schemas", "legacy", "canary"}
+	topKeys    = []string{"transport", "shadow", "forward_headers", "defaults", "source_schemas", "legacy", "canary", "redis", "response_cache"}
 	shadowKeys = []string{"rate", "max_concurrent", "max_body_bytes", "timeout"}
 	schemaOnly = []string{"url", "forward_headers"}
 	legacyKeys = []string{"handler_lifetime"}
@@ -205,6 +206,12 @@ func decode(raw map[string]any, sw *Switch) (Config, error) {
 		if v, ok := m["handler_lifetime"]; ok {
 			cfg.Legacy.HandlerLifetime = duration(&errs, "legacy.handler_lifetime", v)
 		}
+	}
+	if v, ok := raw["redis"]; ok {
+		decodeRedis(&errs, v, &cfg.Redis) // cache.go
+	}
+	if v, ok := raw["response_cache"]; ok {
+		decodeResponseCache(&errs, v, &cfg.ResponseCache)
 	}
 	if m, ok := section(&errs, "source_schemas", raw["source_schemas"]); ok && len(m) > 0 {
 		cfg.SourceSchemas = decodeSourceSchemas(&errs, m)

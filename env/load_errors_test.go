@@ -32,7 +32,7 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 		{
 			name:    "unknown top-level key",
 			yaml:    "transprot: sockets\n",
-			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
+			wantErr: "transprot: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
 			key:     "transprot", value: "sockets",
 		},
 		{
@@ -375,6 +375,72 @@ func loadKeyErrorCases() []loadKeyErrorCase {
 			wantErr: "FUSION_DEFAULTS__HEADERS__SETS: unknown key defaults.headers.sets",
 			key:     "FUSION_DEFAULTS__HEADERS__SETS", value: "[redacted]",
 		},
+		{
+			name:    "invalidation token not a string",
+			yaml:    "response_cache:\n  invalidation_token: [" + tokenSecret + "]\n",
+			wantErr: "response_cache.invalidation_token: invalid value [redacted]: want a string (quote a value that YAML reads as a number or a boolean)",
+			key:     "response_cache.invalidation_token", value: "[redacted]",
+		},
+		{
+			name:    "invalidation token with a space, from a variable",
+			vars:    map[string]string{"FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN": "Bearer " + tokenSecret},
+			wantErr: "response_cache.invalidation_token: invalid value [redacted]: a bearer token holds no spaces or control characters (set by FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN)",
+			key:     "response_cache.invalidation_token", value: "[redacted]",
+		},
+		{
+			name:    "unknown key near invalidation_token",
+			yaml:    "response_cache:\n  invalidation_tokn: " + tokenSecret + "\n",
+			wantErr: "response_cache.invalidation_tokn: unknown key (known keys: invalidation_token)",
+			key:     "response_cache.invalidation_tokn", value: "[redacted]",
+		},
+		{
+			name:    "unknown top-level key near response_cache, holding the token",
+			yaml:    "response_cach:\n  invalidation_token: " + tokenSecret + "\n",
+			wantErr: "response_cach: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
+			key:     "response_cach", value: map[string]any{"invalidation_token": "[redacted]"},
+		},
+		{
+			name:    "response_cache not a mapping",
+			yaml:    "response_cache: " + tokenSecret + "\n",
+			wantErr: "response_cache: invalid value [redacted]: want a mapping",
+			key:     "response_cache", value: "[redacted]",
+		},
+		{
+			name:    "unknown variable near the invalidation token",
+			vars:    map[string]string{"FUSION_RESPONSE_CACHE__TOKEN": tokenSecret},
+			wantErr: "FUSION_RESPONSE_CACHE__TOKEN: unknown key response_cache.token",
+			key:     "FUSION_RESPONSE_CACHE__TOKEN", value: "[redacted]",
+		},
+		{
+			name:    "redis url with a password, bad port",
+			yaml:    "redis:\n  url: redis://svc:" + redisSecret + "@cache:99999/0\n",
+			wantErr: `redis.url: invalid url "redis://svc:xxxxx@cache:99999/0": port 99999 is not between 1 and 65535`,
+			key:     "redis.url", value: "redis://svc:xxxxx@cache:99999/0",
+		},
+		{
+			name:    "redis url with a password that breaks the parse",
+			yaml:    "redis:\n  url: redis://svc:" + redisSecret + "/x@cache:6379\n",
+			wantErr: `redis.url: invalid url "redis://xxxxx@cache:6379": parse "redis://xxxxx@cache:6379": invalid port "xxxxx" after host`,
+			key:     "redis.url", value: "redis://xxxxx@cache:6379",
+		},
+		{
+			name:    "redis url from a variable",
+			vars:    map[string]string{"FUSION_REDIS__URL": "http://svc:" + redisSecret + "@cache:6379"},
+			wantErr: `redis.url: invalid url "http://svc:xxxxx@cache:6379": want scheme redis or rediss (TLS) (set by FUSION_REDIS__URL)`,
+			key:     "redis.url", value: "http://svc:xxxxx@cache:6379",
+		},
+		{
+			name:    "unknown redis variable holding a url",
+			vars:    map[string]string{"FUSION_REDIS__ADDR": "redis://svc:" + redisSecret + "@cache:6379"},
+			wantErr: "FUSION_REDIS__ADDR: unknown key redis.addr",
+			key:     "FUSION_REDIS__ADDR", value: "redis://svc:xxxxx@cache:6379",
+		},
+		{
+			name:    "redis not a mapping, a url with a password",
+			yaml:    "redis: redis://svc:" + redisSecret + "@cache:6379\n",
+			wantErr: "redis: invalid value redis://svc:xxxxx@cache:6379: want a mapping",
+			key:     "redis", value: "redis://svc:xxxxx@cache:6379",
+		},
 	}
 }
 
@@ -450,7 +516,7 @@ source_schemas:
 	const accepted = "want 1, true, on or sockets (sockets path); 0, false, off, legacy or empty (legacy path); a comma-separated list of source schemas (those on sockets, the rest on legacy); shadow or shadow:RATE with 0 < RATE <= 1 (legacy serves, sockets is compared); or canary:RATE or canary:RATE:schema1,schema2 with RATE as 0.05 or 5% (that share served by sockets, judged against legacy)"
 	wantErr := strings.Join([]string{
 		`FUSION_SOCKETS_TRANSPORT: invalid value "maybe!": ` + accepted,
-		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary)",
+		"colour: unknown key (known keys: transport, shadow, forward_headers, defaults, source_schemas, legacy, canary, redis, response_cache)",
 		`transport: invalid value "fast!": ` + accepted,
 		`defaults.connect_timeout: invalid duration "2x"`,
 		"defaults.max_conns_per_host: invalid limit -3: must not be negative (0 means no limit)",

@@ -20,9 +20,11 @@ const (
 	setSecretDefaults = "s3cr3t-set-default" // a headers.set value under defaults
 	setSecretSchema   = "s3cr3t-set-schema"  // a headers.set value of a source schema
 	setSecretEnv      = "s3cr3t-set-env"     // a headers.set value from a variable
+	redisSecret       = "s3cr3t-redis-pw"    // redis.url's password
+	tokenSecret       = "s3cr3t-cache-token" // response_cache.invalidation_token
 )
 
-var plantedSecrets = []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv}
+var plantedSecrets = []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv, redisSecret, tokenSecret}
 
 // withUserinfo returns raw with a user and urlSecret as its password, if it
 // has a "://" and no userinfo yet.
@@ -50,10 +52,15 @@ func plantSettings(s env.Settings, secret string) env.Settings {
 }
 
 // plantSecrets returns cfg with secrets in every place that holds one: a
-// password in each schema's url, a proxy password and a headers.set value
-// under defaults and in each schema. All are valid, so cfg's problems stay
-// what they were.
+// password in each schema's url and in redis.url (if it has one), a proxy
+// password and a headers.set value under defaults and in each schema, and
+// an invalidation token (if it has none). All are valid, so cfg's problems
+// stay what they were.
 func plantSecrets(cfg env.Config) env.Config {
+	cfg.Redis.URL = withUserinfo(cfg.Redis.URL, redisSecret)
+	if cfg.ResponseCache.InvalidationToken == "" {
+		cfg.ResponseCache.InvalidationToken = tokenSecret
+	}
 	cfg.Defaults = plantSettings(cfg.Defaults, setSecretDefaults)
 	schemas := make(map[string]env.SourceSchema, len(cfg.SourceSchemas))
 	for name, s := range cfg.SourceSchemas {
@@ -121,9 +128,13 @@ func TestValidateHidesSecrets(t *testing.T) {
 }
 
 // plantFile is a configuration file loaded before each case's own: valid
-// secrets under defaults and in the products schema, which the case's file
-// overrides key by key.
-const plantFile = `defaults:
+// secrets under defaults, in the products schema, in redis.url and as the
+// invalidation token, which the case's file overrides key by key.
+const plantFile = `redis:
+  url: redis://svc:` + redisSecret + `@cache:6379/0
+response_cache:
+  invalidation_token: ` + tokenSecret + `
+defaults:
   proxy: http://pu:` + proxySecret + `@proxy:3128
   headers:
     set: {X-Planted: ` + setSecretDefaults + `}
@@ -189,6 +200,10 @@ source_schemas:
       set: {Authorization: "Bearer `+setSecretSchema+`", X-Gateway: fusion}
   reviews:
     url: http://127.0.0.1:4002/graphql
+redis:
+  url: rediss://svc:`+redisSecret+`@cache:6380/0
+response_cache:
+  invalidation_token: `+tokenSecret+`
 `)
 	vars := map[string]string{"FUSION_SOURCE_SCHEMAS__REVIEWS__HEADERS__SET": "X-Token=" + setSecretEnv + ",X-Gateway=fusion"}
 	cfg, explained, err := env.Loader{LookupEnv: lookupEnv(vars), Environ: environ(vars)}.Explain(file)

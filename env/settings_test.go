@@ -75,6 +75,14 @@ defaults:
     requests_per_second: 200
     burst: 20
     wait: 5ms
+  response_cache:
+    enabled: true
+    max_bytes: 1048576
+    default_ttl: 30s
+    shared: true
+    vary: [x-tenant, X-REGION]
+redis:
+  url: redis://cache.internal:6379/2
 source_schemas:
   products:
     url: https://products.internal/graphql
@@ -96,6 +104,10 @@ source_schemas:
       codec: zstd
     rate_limit:
       requests_per_second: 50.5
+    response_cache:
+      store: redis
+      max_entry_bytes: 65536
+      max_ttl: 10m
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
@@ -135,6 +147,8 @@ source_schemas:
 		Hedge:              env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
 		RequestCompression: env.RequestCompressionSettings{Codec: "zstd", MinBytes: 2048},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond},
+		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -166,6 +180,8 @@ func TestBuiltInSettings(t *testing.T) {
 		Hedge:              env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
 		RequestCompression: env.RequestCompressionSettings{Codec: "off", MinBytes: 1024},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off},
+		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
+			DefaultTTL: env.Off, MaxTTL: time.Hour, Shared: env.Disabled, Vary: []string{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

@@ -15,8 +15,9 @@ import (
 
 // Validate reports every problem of c, each naming its key path and value:
 // an unknown path, a source schema without a usable URL, a header name that
-// is not a valid token, a negative limit. Secrets are hidden: a URL's or
-// proxy's password shows as xxxxx, a headers.set value as [redacted]. A
+// is not a valid token, a negative limit. Secrets are hidden: a URL's,
+// proxy's or redis.url's password shows as xxxxx, a headers.set value and
+// the response cache's invalidation token as [redacted]. A
 // valid Config can be passed to transport.New and Invoker.Reload.
 func (c Config) Validate() error {
 	var errs errorList
@@ -48,8 +49,10 @@ func (c Config) Validate() error {
 		errs.add("shadow.rate", c.Shadow.Rate, nil, "shadow comparison needs the legacy path serving; transport is %q", c.EffectivePath())
 	}
 	validateCanary(&errs, c)
+	validateRedis(&errs, c) // cache.go
 	headerNames(&errs, "forward_headers", c.ForwardHeaders)
 	validateSettings(&errs, "defaults", c.Defaults)
+	validateCacheStore(&errs, "defaults", c.Defaults, c.EffectiveDefaults(), c.Redis.URL)
 	names := make([]string, 0, len(c.SourceSchemas))
 	for name := range c.SourceSchemas {
 		names = append(names, name)
@@ -66,8 +69,9 @@ func (c Config) Validate() error {
 		}
 		headerNames(&errs, key+".forward_headers", s.ForwardHeaders)
 		validateSettings(&errs, key, s.Settings)
+		eff, _ := c.Effective(name)
+		validateCacheStore(&errs, key, s.Settings, eff, c.Redis.URL)
 		if u, err := url.Parse(s.URL); err == nil && checkURL(s.URL) == nil {
-			eff, _ := c.Effective(name)
 			validateEffective(&errs, key, u, eff)
 		}
 	}
@@ -119,6 +123,7 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 	headerNames(errs, prefix+".headers.forward", s.Headers.Forward)
 	validateResilience(errs, prefix, s) // resilience.go
 	validateShaping(errs, prefix, s)    // shaping.go
+	validateCache(errs, prefix, s)      // cache.go
 	for i, expr := range s.Headers.ForwardMatching {
 		if _, err := regexp.Compile(expr); err != nil {
 			errs.add(fmt.Sprintf("%s.headers.forward_matching[%d]", prefix, i), expr, err, "invalid regular expression %q: %v", expr, err)
@@ -220,6 +225,13 @@ func checkURL(raw string) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("invalid url %q: want scheme http or https", shown)
 	}
+	return checkHostPort(shown, u)
+}
+
+// checkHostPort requires u, shown as shown, to have a host that is valid
+// UTF-8 without spaces or control characters, and a port from 1 to 65535
+// if it has one.
+func checkHostPort(shown string, u *url.URL) error {
 	if u.Host == "" || u.Hostname() == "" {
 		return fmt.Errorf("invalid url %q: no host", shown)
 	}

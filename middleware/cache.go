@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/fusiongo/transport/internal/backend"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/respcache"
 	"github.com/fusiongo/transport/internal/sharekey"
@@ -60,52 +62,149 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-store"})
 		return s.next.RoundTrip(c.req)
 	}
-	var keys [maxKeys]respcache.Key
+	sc := lookups.Get().(*lookup)
+	defer sc.put()
 	varies := s.cache.Varies()
-	if !s.keys(c.req, c.body, varies, keys[:1+len(varies)]) {
+	keys := sc.keys[:1+len(varies)]
+	if !s.keysOf(c.req, c.body, varies, keys) {
 		// The request as it would be sent is unknown (a probed attempt
 		// middleware failed): it goes alone, uncached, as dedupe does.
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "unkeyed"})
 		return s.next.RoundTrip(c.req)
 	}
-	var found [maxKeys]*respcache.Entry
-	n := 1 + len(varies)
+	n := len(keys)
 	if asked.NoCache {
 		n = 0 // sent, and its answer may refresh the entry
 	}
-	seq := s.cache.Lookup(ctx, keys[:n], found[:n])
+	found := sc.found[:n]
+	seq := s.cache.Lookup(ctx, keys[:n], found)
+	identity := keys[0]
+	// stale is an entry past its lifetime that the store still keeps:
+	// within its stale windows (the store keeps nothing past them).
+	var stale *respcache.Entry
 	if n > 0 {
 		now := s.cache.Now()
-		for _, e := range found[:n] {
-			if e != nil && e.Fresh(now) {
+		for _, e := range found {
+			switch {
+			case e == nil:
+			case e.Fresh(now):
 				closeBody(c.req) // not sent
 				s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit})
 				return hit(e, req, now), nil
+			case stale == nil:
+				stale = e
 			}
+		}
+		if stale != nil && stale.Age(now) < stale.Lifetime+stale.StaleWhileRevalidate {
+			// RFC 5861: answered at once, while one background request
+			// (per key, whatever the number of callers) refreshes it.
+			s.revalidate(identity, c.req, c.body)
+			closeBody(c.req)
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.Stale, Reason: "stale-while-revalidate"})
+			return hit(stale, req, now), nil
 		}
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss})
 	} else {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-cache"})
 	}
-	m := &miss{s: s, req: c.req, body: c.body, identity: keys[0], seq: seq}
-	return s.flights.join(keys[0], req, c.req, m)
-}
-
-// keys writes into keys the identity key of req, with body its whole body,
-// and its shared key for each of varies, in order; false if a probe
-// could not tell how req would be sent.
-func (s *cacher) keys(req *http.Request, body []byte, varies []respcache.VaryList, keys []respcache.Key) bool {
-	fill := func(sent *http.Request, body []byte) {
-		keys[0] = sharekey.ForCache(sent, body)
-		for i, names := range varies {
-			keys[1+i] = sharekey.Shared(sent, body, names)
+	m := &miss{s: s, req: c.req, body: c.body, identity: identity, seq: seq}
+	resp, err := s.flights.join(identity, req, c.req, m)
+	if stale != nil && schemaFailed(ctx, resp, err) {
+		now := s.cache.Now()
+		if stale.Age(now) < stale.Lifetime+stale.StaleIfError {
+			// RFC 5861 stale-if-error: the schema failed the call (a
+			// connection error, a timeout, a 5xx, the breaker, the rate
+			// limit or the pending bound refusing it).
+			if resp != nil {
+				drain(resp)
+			}
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.Stale, Reason: "stale-if-error"})
+			return hit(stale, req, now), nil
 		}
 	}
+	return resp, err
+}
+
+// schemaFailed reports whether a call's outcome is its source schema's
+// failure: an error that is not the caller's own context ending, or a 5xx.
+func schemaFailed(ctx context.Context, resp *http.Response, err error) bool {
+	if err != nil {
+		return ctx.Err() == nil
+	}
+	return resp.StatusCode >= 500
+}
+
+// revalidate refreshes the entry of identity key k in the background, with
+// a copy of req and its body: one refresh per key at a time, through the
+// rest of the pipeline (retry, hedge, breaker, rate limit, the pool's
+// bounds), joined by the callers that miss meanwhile. The copy carries
+// none of the caller's context: not its cancellation, and not its
+// per-call state (bounds, lent memory), which the caller's call reuses
+// once it returns; a middleware further in that reads a value of the
+// caller's context finds none, and the refresh fails if it needs one
+// (then the stale entry stays, until its window ends).
+func (s *cacher) revalidate(k respcache.Key, req *http.Request, body []byte) {
+	body = bytes.Clone(body)
+	out := req.Clone(context.Background())
+	out.Trailer = nil
+	if body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	s.cache.Refresh(k, func(ctx context.Context) {
+		r := out.WithContext(ctx)
+		// The sequence is the store's now: an invalidation from here on
+		// keeps this answer out.
+		seq := s.cache.Lookup(ctx, nil, nil)
+		m := &miss{s: s, req: r, body: body, identity: k, seq: seq}
+		resp, err := s.flights.join(k, r, r, m)
+		reason := ""
+		if err != nil || resp.StatusCode != http.StatusOK {
+			reason = "failed"
+		}
+		if err == nil {
+			// Read whole: the capture stores the answer at its end.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, int64(s.cache.Policy().MaxEntryBytes)+1))
+			resp.Body.Close()
+		}
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Refreshed, Reason: reason})
+	})
+}
+
+// lookup is the memory of one call's lookup, pooled: its keys and what the
+// store found under them (a slice handed to the Store interface escapes).
+type lookup struct {
+	keys  [maxKeys]respcache.Key
+	found [maxKeys]*respcache.Entry
+}
+
+var lookups = sync.Pool{New: func() any { return new(lookup) }}
+
+// put gives l back to the pool, holding no entry.
+func (l *lookup) put() {
+	clear(l.found[:])
+	lookups.Put(l)
+}
+
+// keysOf writes into keys the identity key of req, with body its whole
+// body, and its shared key for each of varies, in order; false if a probe
+// could not tell how req would be sent.
+func (s *cacher) keysOf(req *http.Request, body []byte, varies []respcache.VaryList, keys []respcache.Key) bool {
 	if s.probe == nil {
-		fill(req, body)
+		fillKeys(req, body, varies, keys)
 		return true
 	}
-	return s.probe.Each(req, body, fill)
+	return s.probe.Each(req, body, func(sent *http.Request, body []byte) { fillKeys(sent, body, varies, keys) })
+}
+
+// fillKeys writes the keys of keysOf for sent, the request as it would be
+// sent.
+func fillKeys(sent *http.Request, body []byte, varies []respcache.VaryList, keys []respcache.Key) {
+	keys[0] = sharekey.ForCache(sent, body)
+	for i, names := range varies {
+		keys[1+i] = sharekey.Shared(sent, body, names)
+	}
 }
 
 // sharedKey returns the shared-scope key of req keyed by names; false if a
@@ -135,6 +234,11 @@ func (m *miss) RoundTrip(out *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	plan := m.s.cache.Policy().Plan(resp)
+	if plan.Store && len(resp.Trailer) > 0 {
+		// A hit has no trailers to give: an answer that announces them
+		// is not stored.
+		plan = respcache.Plan{Reason: "trailers"}
+	}
 	if !plan.Store {
 		m.s.cache.Event(out.Context(), respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
 		return resp, nil
@@ -268,33 +372,85 @@ func storedHeader(h http.Header) http.Header {
 
 // hit returns the caller's own response for e at now: the stored status,
 // a copy of the headers with Age set, and a reader over the stored body.
+// A call that borrows its answer (PostFunc) gets pooled memory, given back
+// when the call returns it (backend.Borrow).
 func hit(e *respcache.Entry, req *http.Request, now time.Time) *http.Response {
-	h := make(http.Header, len(e.Header)+1)
+	var h *hitResponse
+	b := backend.BorrowOf(req.Context())
+	if b != nil {
+		h = hitResponses.Get().(*hitResponse)
+	} else {
+		h = new(hitResponse)
+	}
+	h.fill(e, req, now)
+	if b != nil {
+		b.Keep(h)
+	}
+	return &h.resp
+}
+
+// hitResponse is the memory of one hit's response, in one allocation (or
+// none, pooled, when lent): the response, its body reader, and room for
+// its header values.
+type hitResponse struct {
+	resp   http.Response
+	body   hitBody
+	header http.Header // reused when pooled
+	values []string    // the header values' backing array; reused when pooled
+	room   [8]string   // values' first backing array
+}
+
+var hitResponses = sync.Pool{New: func() any { return new(hitResponse) }}
+
+// fill makes h the response for e at now to req.
+func (h *hitResponse) fill(e *respcache.Entry, req *http.Request, now time.Time) {
 	n := 1
 	for _, vs := range e.Header {
 		n += len(vs)
 	}
-	values := make([]string, 0, n)
+	if h.values == nil {
+		h.values = h.room[:0]
+	}
+	values := h.values[:0]
+	if cap(values) < n {
+		values = make([]string, 0, n)
+	}
+	if h.header == nil {
+		h.header = make(http.Header, len(e.Header)+1)
+	}
 	for k, vs := range e.Header {
 		at := len(values)
 		values = append(values, vs...)
-		h[k] = values[at:len(values):len(values)]
+		h.header[k] = values[at:len(values):len(values)]
 	}
 	values = append(values, strconv.FormatInt(int64(e.Age(now)/time.Second), 10))
-	h["Age"] = values[len(values)-1:]
-	r := new(hitBody)
-	r.Reset(e.Body)
-	return &http.Response{
+	h.header["Age"] = values[len(values)-1:]
+	h.values = values
+	h.body.Reset(e.Body)
+	h.resp = http.Response{
 		Status:        statusText(e.Status),
 		StatusCode:    e.Status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        h,
-		Body:          r,
+		Header:        h.header,
+		Body:          &h.body,
 		ContentLength: int64(len(e.Body)),
 		Request:       req,
 	}
+}
+
+// Return takes a lent hit's memory back (backend.Lent): the call has let
+// go of the response.
+func (h *hitResponse) Return() {
+	if cap(h.values) > 64 || len(h.header) > 64 {
+		return // grown past what is worth keeping: left to the garbage collector
+	}
+	clear(h.header)
+	clear(h.values[:cap(h.values)])
+	h.body.Reset(nil)
+	h.resp = http.Response{}
+	hitResponses.Put(h)
 }
 
 // hitBody is a hit's body: a reader over the entry's bytes, which no

@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/sockets"
 )
 
@@ -30,7 +32,8 @@ Config loads the configuration as the transport would (built-in defaults,
 then each FILE in order, then the FUSION_* environment variables) and prints,
 per source schema, every effective setting with where it came from. It exits
 2 if the configuration is invalid, naming every bad key. Secrets are never
-printed: a url's or proxy's password shows as xxxxx, a headers.set value as
+printed: a url's, proxy's or redis.url's password shows as xxxxx, a
+headers.set value and the response cache's invalidation token as
 [redacted].
 
 With -diff it loads OLD and NEW (each one file, with the same environment)
@@ -61,6 +64,9 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "path: %s\n", cfg.EffectivePath())
 	fmt.Fprintf(stdout, "legacy.handler_lifetime: %s\n", cfg.EffectiveLegacy().HandlerLifetime)
+	for _, line := range cacheLines(cfg) {
+		fmt.Fprintln(stdout, line)
+	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range explained {
 			if !yield(n) {
@@ -86,6 +92,37 @@ Flags:
 		}
 	}
 	return 0
+}
+
+// cacheLines are the top-level redis and response_cache keys as the config
+// command prints them, defaults applied, secrets hidden: redis.url's
+// password as xxxxx, the invalidation token as [redacted].
+func cacheLines(cfg env.Config) []string {
+	r := cfg.EffectiveRedis()
+	orNone := func(v, none string) string {
+		if v == "" {
+			return none
+		}
+		return v
+	}
+	pool := strconv.Itoa(r.PoolSize)
+	if r.PoolSize == 0 {
+		pool = "0 (go-redis's default, 10 per CPU)"
+	}
+	token := cfg.ResponseCache.InvalidationToken
+	if token != "" {
+		token = redact.Value
+	}
+	return []string{
+		"redis.url: " + orNone(redact.URL(r.URL), "(none)"),
+		"redis.key_prefix: " + r.KeyPrefix,
+		"redis.timeout: " + r.Timeout.String(),
+		"redis.pool_size: " + pool,
+		"redis.tls.ca_file: " + orNone(r.TLS.CAFile, "(none)"),
+		"redis.tls.cert_file: " + orNone(r.TLS.CertFile, "(none)"),
+		"redis.tls.key_file: " + orNone(r.TLS.KeyFile, "(none)"),
+		"response_cache.invalidation_token: " + orNone(token, "(none: the invalidation handler refuses every request)"),
+	}
 }
 
 func configDiff(loader env.Loader, oldFile, newFile string, stdout, stderr io.Writer) int {

@@ -112,6 +112,9 @@ func TestConfigCommand(t *testing.T) {
 		// HTTP/2: the command says which engine serves it instead.
 		"source schema secure",
 		"on the sockets path this schema uses engine nethttp: over https HTTP/2 is negotiated by ALPN",
+		// The top-level redis and response_cache keys, defaults applied.
+		"redis.url: (none)\nredis.key_prefix: fusion:\nredis.timeout: 100ms\nredis.pool_size: 0 (go-redis's default, 10 per CPU)\n",
+		"response_cache.invalidation_token: (none: the invalidation handler refuses every request)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("config output lacks %q:\n%s", want, out.String())

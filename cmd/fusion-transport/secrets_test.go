@@ -16,13 +16,20 @@ const (
 	setSecretSchema   = "s3cr3t-set-schema"
 	setSecretEnv      = "s3cr3t-set-env"
 	querySecret       = "s3cr3t-query-key"
+	redisSecret       = "s3cr3t-redis-pw"
+	tokenSecret       = "s3cr3t-cache-token"
+	tokenSecretEnv    = "s3cr3t-cache-token-env"
 )
 
 // secretYAML is a valid configuration with a secret in every place that
 // holds one; n tells OLD and NEW apart. products changes its proxy (a new
 // pool), reviews only per-request values.
 func secretYAML(n string) string {
-	return `defaults:
+	return `redis:
+  url: rediss://svc:` + redisSecret + n + `@cache.test:6380/0
+response_cache:
+  invalidation_token: ` + tokenSecret + n + `
+defaults:
   headers:
     set: {X-Api-Key: ` + setSecretDefaults + n + `}
 source_schemas:
@@ -37,7 +44,11 @@ source_schemas:
 }
 
 // badYAML breaks secretYAML in each way that touches a secret.
-const badYAML = `defaults:
+const badYAML = `redis:
+  url: redis://svc:` + redisSecret + `@cache.test:99999/0
+response_cache:
+  invalidation_token: "Bearer ` + tokenSecret + `"
+defaults:
   proxy: ftp://pu:` + proxySecret + `@proxy.test:21
   headers:
     set: {X-Api-Key: "` + setSecretDefaults + `\r\n"}
@@ -66,6 +77,8 @@ func TestConfigHidesSecrets(t *testing.T) {
 	oldFile, newFile, badFile := file("old.yaml", secretYAML("")), file("new.yaml", secretYAML("-2")), file("bad.yaml", badYAML)
 	setVar := map[string]string{"FUSION_SOURCE_SCHEMAS__REVIEWS__HEADERS__SET": "X-Token=" + setSecretEnv}
 	badErrors := []string{
+		`redis.url: invalid url "redis://svc:xxxxx@cache.test:99999/0": port 99999 is not between 1 and 65535`,
+		`response_cache.invalidation_token: invalid value [redacted]: a bearer token holds no spaces or control characters`,
 		`defaults.proxy: invalid proxy "ftp://pu:xxxxx@proxy.test:21": want off, environment, or a URL with scheme http, https or socks5`,
 		`defaults.headers.set.X-Api-Key: invalid header value [redacted]: control characters such as CR or LF are not allowed`,
 		`source_schemas.products.url: invalid url "http://svc:xxxxx@127.0.0.1:99999/graphql": port 99999 is not between 1 and 65535`,
@@ -90,7 +103,22 @@ func TestConfigHidesSecrets(t *testing.T) {
 				"proxy http://pu:xxxxx@proxy.test:3128 file " + oldFile,
 				"headers.set {Authorization: [redacted]} file " + oldFile,
 				"headers.set {X-Token: [redacted]} environment FUSION_SOURCE_SCHEMAS__REVIEWS__HEADERS__SET",
+				"redis.url: rediss://svc:xxxxx@cache.test:6380/0",
+				"response_cache.invalidation_token: [redacted]",
 			},
+		},
+		{
+			name:    "config with the token from a variable",
+			args:    []string{"config", oldFile},
+			vars:    map[string]string{"FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN": tokenSecretEnv, "FUSION_REDIS__URL": "redis://:" + redisSecret + "-env@cache.test:6379"},
+			wantOut: []string{"redis.url: redis://:xxxxx@cache.test:6379", "response_cache.invalidation_token: [redacted]"},
+		},
+		{
+			name:       "config with a bad token variable",
+			args:       []string{"config", oldFile},
+			vars:       map[string]string{"FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN": "Bearer " + tokenSecretEnv},
+			code:       2,
+			wantStderr: []string{"config: response_cache.invalidation_token: invalid value [redacted]: a bearer token holds no spaces or control characters (set by FUSION_RESPONSE_CACHE__INVALIDATION_TOKEN)"},
 		},
 		{
 			name: "config -diff",
@@ -137,7 +165,7 @@ func TestConfigHidesSecrets(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr)
 				}
 			}
-			for _, s := range []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv, querySecret} {
+			for _, s := range []string{urlSecret, proxySecret, setSecretDefaults, setSecretSchema, setSecretEnv, querySecret, redisSecret, tokenSecret, tokenSecretEnv} {
 				if strings.Contains(stdout+stderr, s) {
 					t.Errorf("the output holds the planted secret %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
 				}

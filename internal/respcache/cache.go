@@ -29,6 +29,16 @@ type Cache struct {
 	variesMu sync.Mutex
 
 	counts Counts // atomic counters, for the status page
+
+	// The background refreshes of stale entries: one per key at a time,
+	// each under bg (cancelled by Close, which waits for them).
+	refreshTimeout time.Duration      // immutable: bounds each refresh
+	bg             context.Context    // immutable
+	stopBG         context.CancelFunc // immutable
+	refreshing     sync.Map           // Key -> struct{}: a refresh in flight
+	refreshMu      sync.Mutex         // orders refreshes.Add before Close's Wait
+	stopped        bool               // Close has begun: no refresh starts; guarded by refreshMu
+	refreshes      sync.WaitGroup
 }
 
 // VaryList is the sorted request header names one shared entry was keyed
@@ -59,6 +69,9 @@ type Config struct {
 	Observe Observer
 	// Log receives a line when a write is dropped; nil: slog.Default.
 	Log *slog.Logger
+	// RefreshTimeout bounds a background refresh of a stale entry (the
+	// schema's request_timeout, else its header_timeout); 0: 100s.
+	RefreshTimeout time.Duration
 }
 
 // New returns the cache of cfg.
@@ -74,7 +87,38 @@ func New(cfg Config) *Cache {
 		c.writes = make(chan struct{}, maxWrites)
 	}
 	c.varies.Store(new([]VaryList))
+	c.refreshTimeout = cfg.RefreshTimeout
+	if c.refreshTimeout <= 0 {
+		c.refreshTimeout = 100 * time.Second
+	}
+	c.bg, c.stopBG = context.WithCancel(context.Background())
 	return c
+}
+
+// Refresh runs f on a goroutine of its own, under a context that Close
+// cancels and RefreshTimeout bounds, unless a refresh of k is in flight or
+// the cache is closed: one refresh per key, whatever the number of
+// callers. It reports whether f will run.
+func (c *Cache) Refresh(k Key, f func(ctx context.Context)) bool {
+	if _, busy := c.refreshing.LoadOrStore(k, struct{}{}); busy {
+		return false
+	}
+	c.refreshMu.Lock()
+	if c.stopped {
+		c.refreshMu.Unlock()
+		c.refreshing.Delete(k)
+		return false
+	}
+	c.refreshes.Add(1)
+	c.refreshMu.Unlock()
+	go func() {
+		defer c.refreshes.Done()
+		defer c.refreshing.Delete(k)
+		ctx, cancel := context.WithTimeout(c.bg, c.refreshTimeout)
+		defer cancel()
+		f(ctx)
+	}()
+	return true
 }
 
 // Schema returns the source schema's name.
@@ -163,6 +207,22 @@ func (c *Cache) put(ctx context.Context, k Key, e *Entry, ttl time.Duration, seq
 	}
 }
 
+// Healther is a Store that can tell whether it is asked: a remote store
+// that pauses after repeated failures.
+type Healther interface {
+	// Health returns "ok", or why the store is not asked now.
+	Health() string
+}
+
+// Health returns the store's health: "ok" for a store that cannot fail
+// (memory), else what the store says (Healther).
+func (c *Cache) Health() string {
+	if h, ok := c.store.(Healther); ok {
+		return h.Health()
+	}
+	return "ok"
+}
+
 // Invalidate removes the schema's entries, or those tagged with any of
 // tags.
 func (c *Cache) Invalidate(ctx context.Context, tags []string) (int, error) {
@@ -173,6 +233,11 @@ func (c *Cache) Invalidate(ctx context.Context, tags []string) (int, error) {
 // outlive it) and stops its writes.
 func (c *Cache) Close() error {
 	c.closed.Store(true)
+	c.refreshMu.Lock()
+	c.stopped = true
+	c.refreshMu.Unlock()
+	c.stopBG()
+	c.refreshes.Wait()
 	return c.store.Close()
 }
 

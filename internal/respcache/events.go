@@ -26,12 +26,21 @@ const (
 	// StoreError: the store failed a lookup (then a miss) or a write, or
 	// a write was dropped (Reason: which; Err: the cause).
 	StoreError
+	// Stale: the call was answered from an entry past its lifetime
+	// (Reason: "stale-while-revalidate", while one background request
+	// refreshes it; "stale-if-error", the source schema having failed
+	// the call).
+	Stale
+	// Refreshed: a background refresh of a stale entry ended (Reason:
+	// "" when it got an answer, else "failed").
+	Refreshed
 )
 
-var kindNames = [...]string{Hit: "hit", Miss: "miss", Bypass: "bypass", Stored: "stored", NotStored: "not_stored", StoreError: "store_error"}
+var kindNames = [...]string{Hit: "hit", Miss: "miss", Bypass: "bypass", Stored: "stored", NotStored: "not_stored", StoreError: "store_error",
+	Stale: "stale", Refreshed: "refreshed"}
 
 // String is the kind's name in telemetry: hit, miss, bypass, stored,
-// not_stored, store_error.
+// not_stored, store_error, stale, refreshed.
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
@@ -52,16 +61,20 @@ type Observer func(ctx context.Context, schema string, ev Event)
 
 // Counts are a cache's counters since it was built.
 type Counts struct {
-	hits, misses, bypasses, stored, notStored, errors atomic.Int64
+	hits, misses, bypasses, stored, notStored, errors, stale, refreshes atomic.Int64
 }
 
 // CountsSnapshot is Counts read at one time.
 type CountsSnapshot struct {
 	Hits, Misses, Bypasses, Stored, NotStored, StoreErrors int64
+	// Stale counts the calls answered from a stale entry (both reasons);
+	// Refreshes the background refreshes that ended.
+	Stale, Refreshes int64
 }
 
 func (c *Counts) snapshot() CountsSnapshot {
-	return CountsSnapshot{c.hits.Load(), c.misses.Load(), c.bypasses.Load(), c.stored.Load(), c.notStored.Load(), c.errors.Load()}
+	return CountsSnapshot{c.hits.Load(), c.misses.Load(), c.bypasses.Load(), c.stored.Load(), c.notStored.Load(), c.errors.Load(),
+		c.stale.Load(), c.refreshes.Load()}
 }
 
 // event counts ev and hands it to the observer.
@@ -79,6 +92,10 @@ func (c *Cache) event(ctx context.Context, ev Event) {
 		c.counts.notStored.Add(1)
 	case StoreError:
 		c.counts.errors.Add(1)
+	case Stale:
+		c.counts.stale.Add(1)
+	case Refreshed:
+		c.counts.refreshes.Add(1)
 	}
 	if c.observe != nil {
 		c.observe(ctx, c.schema, ev)
