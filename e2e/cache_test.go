@@ -88,9 +88,9 @@ func userName(i int) string { return fmt.Sprintf("user-%02d", i) }
 // has; round 2 has them again and as many new ones.
 const cacheUsers = 12
 
-// schemaCalls counts the calls a gateway's engine makes through its
+// engineCalls counts the calls a gateway's engine makes through its
 // subgraph client, per subgraph (by the URL's host).
-type schemaCalls struct {
+type engineCalls struct {
 	next   http.RoundTripper
 	schema map[string]string // host -> subgraph; immutable
 
@@ -98,7 +98,7 @@ type schemaCalls struct {
 	n  map[string]int // guarded by mu
 }
 
-func (c *schemaCalls) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c *engineCalls) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	c.n[c.schema[r.URL.Host]]++
 	c.mu.Unlock()
@@ -106,7 +106,7 @@ func (c *schemaCalls) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // take returns the counts since the last take and starts them anew.
-func (c *schemaCalls) take() map[string]int {
+func (c *engineCalls) take() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.n
@@ -208,7 +208,7 @@ func TestFederationResponseCache(t *testing.T) {
 					}
 					hosts[u.Host] = name
 				}
-				gateway := func(cache bool) (string, *schemaCalls) {
+				gateway := func(cache bool) (string, *engineCalls) {
 					cfg := sg.transportConfig()
 					cfg.Path, cfg.Defaults.Engine = p.path, p.engine
 					if cache {
@@ -222,7 +222,7 @@ func TestFederationResponseCache(t *testing.T) {
 						t.Fatalf("transport.New: %v", err)
 					}
 					t.Cleanup(func() { inv.Close() })
-					calls := &schemaCalls{next: orDefault(inv.Client().Transport), schema: hosts, n: map[string]int{}}
+					calls := &engineCalls{next: orDefault(inv.Client().Transport), schema: hosts, n: map[string]int{}}
 					gw := startGateway(t, routerConfig, &http.Client{Transport: calls}, transport.GatewayRequestHandler)
 					return gw.URL, calls
 				}
