@@ -5,10 +5,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -35,7 +37,15 @@ import (
 //   - sockets:nethttp/Post and sockets:h1/Post: the transport's Post on the
 //     sockets path with each engine; legacy/Post the legacy path;
 //   - .../PostFunc: the transport's PostFunc, the response borrowed until
-//     its callback returns (pooled on sockets:h1).
+//     its callback returns (pooled on sockets:h1);
+//   - sockets:h1+cache/Post and /PostFunc: the same with the response
+//     cache on (memory store; the responder sends no Cache-Control, so
+//     default_ttl stores its answer): after one call before the warm-up,
+//     every call is a hit (the benchmark fails on an answer without Age,
+//     which only a hit has). Besides allocs/op and client-cpu-ns/op they
+//     report x-h1-client-cpu, their client CPU over that of the same API
+//     on sockets:h1 in the same run, and h1-allocs/op, sockets:h1's
+//     allocations of that run: issue 39's first target compares them.
 //
 // client-cpu-ns/op is this process's CPU time (user+sys, getrusage) per
 // call, its garbage collection included; the responder's runs in its own
@@ -125,21 +135,31 @@ func BenchmarkPeers(b *testing.B) {
 	gateway.Header.Set("Authorization", peersAuthorization)
 	gateway.Header.Set("X-Request-Id", peersRequestID)
 	gctx := transport.WithGatewayRequest(context.Background(), gateway)
+	h1 := map[string]rawhttp.Measured{} // sockets:h1's, by API, of this run
 	for _, side := range []struct {
 		name   string
 		path   env.Path
 		engine string
+		cache  bool
 	}{
-		{"sockets:h1", env.PathSockets, env.EngineH1},
-		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP},
-		{"legacy", env.PathLegacy, ""},
+		{"sockets:h1", env.PathSockets, env.EngineH1, false},
+		{"sockets:h1+cache", env.PathSockets, env.EngineH1, true},
+		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP, false},
+		{"legacy", env.PathLegacy, "", false},
 	} {
 		b.Run(side.name, func(b *testing.B) {
+			schema := env.SourceSchema{URL: url}
+			if side.cache {
+				schema.ResponseCache = env.ResponseCacheSettings{
+					Enabled: env.Enabled, Store: env.StoreMemory, MaxBytes: env.DefaultCacheMaxBytes,
+					MaxEntryBytes: env.DefaultCacheMaxEntryBytes, DefaultTTL: time.Hour, MaxTTL: time.Hour,
+				}
+			}
 			cfg := env.Config{
 				Path:           side.path,
 				ForwardHeaders: []string{"Authorization", "X-Request-Id"},
 				Defaults:       env.Settings{Engine: side.engine},
-				SourceSchemas:  map[string]env.SourceSchema{"products": {URL: url}},
+				SourceSchemas:  map[string]env.SourceSchema{"products": schema},
 			}
 			inv, err := transport.New(cfg,
 				transport.WithLookupEnv(func(string) (string, bool) { return "", false }),
@@ -148,20 +168,46 @@ func BenchmarkPeers(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer inv.Close()
+			if side.cache {
+				// The one miss: it stores the answer that every call of
+				// the warm-up and the loop gets.
+				resp, err := inv.Post(gctx, "products", peersQuery)
+				if err = rawhttp.ReadBody(resp, err, &buf, len(peersAnswer)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// measured reports a cache side's figures against sockets:h1's
+			// of this run; keeps sockets:h1's.
+			measured := func(b *testing.B, api string, m rawhttp.Measured) {
+				switch {
+				case side.name == "sockets:h1":
+					h1[api] = m
+				case side.cache && h1[api].ClientCPU > 0:
+					b.ReportMetric(m.ClientCPU/h1[api].ClientCPU, "x-h1-client-cpu")
+					b.ReportMetric(h1[api].Allocs, "h1-allocs/op")
+				}
+			}
 			b.Run("Post", func(b *testing.B) {
-				srv.Measure(b, peersWarmCalls, func() error {
+				measured(b, "Post", srv.Measure(b, peersWarmCalls, func() error {
 					resp, err := inv.Post(gctx, "products", peersQuery)
+					if err == nil && side.cache && resp.Header["Age"] == nil {
+						err = errNotHit
+					}
 					return rawhttp.ReadBody(resp, err, &buf, len(peersAnswer))
-				})
+				}))
 			})
 			// PostFunc: the response borrowed until the callback returns.
 			read := func(resp *http.Response) error {
+				if side.cache && resp.Header["Age"] == nil {
+					resp.Body.Close()
+					return errNotHit
+				}
 				return rawhttp.ReadBody(resp, nil, &buf, len(peersAnswer))
 			}
 			b.Run("PostFunc", func(b *testing.B) {
-				srv.Measure(b, peersWarmCalls, func() error {
+				measured(b, "PostFunc", srv.Measure(b, peersWarmCalls, func() error {
 					return inv.PostFunc(gctx, "products", peersQuery, read)
-				})
+				}))
 			})
 		})
 	}
@@ -191,6 +237,10 @@ func peersRequest(url string) (*http.Request, error) {
 	req.Header["X-Request-Id"] = []string{peersRequestID}
 	return req, nil
 }
+
+// errNotHit fails a cache side's call whose answer came from the
+// responder: only a hit carries Age.
+var errNotHit = errors.New("the answer has no Age: not a response cache hit")
 
 func checkLen(n int, err error) error {
 	if err == nil && n != len(peersAnswer) {
