@@ -78,6 +78,9 @@ func policyOf(s env.ResponseCacheSettings) respcache.Policy {
 	if s.DefaultTTL > 0 {
 		p.DefaultTTL = s.DefaultTTL
 	}
+	if s.StaleIfError > 0 {
+		p.StaleIfError = s.StaleIfError
+	}
 	for _, name := range s.Vary {
 		p.Vary = append(p.Vary, http.CanonicalHeaderKey(name))
 	}
@@ -88,7 +91,7 @@ func policyOf(s env.ResponseCacheSettings) respcache.Policy {
 
 func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
 	return a.Enabled == b.Enabled && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
-		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
+		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
 }
 
 // cacheEvent records a cache event in the telemetry.

@@ -79,7 +79,6 @@ func cacheControl(cc string) func(w http.ResponseWriter, r *http.Request, n int6
 func cachedConfig(path env.Path, url string, edit func(*env.ResponseCacheSettings)) env.Config {
 	return withSchema(path, url, func(s *env.SourceSchema) {
 		s.ResponseCache.Enabled = env.Enabled
-		s.ResponseCache.MaxEntryBytes, s.ResponseCache.MaxTTL, s.ResponseCache.Store = 1<<20, time.Hour, "memory" // TEMP until the keys inherit
 		if edit != nil {
 			edit(&s.ResponseCache)
 		}
@@ -734,5 +733,165 @@ func TestResponseCacheHitAllocs(t *testing.T) {
 	}
 	if postFunc > 2 || post > 7 {
 		t.Errorf("a hit costs PostFunc %v allocations (want at most 2) and Post %v (want at most 7)", postFunc, post)
+	}
+}
+
+// clock is a test's cache clock, moved by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// cacheEvents collects a transport's cache events as "kind reason".
+type cacheEvents chan string
+
+func (ch cacheEvents) hook(_, kind, reason string) {
+	select {
+	case ch <- strings.TrimSpace(kind + " " + reason):
+	default:
+	}
+}
+
+// await reads events until want, and fails if the channel closes first.
+func (ch cacheEvents) await(t *testing.T, want string) {
+	t.Helper()
+	for ev := range ch {
+		if ev == want {
+			return
+		}
+	}
+	t.Fatalf("no %q event", want)
+}
+
+// TestResponseCacheStaleWhileRevalidate: an entry past its lifetime but
+// within stale-while-revalidate answers every caller at once, while one
+// background request, whatever the number of callers, refreshes it; past
+// the window the call is sent.
+func TestResponseCacheStaleWhileRevalidate(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			refreshing, release := make(chan struct{}, 1), make(chan struct{})
+			s := newCacheServer(t, func(w http.ResponseWriter, _ *http.Request, n int64) {
+				w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
+				if n == 2 {
+					refreshing <- struct{}{}
+					<-release
+				}
+			})
+			clk := newClock()
+			events := make(cacheEvents, 256)
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil), transport.WithCacheClock(clk.Now), transport.WithCacheEventHook(events.hook))
+			first, _ := postBody(t, inv, context.Background(), cacheQuery)
+			clk.add(20 * time.Second)
+			for i := range 10 {
+				body, age := postBody(t, inv, context.Background(), cacheQuery)
+				if body != first || age != "20" {
+					t.Fatalf("stale call %d got %q, Age %q; want the stale %q at once, Age 20", i, body, age, first)
+				}
+				if i == 0 {
+					<-refreshing // the refresh is at the schema, held
+				}
+			}
+			close(release)
+			events.await(t, "refreshed")
+			if n := s.requests(); n != 2 {
+				t.Fatalf("the source schema got %d requests, want 2: one refresh for ten stale calls", n)
+			}
+			if body, age := postBody(t, inv, context.Background(), cacheQuery); body != `{"data":{"n":2}}` || age != "0" {
+				t.Errorf("after the refresh the call got %q, Age %q; want the refreshed answer", body, age)
+			}
+			clk.add(71 * time.Second) // past lifetime and window
+			if body, _ := postBody(t, inv, context.Background(), cacheQuery); body != `{"data":{"n":3}}` {
+				t.Errorf("past the window the call got %q, want a fresh answer", body)
+			}
+		})
+	}
+}
+
+// TestResponseCacheStaleIfError: within stale-if-error (the answer's, or
+// response_cache.stale_if_error when it sent none), a call its source
+// schema fails is answered from the stale entry, with its Age; past the
+// window, or with must-revalidate, the failure reaches the caller.
+func TestResponseCacheStaleIfError(t *testing.T) {
+	tests := []struct {
+		name   string
+		cc     string
+		config time.Duration // response_cache.stale_if_error
+		fail   string        // "503" or "down"
+		stale  bool          // answered stale at 20s
+	}{
+		{"the answer's window, 503", "max-age=10, stale-if-error=60", 0, "503", true},
+		{"the answer's window, schema down", "max-age=10, stale-if-error=60", 0, "down", true},
+		{"the configured window", "max-age=10", time.Minute, "503", true},
+		{"no window", "max-age=10", 0, "503", false},
+		{"must-revalidate", "max-age=10, must-revalidate", time.Minute, "503", false},
+		{"the answer's window too short", "max-age=10, stale-if-error=5", time.Minute, "503", false},
+	}
+	for _, tt := range tests {
+		for _, path := range paths {
+			t.Run(tt.name+"/"+string(path), func(t *testing.T) {
+				var failing atomic.Bool
+				s := newCacheServer(t, func(w http.ResponseWriter, _ *http.Request, _ int64) {
+					if failing.Load() {
+						w.WriteHeader(http.StatusServiceUnavailable)
+						return
+					}
+					w.Header().Set("Cache-Control", tt.cc)
+				})
+				clk := newClock()
+				cfg := cachedConfig(path, s.URL, func(c *env.ResponseCacheSettings) {
+					if tt.config > 0 {
+						c.StaleIfError = tt.config
+					}
+				})
+				inv := newInvoker(t, cfg, transport.WithCacheClock(clk.Now))
+				first, _ := postBody(t, inv, context.Background(), cacheQuery)
+				if tt.fail == "down" {
+					s.Close()
+				} else {
+					failing.Store(true)
+				}
+				clk.add(20 * time.Second)
+				resp, err := inv.Post(context.Background(), "products", []byte(cacheQuery))
+				switch {
+				case tt.stale && err != nil:
+					t.Fatalf("the call failed: %v; want the stale answer", err)
+				case tt.stale:
+					if body := readAll(t, resp); body != first || resp.Header.Get("Age") != "20" {
+						t.Fatalf("got %q, Age %q; want the stale %q, Age 20", body, resp.Header.Get("Age"), first)
+					}
+				case err == nil:
+					body := readAll(t, resp)
+					if resp.StatusCode != http.StatusServiceUnavailable {
+						t.Fatalf("got %d %q; want the schema's 503", resp.StatusCode, body)
+					}
+				}
+				if !tt.stale && tt.fail == "down" && err == nil {
+					t.Fatal("a call to a schema that is down did not fail")
+				}
+				clk.add(time.Hour) // past every window
+				resp, err = inv.Post(context.Background(), "products", []byte(cacheQuery))
+				if err == nil {
+					readAll(t, resp)
+					if resp.StatusCode == http.StatusOK {
+						t.Errorf("past the window the call was answered stale")
+					}
+				}
+			})
+		}
 	}
 }

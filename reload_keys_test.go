@@ -53,6 +53,8 @@ const (
 // reloadKeySkips are the keys of setting.Keys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
+	"response_cache.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +
+		"do not have (the Redis store's tests cover the key)",
 	"hedge.enabled": "a hedge sends a query twice, which the run's per-request accounting does not expect " +
 		"(TestResilienceHedge and TestResilienceReloadKeepsBreaker cover hedging and the reload of the resilience keys)",
 	"unix_socket": "a value sends the schema's connections to a Unix socket instead of its host: the loopback servers " +
@@ -192,6 +194,18 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		pair("rate_limit.requests_per_second", func(s *env.Settings) *float64 { return &s.RateLimit.RequestsPerSecond }, 1e6, env.RatioOff),
 		pair("rate_limit.burst", func(s *env.Settings) *int { return &s.RateLimit.Burst }, 10000, 20000),
 		d("rate_limit.wait", func(s *env.Settings) *time.Duration { return &s.RateLimit.Wait }, env.Off, 10*time.Millisecond),
+		// The run's answers carry no Cache-Control: a cache on stores
+		// nothing, and every request still reaches its server; the
+		// reload must build or keep the caches all the same
+		// (TestResponseCacheReload covers what a reload keeps).
+		pair("response_cache.enabled", func(s *env.Settings) *env.Toggle { return &s.ResponseCache.Enabled }, env.Enabled, env.Disabled),
+		pair("response_cache.max_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxBytes }, 1<<20, 2<<20),
+		pair("response_cache.max_entry_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxEntryBytes }, 1<<10, 1<<20),
+		d("response_cache.default_ttl", func(s *env.Settings) *time.Duration { return &s.ResponseCache.DefaultTTL }, env.Off, 0),
+		d("response_cache.stale_if_error", func(s *env.Settings) *time.Duration { return &s.ResponseCache.StaleIfError }, env.Off, time.Minute),
+		d("response_cache.max_ttl", func(s *env.Settings) *time.Duration { return &s.ResponseCache.MaxTTL }, time.Minute, time.Hour),
+		pair("response_cache.shared", func(s *env.Settings) *env.Toggle { return &s.ResponseCache.Shared }, env.Enabled, env.Disabled),
+		pair("response_cache.vary", func(s *env.Settings) *[]string { return &s.ResponseCache.Vary }, []string{"X-Tenant"}, []string{}),
 	}
 }
 

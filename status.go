@@ -64,6 +64,8 @@ type cacheStatus struct {
 	Stored      int64   `json:"stored"`
 	NotStored   int64   `json:"not_stored"`
 	StoreErrors int64   `json:"store_errors"`
+	Stale       int64   `json:"stale"`     // calls answered from a stale entry (stale-while-revalidate, stale-if-error)
+	Refreshes   int64   `json:"refreshes"` // background refreshes of stale entries that ended
 	HitRatio    float64 `json:"hit_ratio"` // hits / (hits + misses); 0 before any lookup
 	// Entries and Bytes are what the store holds; nil where it cannot
 	// tell cheaply (Redis).
@@ -155,7 +157,7 @@ func (inv *Transport) statusNow() status {
 func cacheStatusOf(c schemaCache) *cacheStatus {
 	n := c.cache.Counts()
 	cs := &cacheStatus{Store: c.settings.Store, Hits: n.Hits, Misses: n.Misses, Bypasses: n.Bypasses, Stored: n.Stored,
-		NotStored: n.NotStored, StoreErrors: n.StoreErrors, Health: c.cache.Health()}
+		NotStored: n.NotStored, StoreErrors: n.StoreErrors, Stale: n.Stale, Refreshes: n.Refreshes, Health: c.cache.Health()}
 	if looked := n.Hits + n.Misses; looked > 0 {
 		cs.HitRatio = float64(n.Hits) / float64(looked)
 	}

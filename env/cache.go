@@ -49,6 +49,14 @@ type ResponseCacheSettings struct {
 	// Default: Disabled.
 	Shared Toggle
 
+	// StaleIfError is how long past its lifetime an entry still answers a
+	// call that its source schema fails (a connection error, a 5xx, a
+	// timeout, the circuit breaker, the rate limit or the pending bound
+	// refusing it), for an answer that sent no stale-if-error of its own
+	// (RFC 5861) and no must-revalidate. Off: only the answer's own.
+	// Default: Off.
+	StaleIfError time.Duration
+
 	// Vary names request headers that are in every shared entry's key, as
 	// if every answer's Vary named them (a tenant header the source schema
 	// should have put in Vary). Each must be a valid header name, not "*".

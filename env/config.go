@@ -816,6 +816,7 @@ var builtin = Settings{
 		MaxEntryBytes: DefaultCacheMaxEntryBytes,
 		DefaultTTL:    Off,
 		MaxTTL:        DefaultCacheMaxTTL,
+		StaleIfError:  Off,
 		Shared:        Disabled,
 		Vary:          []string{},
 	},

@@ -108,6 +108,7 @@ source_schemas:
       store: redis
       max_entry_bytes: 65536
       max_ttl: 10m
+      stale_if_error: 5m
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
@@ -148,7 +149,7 @@ source_schemas:
 		RequestCompression: env.RequestCompressionSettings{Codec: "zstd", MinBytes: 2048},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -181,7 +182,7 @@ func TestBuiltInSettings(t *testing.T) {
 		RequestCompression: env.RequestCompressionSettings{Codec: "off", MinBytes: 1024},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
-			DefaultTTL: env.Off, MaxTTL: time.Hour, Shared: env.Disabled, Vary: []string{}},
+			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)
