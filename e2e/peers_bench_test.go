@@ -44,8 +44,11 @@ import (
 //     every call is a hit (the benchmark fails on an answer without Age,
 //     which only a hit has). Besides allocs/op and client-cpu-ns/op they
 //     report x-h1-client-cpu, their client CPU over that of the same API
-//     on sockets:h1 in the same run, and h1-allocs/op, sockets:h1's
-//     allocations of that run: issue 39's first target compares them.
+//     on sockets:h1 measured just before in the same process, and
+//     h1-allocs/op, sockets:h1's allocations there: issue 39's first
+//     target compares them. With -count N each sub-benchmark runs N times
+//     in a row, so every ratio is to sockets:h1's last run; run the binary
+//     N times for interleaved rounds (below).
 //
 // client-cpu-ns/op is this process's CPU time (user+sys, getrusage) per
 // call, its garbage collection included; the responder's runs in its own
@@ -54,6 +57,7 @@ import (
 // per-run ratios (docs/benchmarks.md):
 //
 //	cd e2e && for i in 1 2 3 4 5 6; do go test -run '^$' -bench BenchmarkPeers -benchtime 20000x .; done
+//	cd e2e && go test -c -o /tmp/e2e.test . && for i in 1 2 3 4 5 6; do /tmp/e2e.test -test.run '^$' -test.bench 'BenchmarkPeers/sockets:h1' -test.benchtime 20000x; done
 func BenchmarkPeers(b *testing.B) {
 	srv := rawhttp.StartBench(b, "TestPeersResponderProcess", peersResponderEnv, peersAnswer, false)
 	url := srv.URL + "/graphql"
