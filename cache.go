@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
+	"github.com/fusiongo/transport/internal/redisclient"
 	"github.com/fusiongo/transport/internal/respcache"
 	"github.com/fusiongo/transport/internal/setting"
 )
@@ -21,23 +22,36 @@ type schemaCache struct {
 	cache    *respcache.Cache // nil: no cache
 	settings env.ResponseCacheSettings
 	url      string
+	redis    *redisclient.Client // the client a redis store is on; nil for memory
 }
 
 // cacheOf returns the response cache of source schema name under s, at
 // url: prev's if its settings and URL are equal, else a new one (added to
 // *fresh, for the caller to close if the state is not used).
-func (inv *Transport) cacheOf(name string, settings env.Settings, url string, prev *entry, fresh *[]*respcache.Cache) (schemaCache, error) {
+func (inv *Transport) cacheOf(st *state, name string, settings env.Settings, url string, prev *entry, fresh *[]*respcache.Cache) (schemaCache, error) {
 	s := settings.ResponseCache
 	if !s.On() {
 		return schemaCache{}, nil
 	}
-	if prev != nil && prev.cache.cache != nil && prev.cache.url == url && equalCacheSettings(prev.cache.settings, s) {
+	remote := s.Store == env.StoreRedis
+	if prev != nil && prev.cache.cache != nil && prev.cache.url == url && equalCacheSettings(prev.cache.settings, s) &&
+		(!remote || prev.cache.redis == st.redis) {
 		return prev.cache, nil
 	}
 	var store respcache.Store
-	switch s.Store {
-	case env.StoreRedis:
-		return schemaCache{}, fmt.Errorf("source_schemas.%s.response_cache.store: redis: not built yet", name)
+	switch {
+	case remote && st.redis == nil:
+		// Validate refuses it; a Config built by hand may still say so.
+		return schemaCache{}, fmt.Errorf("source_schemas.%s.response_cache.store: redis needs redis.url", name)
+	case remote && s.LocalMaxBytes > 0:
+		clock := inv.o.cacheClock
+		if clock == nil {
+			clock = time.Now
+		}
+		store = respcache.NewLayered(respcache.NewMemory(s.LocalMaxBytes).(*respcache.Memory), respcache.NewRedis(st.redis, name).(*respcache.Redis),
+			st.hub, name, s.LocalTTL, clock)
+	case remote:
+		store = respcache.NewRedis(st.redis, name)
 	default:
 		store = respcache.NewMemory(s.MaxBytes)
 	}
@@ -45,6 +59,8 @@ func (inv *Transport) cacheOf(name string, settings env.Settings, url string, pr
 		Schema:  name,
 		Store:   store,
 		Policy:  policyOf(s),
+		Shadow:  s.Mode == env.CacheModeShadow,
+		Remote:  remote,
 		Observe: inv.cacheEvent,
 		Log:     inv.log,
 		Now:     inv.o.cacheClock,
@@ -53,7 +69,31 @@ func (inv *Transport) cacheOf(name string, settings env.Settings, url string, pr
 		RefreshTimeout: refreshTimeout(settings),
 	})
 	*fresh = append(*fresh, c)
-	return schemaCache{cache: c, settings: s, url: url}, nil
+	sc := schemaCache{cache: c, settings: s, url: url}
+	if remote {
+		sc.redis = st.redis
+	}
+	return sc, nil
+}
+
+// redisFor sets st's Redis client for cfg: old's if its settings are
+// equal, else a new one (returned as made, for the caller to close if the
+// state is not used); none without redis.url. The client does not dial
+// until a cache asks it something.
+func (inv *Transport) redisFor(cfg *env.Config, old *state, st *state) (made *redisclient.Client, err error) {
+	if cfg.Redis.URL == "" {
+		return nil, nil
+	}
+	st.redisSettings = cfg.EffectiveRedis()
+	if old != nil && old.redis != nil && old.redisSettings == st.redisSettings {
+		st.redis, st.hub = old.redis, old.hub
+		return nil, nil
+	}
+	if st.redis, err = redisclient.New(st.redisSettings, inv.log); err != nil {
+		return nil, err
+	}
+	st.hub = respcache.NewHub(st.redis, inv.peerInvalidation)
+	return st.redis, nil
 }
 
 // refreshTimeout bounds a background refresh under settings: its
@@ -90,8 +130,9 @@ func policyOf(s env.ResponseCacheSettings) respcache.Policy {
 }
 
 func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
-	return a.Enabled == b.Enabled && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
-		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
+	return a.Enabled == b.Enabled && a.Mode == b.Mode && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
+		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError &&
+		a.LocalMaxBytes == b.LocalMaxBytes && a.LocalTTL == b.LocalTTL && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
 }
 
 // cacheEvent records a cache event in the telemetry.
@@ -102,6 +143,24 @@ func (inv *Transport) cacheEvent(ctx context.Context, schema string, ev respcach
 	}
 	if ev.Kind == respcache.StoreError && ev.Err != nil {
 		inv.log.Debug("response cache store error", "source_schema", schema, "op", ev.Reason, "error", ev.Err)
+	}
+}
+
+// peerInvalidation is the hub's onPeer: the invalidation of schema that a
+// replica published (this one's too) reached this replica's memory levels.
+func (inv *Transport) peerInvalidation(schema string) {
+	if inv.o.cacheHook != nil {
+		inv.o.cacheHook(schema, "peer_invalidation", "")
+	}
+}
+
+// closeRedis closes a configuration's Redis client and its hub.
+func closeRedis(c *redisclient.Client, hub *respcache.Hub) {
+	if hub != nil {
+		hub.Close()
+	}
+	if c != nil {
+		c.Close()
 	}
 }
 

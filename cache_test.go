@@ -895,3 +895,59 @@ func TestResponseCacheStaleIfError(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseCacheShadowMode: in shadow mode every call is sent and gets
+// its fresh answer; a fresh entry that differs from the fresh answer is
+// counted and shown (kinds and paths, never values) on the status page,
+// one that equals it is counted as equal.
+func TestResponseCacheShadowMode(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			s.body = func(_ *http.Request, n int64) string {
+				if n == 3 {
+					return `{"data":{"price":"secret-price-9"}}` // differs from the stored answer
+				}
+				return `{"data":{"price":"1"}}`
+			}
+			inv := newInvoker(t, cachedConfig(path, s.URL, func(c *env.ResponseCacheSettings) { c.Mode = env.CacheModeShadow }))
+			for i := range 3 {
+				body, age := postBody(t, inv, context.Background(), cacheQuery)
+				want := `{"data":{"price":"1"}}`
+				if i == 2 {
+					want = `{"data":{"price":"secret-price-9"}}`
+				}
+				if body != want || age != "" {
+					t.Fatalf("call %d got %q, Age %q; want the fresh %q", i, body, age, want)
+				}
+			}
+			if n := s.requests(); n != 3 {
+				t.Fatalf("the source schema got %d requests, want every call: 3", n)
+			}
+			js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json")
+			var doc struct {
+				Schemas []struct {
+					Cache *struct {
+						Mode              string
+						ShadowEqual       int64 `json:"shadow_equal"`
+						ShadowDiffer      int64 `json:"shadow_differ"`
+						ShadowDifferences []struct {
+							Kinds, Paths []string
+						} `json:"shadow_differences"`
+					}
+				}
+			}
+			if err := json.Unmarshal(js, &doc); err != nil {
+				t.Fatal(err)
+			}
+			c := doc.Schemas[0].Cache
+			if c == nil || c.Mode != "shadow" || c.ShadowEqual != 1 || c.ShadowDiffer != 1 || len(c.ShadowDifferences) != 1 ||
+				strings.Join(c.ShadowDifferences[0].Paths, ",") != "data.price" {
+				t.Fatalf("status %s: want shadow mode, 1 equal, 1 differing at data.price", js)
+			}
+			if strings.Contains(string(js), "secret-price") {
+				t.Error("the status shows an answer's value")
+			}
+		})
+	}
+}

@@ -53,6 +53,9 @@ const (
 // reloadKeySkips are the keys of setting.Keys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
+	"response_cache.local_max_bytes": "a memory level stands in front of the redis store only (refused with memory), which " +
+		"the run's configurations do not have (TestResponseCacheTwoLevels covers it)",
+	"response_cache.local_ttl": "inert without response_cache.local_max_bytes (see there; TestResponseCacheTwoLevels covers it)",
 	"response_cache.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +
 		"do not have (the Redis store's tests cover the key)",
 	"hedge.enabled": "a hedge sends a query twice, which the run's per-request accounting does not expect " +
@@ -199,6 +202,7 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		// reload must build or keep the caches all the same
 		// (TestResponseCacheReload covers what a reload keeps).
 		pair("response_cache.enabled", func(s *env.Settings) *env.Toggle { return &s.ResponseCache.Enabled }, env.Enabled, env.Disabled),
+		pair("response_cache.mode", func(s *env.Settings) *string { return &s.ResponseCache.Mode }, env.CacheModeShadow, env.CacheModeOn),
 		pair("response_cache.max_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxBytes }, 1<<20, 2<<20),
 		pair("response_cache.max_entry_bytes", func(s *env.Settings) *int { return &s.ResponseCache.MaxEntryBytes }, 1<<10, 1<<20),
 		d("response_cache.default_ttl", func(s *env.Settings) *time.Duration { return &s.ResponseCache.DefaultTTL }, env.Off, 0),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/respcache"
 )
 
 // StatusHandler serves the state of inv for people and for machines, on one
@@ -57,16 +58,23 @@ type schemaStatus struct {
 // cacheStatus is a schema's response cache: its counters since it was
 // built (a reload that keeps it keeps them), and what its store holds.
 type cacheStatus struct {
-	Store       string  `json:"store"` // memory or redis
-	Hits        int64   `json:"hits"`
-	Misses      int64   `json:"misses"`
-	Bypasses    int64   `json:"bypasses"`
-	Stored      int64   `json:"stored"`
-	NotStored   int64   `json:"not_stored"`
-	StoreErrors int64   `json:"store_errors"`
-	Stale       int64   `json:"stale"`     // calls answered from a stale entry (stale-while-revalidate, stale-if-error)
-	Refreshes   int64   `json:"refreshes"` // background refreshes of stale entries that ended
-	HitRatio    float64 `json:"hit_ratio"` // hits / (hits + misses); 0 before any lookup
+	Store       string `json:"store"` // memory or redis
+	Mode        string `json:"mode"`  // on or shadow
+	Hits        int64  `json:"hits"`
+	Misses      int64  `json:"misses"`
+	Bypasses    int64  `json:"bypasses"`
+	Stored      int64  `json:"stored"`
+	NotStored   int64  `json:"not_stored"`
+	StoreErrors int64  `json:"store_errors"`
+	Stale       int64  `json:"stale"`     // calls answered from a stale entry (stale-while-revalidate, stale-if-error)
+	Refreshes   int64  `json:"refreshes"` // background refreshes of stale entries that ended
+	// ShadowEqual and ShadowDiffer count shadow mode's comparisons of a
+	// fresh entry with the fresh answer; ShadowDifferences are the recent
+	// ones that differed, newest first (kinds and paths, no values).
+	ShadowEqual       int64                        `json:"shadow_equal"`
+	ShadowDiffer      int64                        `json:"shadow_differ"`
+	ShadowDifferences []respcache.ShadowDifference `json:"shadow_differences,omitempty"`
+	HitRatio          float64                      `json:"hit_ratio"` // hits / (hits + misses); 0 before any lookup
 	// Entries and Bytes are what the store holds; nil where it cannot
 	// tell cheaply (Redis).
 	Entries *int64 `json:"entries,omitempty"`
@@ -156,7 +164,8 @@ func (inv *Transport) statusNow() status {
 // cacheStatusOf is the status of c.
 func cacheStatusOf(c schemaCache) *cacheStatus {
 	n := c.cache.Counts()
-	cs := &cacheStatus{Store: c.settings.Store, Hits: n.Hits, Misses: n.Misses, Bypasses: n.Bypasses, Stored: n.Stored,
+	cs := &cacheStatus{Store: c.settings.Store, Mode: c.settings.Mode, ShadowEqual: n.ShadowEqual, ShadowDiffer: n.ShadowDiffer,
+		ShadowDifferences: c.cache.ShadowDifferences(), Hits: n.Hits, Misses: n.Misses, Bypasses: n.Bypasses, Stored: n.Stored,
 		NotStored: n.NotStored, StoreErrors: n.StoreErrors, Stale: n.Stale, Refreshes: n.Refreshes, Health: c.cache.Health()}
 	if looked := n.Hits + n.Misses; looked > 0 {
 		cs.HitRatio = float64(n.Hits) / float64(looked)

@@ -51,6 +51,7 @@ import (
 	"github.com/fusiongo/transport/internal/hedging"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/internal/redisclient"
 	"github.com/fusiongo/transport/internal/respcache"
 	"github.com/fusiongo/transport/internal/setting"
 	"github.com/fusiongo/transport/internal/sharekey"
@@ -91,6 +92,13 @@ type state struct {
 	schemas map[string]*entry
 
 	invalidationToken string // response_cache.invalidation_token; "": CacheInvalidationHandler refuses all
+
+	// redis is the transport's Redis client for this configuration, made
+	// from redisSettings (cache.go); nil without redis.url. A reload with
+	// equal settings keeps it.
+	redis         *redisclient.Client
+	redisSettings env.RedisSettings
+	hub           *respcache.Hub // redis's invalidation channel, for the memory levels in front of it
 }
 
 // entry is one source schema in one state.
@@ -217,13 +225,21 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []backend.Pool, err error) {
 	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas)), invalidationToken: cfg.ResponseCache.InvalidationToken}
 	var caches []*respcache.Cache
+	var redis *redisclient.Client // made for st, not old's
+	building := st                // st is nil by the time a failed build's defer runs
 	defer func() {
 		if err != nil {
 			for _, c := range caches {
 				c.Close()
 			}
+			if redis != nil {
+				closeRedis(redis, building.hub)
+			}
 		}
 	}()
+	if redis, err = inv.redisFor(cfg, old, st); err != nil {
+		return nil, nil, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.SourceSchemas)) {
 		var prev *entry
 		if old != nil {
@@ -233,7 +249,7 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
 		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
-		if e.cache, err = inv.cacheOf(name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
+		if e.cache, err = inv.cacheOf(st, name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
 		}
 		var opened backend.Pool
@@ -496,6 +512,9 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	inv.warnUnknownSchemaOptions(&cfg)
 	kept, replaced, removed := retire(old, st)
 	closeCaches(old, st)
+	if old.redis != nil && old.redis != st.redis {
+		closeRedis(old.redis, old.hub) // its caches are closed: nothing uses it
+	}
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
 	return nil
@@ -555,6 +574,7 @@ func (inv *Transport) Close() error {
 	}
 	retire(st, &state{})
 	closeCaches(st, &state{})
+	closeRedis(st.redis, st.hub)
 	inv.upgrades.closeAll()
 	inv.closeBackends()
 	return errors.Join(errs...)

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Starts the real servers of the integration tests (integration_test.go) on
 # loopback: nginx with TLS 1.3 only, HTTP/2 and a client certificate
-# requirement, and tinyproxy as an explicit forward proxy. Both come from
-# Debian's packages, installed here if missing; the certificates are made
-# with openssl in a fresh directory.
+# requirement, tinyproxy as an explicit forward proxy, and redis-server for
+# the response cache's Redis store (no persistence; the tests that can run
+# their own redis-server do, and use this one where the binary is absent).
+# All come from Debian's packages, installed here if missing; the
+# certificates are made with openssl in a fresh directory.
 #
 #   eval "$(bash .ci/services.sh)"            # start; prints export lines
 #   go test -run TestIntegration .
 #   bash .ci/services.sh stop "$FUSION_TEST_SERVICES_DIR"
 #
 # Only the export lines go to stdout; progress and errors go to stderr.
-# FUSION_NGINX_PORT and FUSION_TINYPROXY_PORT choose the ports (default: free
-# ones above 20000).
+# FUSION_NGINX_PORT, FUSION_TINYPROXY_PORT and FUSION_REDIS_PORT choose the
+# ports (default: free ones above 20000).
 set -euo pipefail
 
 log() { echo "services.sh: $*" >&2; }
@@ -19,7 +21,7 @@ log() { echo "services.sh: $*" >&2; }
 # stop DIR: ends the servers started with DIR, by their pid files.
 if [ "${1:-}" = stop ]; then
   dir=${2:?usage: services.sh stop DIR}
-  for pidfile in "$dir/nginx.pid" "$dir/tinyproxy.pid"; do
+  for pidfile in "$dir/nginx.pid" "$dir/tinyproxy.pid" "$dir/redis.pid"; do
     if [ -s "$pidfile" ]; then
       kill "$(cat "$pidfile")" 2>/dev/null || true
     fi
@@ -34,9 +36,10 @@ install_packages() {
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
   command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)
   command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || need+=(redis-server)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then
-    log "missing ${need[*]}: run as root, or apt-get install them (nginx-light or nginx, tinyproxy, openssl)"
+    log "missing ${need[*]}: run as root, or apt-get install them (nginx-light or nginx, tinyproxy, openssl, redis-server)"
     exit 1
   fi
   local pkgs=() p
@@ -185,10 +188,28 @@ EOF
 tinyproxy -c "$dir/tinyproxy.conf" >&2
 wait_port "$tinyproxy_port" tinyproxy "$dir/tinyproxy.log"
 
-log "nginx on 127.0.0.1:$nginx_port, tinyproxy on 127.0.0.1:$tinyproxy_port, files in $dir"
+# Redis: loopback only, nothing written to disk, daemonized with its pid
+# file here (stop ends it).
+redis_port=${FUSION_REDIS_PORT:-$(free_port)}
+cat >redis.conf <<EOF
+bind 127.0.0.1
+port $redis_port
+protected-mode yes
+save ""
+appendonly no
+daemonize yes
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+dir $dir
+EOF
+redis-server "$dir/redis.conf" >&2
+wait_port "$redis_port" redis-server "$dir/redis.log"
+
+log "nginx on 127.0.0.1:$nginx_port, tinyproxy on 127.0.0.1:$tinyproxy_port, redis on 127.0.0.1:$redis_port, files in $dir"
 printf 'export FUSION_TEST_SERVICES_DIR=%q\n' "$dir"
 printf 'export FUSION_TEST_NGINX_URL=%q\n' "https://127.0.0.1:$nginx_port/graphql"
 printf 'export FUSION_TEST_NGINX_CA=%q\n' "$dir/ca.pem"
 printf 'export FUSION_TEST_NGINX_CLIENT_CERT=%q\n' "$dir/client.pem"
 printf 'export FUSION_TEST_NGINX_CLIENT_KEY=%q\n' "$dir/client-key.pem"
 printf 'export FUSION_TEST_TINYPROXY_URL=%q\n' "http://127.0.0.1:$tinyproxy_port"
+printf 'export FUSION_TEST_REDIS_URL=%q\n' "redis://127.0.0.1:$redis_port/0"

@@ -19,6 +19,13 @@ type ResponseCacheSettings struct {
 	// Enabled switches the cache on. Default: Disabled.
 	Enabled Toggle
 
+	// Mode is CacheModeOn (entries answer calls) or CacheModeShadow
+	// (entries are looked up and stored, but every call is sent and
+	// answered fresh, and a fresh entry that differs from the fresh answer
+	// is reported: the step before turning a schema's cache on); ""
+	// inherits. Default: CacheModeOn.
+	Mode string
+
 	// Store is where the entries live: StoreMemory (in this process,
 	// bounded by MaxBytes) or StoreRedis (Config.Redis, shared by every
 	// replica on the same Redis and key prefix); "" inherits.
@@ -57,6 +64,18 @@ type ResponseCacheSettings struct {
 	// Default: Off.
 	StaleIfError time.Duration
 
+	// LocalMaxBytes, with Store StoreRedis, puts a memory level of this
+	// many bytes in front of Redis: a lookup it answers fresh costs no
+	// round trip, and an invalidation on any replica reaches every
+	// replica's memory level through Redis pub/sub. NoLimit (0 or off in
+	// files): none. Refused with StoreMemory. Default: none.
+	LocalMaxBytes int
+
+	// LocalTTL is the longest an entry stays in the memory level: the bound
+	// on an invalidation that this replica missed while its subscription
+	// was broken. Positive. Default: 30s.
+	LocalTTL time.Duration
+
 	// Vary names request headers that are in every shared entry's key, as
 	// if every answer's Vary named them (a tenant header the source schema
 	// should have put in Vary). Each must be a valid header name, not "*".
@@ -65,6 +84,15 @@ type ResponseCacheSettings struct {
 	// files) adds none. Default: none.
 	Vary []string
 }
+
+// The values of ResponseCacheSettings.Mode.
+const (
+	CacheModeOn     = "on"
+	CacheModeShadow = "shadow"
+)
+
+// cacheModes are the values of ResponseCacheSettings.Mode.
+var cacheModes = []string{CacheModeOn, CacheModeShadow}
 
 // The values of ResponseCacheSettings.Store.
 const (
@@ -135,6 +163,7 @@ const (
 	DefaultCacheMaxBytes      = 64 << 20
 	DefaultCacheMaxEntryBytes = 1 << 20
 	DefaultCacheMaxTTL        = time.Hour
+	DefaultCacheLocalTTL      = 30 * time.Second
 	DefaultRedisKeyPrefix     = "fusion:"
 	DefaultRedisTimeout       = 100 * time.Millisecond
 )
@@ -248,6 +277,9 @@ func topString(errs *errorList, key string, v any, scalars bool) string {
 // values), naming their keys.
 func validateCache(errs *errorList, prefix string, s Settings) {
 	c := s.ResponseCache
+	if c.Mode != "" && !contains(cacheModes, c.Mode) {
+		errs.add(prefix+".response_cache.mode", c.Mode, nil, "invalid value %q: allowed %s", c.Mode, strings.Join(cacheModes, ", "))
+	}
 	if c.Store != "" && !contains(cacheStores, c.Store) {
 		errs.add(prefix+".response_cache.store", c.Store, nil, "invalid value %q: allowed %s", c.Store, strings.Join(cacheStores, ", "))
 	}
@@ -261,6 +293,12 @@ func validateCache(errs *errorList, prefix string, s Settings) {
 	}
 	if c.MaxTTL < 0 {
 		errs.add(prefix+".response_cache.max_ttl", "off", nil, "invalid value off: the response cache needs a positive duration")
+	}
+	if c.LocalTTL < 0 {
+		errs.add(prefix+".response_cache.local_ttl", "off", nil, "invalid value off: the memory level needs a positive duration")
+	}
+	if c.LocalMaxBytes < NoLimit {
+		errs.add(prefix+".response_cache.local_max_bytes", c.LocalMaxBytes, nil, "invalid value %d: want a whole number, or 0 for no memory level", c.LocalMaxBytes)
 	}
 	for i, n := range c.Vary {
 		switch {
@@ -279,6 +317,11 @@ func validateCache(errs *errorList, prefix string, s Settings) {
 // again: the error under defaults names the cause once.
 func validateCacheStore(errs *errorList, key string, own, eff Settings, redisURL string) {
 	rc := eff.ResponseCache
+	if rc.On() && rc.Store != StoreRedis && rc.LocalMaxBytes > 0 && own.ResponseCache.LocalMaxBytes > 0 {
+		// A level in front of a store in memory: refused, not ignored.
+		errs.add(key+".response_cache.local_max_bytes", rc.LocalMaxBytes, nil,
+			"invalid value %d: a memory level stands in front of the redis store; the store here is %s", rc.LocalMaxBytes, rc.Store)
+	}
 	if !rc.On() || rc.Store != StoreRedis || redisURL != "" {
 		return
 	}

@@ -62,14 +62,14 @@ source_schemas:
 		schema string
 		want   env.ResponseCacheSettings
 	}{
-		{"products", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreRedis, MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: env.Off, Shared: env.Enabled, Vary: []string{"X-Tenant"}}},
-		{"reviews", env.ResponseCacheSettings{Enabled: env.Disabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}}},
-		{"accounts", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-User", "X-Tenant-Id"}}},
-		{"inventory", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: 30 * time.Second, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-Tenant"}}},
+		{"products", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreRedis, MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Enabled, Vary: []string{"X-Tenant"}}},
+		{"reviews", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{}}},
+		{"accounts", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{"X-User", "X-Tenant-Id"}}},
+		{"inventory", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+			DefaultTTL: 30 * time.Second, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{"X-Tenant"}}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {
 			s, _ := cfg.Effective(tc.schema)
@@ -127,12 +127,15 @@ func TestEffectiveRedis(t *testing.T) {
 func TestResponseCacheVariables(t *testing.T) {
 	keys := []struct{ key, defaults, schema string }{
 		{"response_cache.enabled", "true", "false"},
+		{"response_cache.mode", "shadow", "on"},
 		{"response_cache.store", "redis", "memory"},
 		{"response_cache.max_bytes", "1024", "2048"},
 		{"response_cache.max_entry_bytes", "512", "256"},
 		{"response_cache.default_ttl", "5s", "off"},
 		{"response_cache.max_ttl", "1m", "2m"},
 		{"response_cache.stale_if_error", "10m", "off"},
+		{"response_cache.local_max_bytes", "4096", "0"},
+		{"response_cache.local_ttl", "5s", "10s"},
 		{"response_cache.shared", "true", "false"},
 		{"response_cache.vary", "x-tenant", "X-A, x-b"},
 	}
@@ -179,11 +182,11 @@ source_schemas:
 		want   env.ResponseCacheSettings
 		origin func(key string) string
 	}{
-		{"reviews", env.ResponseCacheSettings{Enabled: env.Enabled, Store: env.StoreRedis, MaxBytes: 1024, MaxEntryBytes: 512,
-			DefaultTTL: 5 * time.Second, MaxTTL: time.Minute, StaleIfError: 10 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant"}},
+		{"reviews", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeShadow, Store: env.StoreRedis, MaxBytes: 1024, MaxEntryBytes: 512,
+			DefaultTTL: 5 * time.Second, MaxTTL: time.Minute, StaleIfError: 10 * time.Minute, LocalMaxBytes: 4096, LocalTTL: 5 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant"}},
 			func(key string) string { return "environment " + env.EnvVar("", key) + " (defaults)" }},
-		{"product-catalog", env.ResponseCacheSettings{Enabled: env.Disabled, Store: env.StoreMemory, MaxBytes: 2048, MaxEntryBytes: 256,
-			DefaultTTL: env.Off, MaxTTL: 2 * time.Minute, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-A", "X-B"}},
+		{"product-catalog", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 2048, MaxEntryBytes: 256,
+			DefaultTTL: env.Off, MaxTTL: 2 * time.Minute, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 10 * time.Second, Shared: env.Disabled, Vary: []string{"X-A", "X-B"}},
 			func(key string) string { return "environment " + env.EnvVar("product-catalog", key) }},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {

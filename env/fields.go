@@ -110,6 +110,7 @@ var settingFields = []field{
 	// The response cache is route state, as the breaker is: a change builds
 	// the schema's cache anew and never a pool or the shared client.
 	toggleField("response_cache.enabled", func(s *Settings) *Toggle { return &s.ResponseCache.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("response_cache.mode", cacheModes, func(s *Settings) *string { return &s.ResponseCache.Mode }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	enumField("response_cache.store", cacheStores, func(s *Settings) *string { return &s.ResponseCache.Store }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	countField("response_cache.max_bytes", func(s *Settings) *int { return &s.ResponseCache.MaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	countField("response_cache.max_entry_bytes", func(s *Settings) *int { return &s.ResponseCache.MaxEntryBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
@@ -117,6 +118,8 @@ var settingFields = []field{
 	durationField("response_cache.max_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.MaxTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	toggleField("response_cache.shared", func(s *Settings) *Toggle { return &s.ResponseCache.Shared }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("response_cache.stale_if_error", func(s *Settings) *time.Duration { return &s.ResponseCache.StaleIfError }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	limitField("response_cache.local_max_bytes", func(s *Settings) *int { return &s.ResponseCache.LocalMaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("response_cache.local_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.LocalTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	headerListField("response_cache.vary", func(s *Settings) *[]string { return &s.ResponseCache.Vary }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 }
 

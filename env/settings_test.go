@@ -148,8 +148,8 @@ source_schemas:
 		Hedge:              env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
 		RequestCompression: env.RequestCompressionSettings{Codec: "zstd", MinBytes: 2048},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond},
-		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
+		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Mode: "on", Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -181,8 +181,8 @@ func TestBuiltInSettings(t *testing.T) {
 		Hedge:              env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
 		RequestCompression: env.RequestCompressionSettings{Codec: "off", MinBytes: 1024},
 		RateLimit:          env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off},
-		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
-			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}},
+		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Mode: "on", Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
+			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Disabled, Vary: []string{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

@@ -62,6 +62,13 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-store"})
 		return s.next.RoundTrip(c.req)
 	}
+	if !s.cache.Shadow() {
+		if er, isEntities := respcache.ParseEntityRequest(c.body); isEntities {
+			if resp, err, ok := s.entities(req, c.req, c.body, er, asked.NoCache); ok {
+				return resp, err
+			}
+		}
+	}
 	sc := lookups.Get().(*lookup)
 	defer sc.put()
 	varies := s.cache.Varies()
@@ -82,6 +89,9 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 	// stale is an entry past its lifetime that the store still keeps:
 	// within its stale windows (the store keeps nothing past them).
 	var stale *respcache.Entry
+	if s.cache.Shadow() {
+		return s.shadowed(req, c.req, c.body, found, identity, seq)
+	}
 	if n > 0 {
 		now := s.cache.Now()
 		for _, e := range found {
@@ -123,6 +133,29 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// shadowed sends a call of a cache in shadow mode: every call is sent, on
+// its own (no miss collapses into another's), and gets its fresh answer,
+// which is stored as it would be; if the lookup found a fresh entry, the
+// fresh answer is compared with it once read whole.
+func (s *cacher) shadowed(req, out *http.Request, body []byte, found []*respcache.Entry, identity respcache.Key, seq respcache.Seq) (*http.Response, error) {
+	ctx := req.Context()
+	now := s.cache.Now()
+	var fresh *respcache.Entry
+	for _, e := range found {
+		if e != nil && e.Fresh(now) {
+			fresh = e
+			break
+		}
+	}
+	if fresh != nil {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit, Reason: "shadow"})
+	} else if len(found) > 0 {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss, Reason: "shadow"})
+	}
+	m := &miss{s: s, req: out, body: body, identity: identity, seq: seq, compare: fresh}
+	return m.RoundTrip(out)
 }
 
 // schemaFailed reports whether a call's outcome is its source schema's
@@ -225,7 +258,8 @@ type miss struct {
 	req      *http.Request // the call's request; its body bytes are body
 	body     []byte
 	identity respcache.Key
-	seq      respcache.Seq // the store's invalidation sequence at the lookup
+	seq      respcache.Seq    // the store's invalidation sequence at the lookup
+	compare  *respcache.Entry // shadow mode: the fresh entry the lookup found, to compare the answer with; nil: none
 }
 
 func (m *miss) RoundTrip(out *http.Request) (*http.Response, error) {
@@ -241,10 +275,12 @@ func (m *miss) RoundTrip(out *http.Request) (*http.Response, error) {
 	}
 	if !plan.Store {
 		m.s.cache.Event(out.Context(), respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
-		return resp, nil
+		if m.compare == nil {
+			return resp, nil
+		}
 	}
 	resp.Body = &capture{rc: resp.Body, m: m, ctx: out.Context(), resp: resp, plan: plan, date: m.s.cache.Now(),
-		max: m.s.cache.Policy().MaxEntryBytes}
+		max: max(m.s.cache.Policy().MaxEntryBytes, len(m.compare.BodyOrNil()))}
 	return resp, nil
 }
 
@@ -272,7 +308,14 @@ func (b *capture) Read(p []byte) (int, error) {
 	if !b.done && !b.over {
 		if len(b.buf)+n > b.max {
 			b.over, b.buf = true, nil
-			b.m.s.cache.Event(b.ctx, respcache.Event{Kind: respcache.NotStored, Reason: "too-large"})
+			if b.plan.Store {
+				b.m.s.cache.Event(b.ctx, respcache.Event{Kind: respcache.NotStored, Reason: "too-large"})
+			}
+			if b.m.compare != nil {
+				// Longer than the entry and max_entry_bytes: it differs
+				// in length at least, compared on what fits.
+				b.m.s.cache.CompareShadow(b.ctx, b.m.compare, b.date, b.resp.StatusCode, nil)
+			}
 		} else {
 			b.buf = append(b.buf, p[:n]...)
 		}
@@ -280,7 +323,12 @@ func (b *capture) Read(p []byte) (int, error) {
 	if err == io.EOF && !b.done {
 		b.done = true
 		if !b.over {
-			b.store()
+			if b.m.compare != nil {
+				b.m.s.cache.CompareShadow(b.ctx, b.m.compare, b.date, b.resp.StatusCode, b.buf)
+			}
+			if b.plan.Store {
+				b.store()
+			}
 		}
 	}
 	return n, err

@@ -30,6 +30,9 @@ type Cache struct {
 
 	counts Counts // atomic counters, for the status page
 
+	shadowMode bool      // immutable: response_cache.mode shadow (shadow.go)
+	shadow     shadowLog // the recent shadow differences
+
 	// The background refreshes of stale entries: one per key at a time,
 	// each under bg (cancelled by Close, which waits for them).
 	refreshTimeout time.Duration      // immutable: bounds each refresh
@@ -69,6 +72,9 @@ type Config struct {
 	Observe Observer
 	// Log receives a line when a write is dropped; nil: slog.Default.
 	Log *slog.Logger
+	// Shadow: look up and store, but send every call and answer it
+	// fresh, comparing a fresh entry with the fresh answer (shadow.go).
+	Shadow bool
 	// RefreshTimeout bounds a background refresh of a stale entry (the
 	// schema's request_timeout, else its header_timeout); 0: 100s.
 	RefreshTimeout time.Duration
@@ -76,7 +82,7 @@ type Config struct {
 
 // New returns the cache of cfg.
 func New(cfg Config) *Cache {
-	c := &Cache{schema: cfg.Schema, store: cfg.Store, policy: cfg.Policy, now: cfg.Now, observe: cfg.Observe, log: cfg.Log}
+	c := &Cache{schema: cfg.Schema, store: cfg.Store, policy: cfg.Policy, now: cfg.Now, observe: cfg.Observe, log: cfg.Log, shadowMode: cfg.Shadow}
 	if c.now == nil {
 		c.now = time.Now
 	}

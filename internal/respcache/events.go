@@ -34,13 +34,17 @@ const (
 	// Refreshed: a background refresh of a stale entry ended (Reason:
 	// "" when it got an answer, else "failed").
 	Refreshed
+	// ShadowCompared: in shadow mode, a fresh entry was compared with the
+	// fresh answer (Reason: "equal", or the kind of the first difference:
+	// "status", "body").
+	ShadowCompared
 )
 
 var kindNames = [...]string{Hit: "hit", Miss: "miss", Bypass: "bypass", Stored: "stored", NotStored: "not_stored", StoreError: "store_error",
-	Stale: "stale", Refreshed: "refreshed"}
+	Stale: "stale", Refreshed: "refreshed", ShadowCompared: "shadow_compared"}
 
 // String is the kind's name in telemetry: hit, miss, bypass, stored,
-// not_stored, store_error, stale, refreshed.
+// not_stored, store_error, stale, refreshed, shadow_compared.
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
@@ -62,6 +66,7 @@ type Observer func(ctx context.Context, schema string, ev Event)
 // Counts are a cache's counters since it was built.
 type Counts struct {
 	hits, misses, bypasses, stored, notStored, errors, stale, refreshes atomic.Int64
+	shadowEqual, shadowDiffer                                           atomic.Int64
 }
 
 // CountsSnapshot is Counts read at one time.
@@ -70,11 +75,14 @@ type CountsSnapshot struct {
 	// Stale counts the calls answered from a stale entry (both reasons);
 	// Refreshes the background refreshes that ended.
 	Stale, Refreshes int64
+	// ShadowEqual and ShadowDiffer count the shadow comparisons (shadow
+	// mode) that found the entry equal to the fresh answer, and apart.
+	ShadowEqual, ShadowDiffer int64
 }
 
 func (c *Counts) snapshot() CountsSnapshot {
 	return CountsSnapshot{c.hits.Load(), c.misses.Load(), c.bypasses.Load(), c.stored.Load(), c.notStored.Load(), c.errors.Load(),
-		c.stale.Load(), c.refreshes.Load()}
+		c.stale.Load(), c.refreshes.Load(), c.shadowEqual.Load(), c.shadowDiffer.Load()}
 }
 
 // event counts ev and hands it to the observer.
@@ -96,6 +104,12 @@ func (c *Cache) event(ctx context.Context, ev Event) {
 		c.counts.stale.Add(1)
 	case Refreshed:
 		c.counts.refreshes.Add(1)
+	case ShadowCompared:
+		if ev.Reason == "equal" {
+			c.counts.shadowEqual.Add(1)
+		} else {
+			c.counts.shadowDiffer.Add(1)
+		}
 	}
 	if c.observe != nil {
 		c.observe(ctx, c.schema, ev)

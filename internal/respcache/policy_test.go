@@ -16,10 +16,10 @@ import (
 // received is the time the answers of the tests arrive, and their Date.
 var received = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// answer reads an answer as it comes off the wire: status line, then the
+// wireAnswer reads an answer as it comes off the wire: status line, then the
 // header lines given (each "Name: value", one per element, so a name may
 // repeat), as net/http reads them.
-func answer(t *testing.T, status string, lines ...string) *http.Response {
+func wireAnswer(t *testing.T, status string, lines ...string) *http.Response {
 	t.Helper()
 	raw := "HTTP/1.1 " + status + "\r\n" + strings.Join(append(lines, "", ""), "\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
@@ -158,7 +158,7 @@ func TestPlan(t *testing.T) {
 			if status == "" {
 				status = "200 OK"
 			}
-			got := p.plan(answer(t, status, c.lines...), received)
+			got := p.plan(wireAnswer(t, status, c.lines...), received)
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("Plan of %q (-want +got):\n%s", c.lines, diff)
 			}
@@ -174,7 +174,7 @@ func TestPlanOwnsItsStrings(t *testing.T) {
 	borrowed := []byte("tag-a tag-b|x-tenant, Accept")
 	view := unsafe.String(unsafe.SliceData(borrowed), len(borrowed))
 	tags, vary, _ := strings.Cut(view, "|")
-	resp := answer(t, "200 OK", "Cache-Control: public, max-age=60")
+	resp := wireAnswer(t, "200 OK", "Cache-Control: public, max-age=60")
 	resp.Header["Cache-Tag"] = []string{tags}
 	resp.Header["Vary"] = []string{vary}
 	got := Policy{MaxEntryBytes: 1024, MaxTTL: time.Hour, Shared: true}.plan(resp, received)
@@ -192,7 +192,7 @@ func TestPlanOwnsItsStrings(t *testing.T) {
 func TestPlanReadsTheClock(t *testing.T) {
 	p := Policy{MaxEntryBytes: 1024, MaxTTL: 24 * time.Hour}
 	expires := time.Now().Add(2 * time.Hour).Truncate(time.Second)
-	got := p.Plan(answer(t, "200 OK", "Expires: "+expires.Format(http.TimeFormat)))
+	got := p.Plan(wireAnswer(t, "200 OK", "Expires: "+expires.Format(http.TimeFormat)))
 	if !got.Store || got.Lifetime <= time.Hour || got.Lifetime > 2*time.Hour {
 		t.Errorf("Plan with Expires in 2h = %+v, want stored for up to 2h", got)
 	}

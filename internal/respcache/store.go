@@ -63,6 +63,14 @@ type Entry struct {
 	VaryNames []string
 }
 
+// BodyOrNil returns e's body, nil for a nil e.
+func (e *Entry) BodyOrNil() []byte {
+	if e == nil {
+		return nil
+	}
+	return e.Body
+}
+
 // Age returns e's age at now.
 func (e *Entry) Age(now time.Time) time.Duration {
 	return e.InitialAge + max(0, now.Sub(e.Date))

@@ -1,0 +1,198 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fusiongo/transport/env"
+)
+
+// entityQuery is a federation gateway's _entities query text.
+const entityQuery = `query($representations: [_Any!]!) { _entities(representations: $representations) { ... on Product { upc name } } }`
+
+// entityServer is a source schema with an _entities resolver: each
+// representation {"__typename":"Product","upc":U} resolves to
+// {"upc":U,"name":"P-U"}, but a upc in fail resolves to null with an
+// error. It records the upcs of every request, and answers
+// Cache-Control cc.
+type entityServer struct {
+	*httptest.Server
+	cc   string
+	fail map[string]bool
+
+	mu    sync.Mutex
+	asked [][]string // the upcs of each request; guarded by mu
+}
+
+func newEntityServer(t *testing.T, cc string, fail ...string) *entityServer {
+	s := &entityServer{cc: cc, fail: map[string]bool{}}
+	for _, u := range fail {
+		s.fail[u] = true
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Variables struct {
+				Representations []map[string]any `json:"representations"`
+			} `json:"variables"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var upcs []string
+		for _, rep := range req.Variables.Representations {
+			upcs = append(upcs, fmt.Sprint(rep["upc"]))
+		}
+		s.mu.Lock()
+		s.asked = append(s.asked, upcs)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", s.cc)
+		io.WriteString(w, entityAnswer(s.fail, upcs...))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// entityAnswer is what the entity server answers for upcs: the reference
+// every cached answer must equal, byte for byte.
+func entityAnswer(fail map[string]bool, upcs ...string) string {
+	var ents, errs []string
+	for i, u := range upcs {
+		if fail[u] {
+			ents = append(ents, "null")
+			errs = append(errs, fmt.Sprintf(`{"message":"no product %s","path":["_entities",%d]}`, u, i))
+			continue
+		}
+		ents = append(ents, fmt.Sprintf(`{"upc":%q,"name":"P-%s"}`, u, u))
+	}
+	out := `{"data":{"_entities":[` + strings.Join(ents, ",") + `]}`
+	if len(errs) > 0 {
+		out += `,"errors":[` + strings.Join(errs, ",") + `]`
+	}
+	return out + "}"
+}
+
+// entitiesBody is the request body of an _entities query for upcs; swapped
+// writes each representation's members in the other order.
+func entitiesBody(swapped bool, upcs ...string) string {
+	var reps []string
+	for _, u := range upcs {
+		if swapped {
+			reps = append(reps, fmt.Sprintf(`{"upc":%q,"__typename":"Product"}`, u))
+		} else {
+			reps = append(reps, fmt.Sprintf(`{"__typename":"Product","upc":%q}`, u))
+		}
+	}
+	q, _ := json.Marshal(entityQuery)
+	return `{"query":` + string(q) + `,"variables":{"representations":[` + strings.Join(reps, ",") + `]}}`
+}
+
+// lastAsked returns the upcs of the requests since the call number from.
+func (s *entityServer) askedSince(from int) [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.asked[from:])
+}
+
+func (s *entityServer) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.asked)
+}
+
+// TestResponseCacheEntities: an _entities query is cached entity by
+// entity: a call sends only the representations the cache lacks (none if
+// all hit), and gets every entity in its order, byte for byte what the
+// source schema answers for its whole list; an entity with an error is not
+// stored, and the error's index is the caller's.
+func TestResponseCacheEntities(t *testing.T) {
+	steps := []struct {
+		upcs    []string
+		swapped bool
+		sent    [][]string // what the source schema is asked
+	}{
+		{[]string{"1", "2"}, false, [][]string{{"1", "2"}}},
+		{[]string{"2", "3"}, false, [][]string{{"3"}}},
+		{[]string{"3", "1", "2"}, false, nil},
+		{[]string{"2"}, true, nil}, // members in another order: the same entity
+		{[]string{"4", "5"}, false, [][]string{{"4", "5"}}},
+		{[]string{"5", "4", "6"}, false, [][]string{{"5", "6"}}}, // 5 failed: not stored; its error renumbered
+		{[]string{"1", "5"}, false, [][]string{{"5"}}},
+	}
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newEntityServer(t, "max-age=60", "5")
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil))
+			for i, st := range steps {
+				before := s.requests()
+				body, _ := postBody(t, inv, context.Background(), entitiesBody(st.swapped, st.upcs...))
+				if want := entityAnswer(s.fail, st.upcs...); body != want {
+					t.Fatalf("step %d %v: got\n%s\nwant the source schema's answer for the whole list\n%s", i, st.upcs, body, want)
+				}
+				if got := s.askedSince(before); !slices.EqualFunc(got, st.sent, slices.Equal) {
+					t.Fatalf("step %d %v: the source schema was asked %v, want %v", i, st.upcs, got, st.sent)
+				}
+			}
+		})
+	}
+}
+
+// TestResponseCacheEntitiesScope: entity entries follow the whole answers'
+// rules of who shares: without shared, another user's list is sent whole;
+// with shared and a public answer, it is answered from the first user's
+// entities; concurrent callers of two users asking overlapping lists each
+// get the source schema's answer for their own list.
+func TestResponseCacheEntitiesScope(t *testing.T) {
+	for _, sharedOn := range []bool{false, true} {
+		for _, path := range paths {
+			t.Run(fmt.Sprintf("shared %t/%s", sharedOn, path), func(t *testing.T) {
+				s := newEntityServer(t, "public, max-age=60")
+				cfg := cachedConfig(path, s.URL, func(c *env.ResponseCacheSettings) {
+					if sharedOn {
+						c.Shared = env.Enabled
+					}
+				})
+				cfg.ForwardHeaders = []string{"Authorization"}
+				inv := newInvoker(t, cfg)
+				postBody(t, inv, aliceA.ctx(), entitiesBody(false, "1", "2"))
+				before := s.requests()
+				postBody(t, inv, bobA.ctx(), entitiesBody(false, "2", "1"))
+				want := [][]string{{"2", "1"}}
+				if sharedOn {
+					want = nil
+				}
+				if got := s.askedSince(before); !slices.EqualFunc(got, want, slices.Equal) {
+					t.Fatalf("bob's call asked %v, want %v", got, want)
+				}
+				var wg sync.WaitGroup
+				for k := range 16 {
+					who := []caller{aliceA, bobA}[k%2]
+					upcs := []string{fmt.Sprint(k % 5), fmt.Sprint(k%3 + 2), "1"}
+					wg.Go(func() {
+						resp, err := inv.Post(who.ctx(), "products", []byte(entitiesBody(k%4 == 0, upcs...)))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						b, _ := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if want := entityAnswer(nil, upcs...); string(b) != want {
+							t.Errorf("%s %v got %s, want %s", who.auth, upcs, b, want)
+						}
+					})
+				}
+				wg.Wait()
+			})
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package transport_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/redistest"
+)
+
+// redisConfig is cachedConfig on the Redis store r.
+func redisConfig(path env.Path, url string, r *redistest.Redis, edit func(*env.ResponseCacheSettings)) env.Config {
+	cfg := cachedConfig(path, url, func(c *env.ResponseCacheSettings) {
+		c.Store = env.StoreRedis
+		if edit != nil {
+			edit(c)
+		}
+	})
+	cfg.Redis = r.Settings()
+	return cfg
+}
+
+// TestResponseCacheRedisFleet: two transports (two gateway replicas) on one
+// Redis and key prefix share their entries, whole answers and entities
+// alike, and an invalidation on one removes the other's entries; a
+// transport on another prefix shares nothing.
+func TestResponseCacheRedisFleet(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			es := newEntityServer(t, "max-age=60")
+			prefix := r.Prefix + string(path) + ":"
+			replica := func(prefix string) (*transport.Transport, cacheEvents) {
+				cfg := redisConfig(path, s.URL, r, nil)
+				cfg.Redis.KeyPrefix = prefix
+				cfg.SourceSchemas["entities"] = env.SourceSchema{URL: es.URL, Settings: cfg.SourceSchemas["products"].Settings}
+				events := make(cacheEvents, 64)
+				return newInvoker(t, cfg, transport.WithCacheEventHook(events.hook)), events
+			}
+			a, aEvents := replica(prefix)
+			b, _ := replica(prefix)
+			other, _ := replica(prefix + "other:")
+			first, _ := postBody(t, a, context.Background(), cacheQuery)
+			aEvents.await(t, "stored") // the write runs off the caller's goroutine
+			if got, age := postBody(t, b, context.Background(), cacheQuery); got != first || age == "" {
+				t.Fatalf("replica b got %q (Age %q), want replica a's stored %q", got, age, first)
+			}
+			if n := s.requests(); n != 1 {
+				t.Fatalf("the source schema got %d requests, want 1", n)
+			}
+			postBody(t, other, context.Background(), cacheQuery)
+			if n := s.requests(); n != 2 {
+				t.Fatalf("a replica on another prefix was answered from the cache: %d requests, want 2", n)
+			}
+			if n, err := b.InvalidateCache(context.Background(), "products"); err != nil || n != 1 {
+				t.Fatalf("InvalidateCache on b = %d, %v; want 1", n, err)
+			}
+			postBody(t, a, context.Background(), cacheQuery)
+			if n := s.requests(); n != 3 {
+				t.Fatalf("after b's invalidation a's call was answered from the cache: %d requests, want 3", n)
+			}
+			aEvents.await(t, "stored")
+
+			resp, err := a.Post(context.Background(), "entities", []byte(entitiesBody(false, "1", "2")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			aEvents.await(t, "stored")
+			aEvents.await(t, "stored")
+			resp, err = b.Post(context.Background(), "entities", []byte(entitiesBody(false, "2", "1")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body := readAll(t, resp); body != entityAnswer(nil, "2", "1") || es.requests() != 1 {
+				t.Fatalf("replica b's entities: %s after %d requests; want a's entities, 1 request", body, es.requests())
+			}
+		})
+	}
+}
+
+// TestResponseCacheRedisDown: Redis stopped under load and started again:
+// every call is answered by the source schema, none failed by the cache;
+// the lookups stop once the client's breaker pauses it (the status page
+// says so), and once Redis is back the cache answers again.
+func TestResponseCacheRedisDown(t *testing.T) {
+	r := redistest.StartRedis(t)
+	s := newCacheServer(t, cacheControl("max-age=60"))
+	cfg := redisConfig(pathH1, s.URL, r, nil)
+	cfg.Redis.Timeout = 200 * time.Millisecond
+	events := make(cacheEvents, 4096)
+	inv := newInvoker(t, cfg, transport.WithCacheEventHook(events.hook))
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	call := func(i int) {
+		// Queries apart, so that most are misses that try to store.
+		resp, err := inv.Post(context.Background(), "products", []byte(fmt.Sprintf(`{"query":"{ p%d }"}`, i%50)))
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed.Add(1)
+		}
+	}
+	load := func(n int) {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range n {
+					call(w*n + i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	load(50)
+	for len(events) > 0 {
+		<-events // the hits of the first load
+	}
+	r.Stop()
+	load(100) // Redis gone: misses, the writes fail, the breaker pauses it
+	js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json")
+	if !strings.Contains(string(js), `"health": "redis open`) && !strings.Contains(string(js), `"health": "redis half-open`) {
+		t.Errorf("with Redis down the status page does not show the store paused: %s", js)
+	}
+	for len(events) > 0 {
+		if ev := <-events; ev == "hit" {
+			t.Fatal("a call was answered from the cache with Redis stopped")
+		}
+	}
+	r.Start()
+	// The breaker pauses 5 s, then lets a trial through: wait (bounded)
+	// until a call is answered from the cache again.
+	deadline := time.Now().Add(30 * time.Second)
+	for hit := false; !hit; {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never answered again after Redis came back")
+		}
+		call(0)
+	drained:
+		for {
+			select {
+			case ev := <-events:
+				if ev == "hit" {
+					hit = true
+				}
+			default:
+				break drained
+			}
+		}
+	}
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d calls failed, the first with %v: the cache must never fail a call", n, firstErr.Load())
+	}
+}
+
+// TestResponseCacheTwoLevels: with a memory level in front of Redis, a
+// replica answers its repeated calls from memory (the Redis store sees no
+// lookup: its commands are counted), another replica fills its memory
+// level from Redis, and an invalidation on one replica reaches the other's
+// memory level: its next call is sent.
+func TestResponseCacheTwoLevels(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			prefix := r.Prefix + "levels:" + string(path) + ":"
+			replica := func() (*transport.Transport, cacheEvents) {
+				cfg := redisConfig(path, s.URL, r, func(c *env.ResponseCacheSettings) { c.LocalMaxBytes = 1 << 20 })
+				cfg.Redis.KeyPrefix = prefix
+				events := make(cacheEvents, 256)
+				return newInvoker(t, cfg, transport.WithCacheEventHook(events.hook)), events
+			}
+			a, aEvents := replica()
+			b, bEvents := replica()
+			first, _ := postBody(t, a, context.Background(), cacheQuery)
+			aEvents.await(t, "stored")
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got != first {
+					t.Fatalf("replica b got %q, want a's stored %q", got, first)
+				}
+			}
+			if n := s.requests(); n != 1 {
+				t.Fatalf("the source schema got %d requests, want 1", n)
+			}
+			// An invalidation on a reaches b's memory level: b's next call
+			// is sent.
+			if n, err := a.InvalidateCache(context.Background(), "products"); err != nil || n != 1 {
+				t.Fatalf("InvalidateCache on a = %d, %v; want 1", n, err)
+			}
+			bEvents.await(t, "peer_invalidation")
+			if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+				t.Fatalf("after a's invalidation b got %q after %d requests; want a fresh answer, 2 requests", got, s.requests())
+			}
+			bEvents.await(t, "stored")
+			// b's entry is in its memory level: with Redis stopped, b still
+			// answers from there, unsent.
+			r.Stop()
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+					t.Fatalf("with Redis stopped b got %q after %d requests; want its memory level's answer", got, s.requests())
+				}
+			}
+			r.Start()
+		})
+	}
+}

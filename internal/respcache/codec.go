@@ -1,0 +1,233 @@
+package respcache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+)
+
+// codecVersion is the first byte of every encoded entry. A store that meets
+// another version (a replica of a newer release on the same Redis) treats
+// the entry as a miss and the answer is fetched again, so the format may
+// change without a flush: raise the version whenever the layout changes.
+const codecVersion = 1
+
+// The layout after the version byte, every integer a varint
+// (encoding/binary; signed ones zig-zag) and every string or byte slice
+// its length (uvarint) then its bytes:
+//
+//	status                  uvarint
+//	date                    varint seconds since 1970, uvarint nanoseconds
+//	initial age, lifetime,
+//	stale-while-revalidate,
+//	stale-if-error          varint nanoseconds each
+//	flags                   one byte: 1 = Shared
+//	header                  uvarint name count, then per name: name,
+//	                        uvarint value count, values
+//	tags, vary names        uvarint count, then strings
+//	body                    bytes
+const flagShared = 1
+
+// errDecode is the cause of every decoding failure: the data is not an
+// entry this release wrote (truncated, another version, garbage).
+var errDecode = errors.New("respcache: undecodable entry")
+
+// appendEntry appends e's encoding to dst.
+func appendEntry(dst []byte, e *Entry) []byte {
+	dst = append(dst, codecVersion)
+	dst = binary.AppendUvarint(dst, uint64(max(e.Status, 0)))
+	dst = binary.AppendVarint(dst, e.Date.Unix())
+	dst = binary.AppendUvarint(dst, uint64(e.Date.Nanosecond()))
+	for _, d := range [...]time.Duration{e.InitialAge, e.Lifetime, e.StaleWhileRevalidate, e.StaleIfError} {
+		dst = binary.AppendVarint(dst, int64(d))
+	}
+	var flags byte
+	if e.Shared {
+		flags |= flagShared
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Header)))
+	for name, values := range e.Header {
+		dst = appendString(dst, name)
+		dst = appendStrings(dst, values)
+	}
+	dst = appendStrings(dst, e.Tags)
+	dst = appendStrings(dst, e.VaryNames)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Body)))
+	return append(dst, e.Body...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ss)))
+	for _, s := range ss {
+		dst = appendString(dst, s)
+	}
+	return dst
+}
+
+// decodeEntry decodes what appendEntry wrote. The entry's strings share
+// data's memory (a string is immutable, so nothing can change them); its
+// Body is a copy. Any input that is not a whole entry of codecVersion is an
+// error wrapping errDecode, never a panic: the data comes from a shared
+// Redis that anything may have written to.
+func decodeEntry(data string) (*Entry, error) {
+	d := decoder{s: data}
+	if v := d.byte(); v != codecVersion {
+		if d.err != nil {
+			return nil, d.err
+		}
+		return nil, fmt.Errorf("%w: version %d, want %d", errDecode, v, codecVersion)
+	}
+	e := &Entry{}
+	status := d.uvarint()
+	if status > math.MaxInt32 {
+		d.fail("status")
+	}
+	e.Status = int(status)
+	sec, nsec := d.varint(), d.uvarint()
+	if nsec >= uint64(time.Second) {
+		d.fail("date")
+	}
+	if d.err == nil {
+		e.Date = time.Unix(sec, int64(nsec)).UTC()
+	}
+	e.InitialAge = time.Duration(d.varint())
+	e.Lifetime = time.Duration(d.varint())
+	e.StaleWhileRevalidate = time.Duration(d.varint())
+	e.StaleIfError = time.Duration(d.varint())
+	flags := d.byte()
+	if flags&^flagShared != 0 {
+		d.fail("flags")
+	}
+	e.Shared = flags&flagShared != 0
+	if n := d.count(); n > 0 {
+		e.Header = make(http.Header, n)
+		for range n {
+			name := d.string()
+			values := d.strings()
+			if d.err != nil {
+				break
+			}
+			e.Header[name] = values
+		}
+	}
+	e.Tags = d.strings()
+	e.VaryNames = d.strings()
+	if n := d.count(); n > 0 && d.err == nil {
+		e.Body = []byte(d.s[d.off : d.off+n])
+		d.off += n
+	}
+	if d.err == nil && d.off != len(d.s) {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}
+
+// decoder reads an encoded entry; the first failure sticks in err and
+// makes every later read return zero values.
+type decoder struct {
+	s   string // the encoding; owned by the caller, only read
+	off int    // the next byte to read
+	err error  // the first failure, or nil
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: bad %s at byte %d", errDecode, what, d.off)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.off >= len(d.s) {
+		d.fail("length")
+		return 0
+	}
+	b := d.s[d.off]
+	d.off++
+	return b
+}
+
+// uvarint reads an unsigned varint; binary.Uvarint wants a []byte, and
+// converting d.s would copy it, so the loop is its own.
+func (d *decoder) uvarint() uint64 {
+	var x uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if d.err != nil || d.off >= len(d.s) {
+			d.fail("varint")
+			return 0
+		}
+		b := d.s[d.off]
+		d.off++
+		if shift == 63 && b > 1 {
+			d.fail("varint")
+			return 0
+		}
+		x |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return x
+		}
+	}
+	d.fail("varint")
+	return 0
+}
+
+func (d *decoder) varint() int64 {
+	ux := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+// count reads a length or an element count, which can be no more than the
+// bytes left (each element takes at least one): so a forged count cannot
+// make the decoder allocate more than the input's size.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if d.err != nil {
+		return 0
+	}
+	if n > uint64(len(d.s)-d.off) {
+		d.fail("count")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) string() string {
+	n := d.count()
+	if d.err != nil {
+		return ""
+	}
+	s := d.s[d.off : d.off+n]
+	d.off += n
+	return s
+}
+
+func (d *decoder) strings() []string {
+	n := d.count()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	ss := make([]string, 0, n)
+	for range n {
+		s := d.string()
+		if d.err != nil {
+			return nil
+		}
+		ss = append(ss, s)
+	}
+	return ss
+}

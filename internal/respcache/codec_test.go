@@ -1,0 +1,125 @@
+package respcache
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// codecCases are entries that must survive an encoding: every field set,
+// the zero entry, and the edges of each field.
+func codecCases() map[string]*Entry {
+	return map[string]*Entry{
+		"full": {
+			Status: 200,
+			Header: http.Header{
+				"Content-Type":  {"application/json"},
+				"Cache-Control": {"public, max-age=60", "s-maxage=30"},
+				"X-Empty":       {""},
+			},
+			Body:                 []byte(`{"data":{"ok":true}}`),
+			Date:                 time.Date(2026, 12, 6, 14, 5, 54, 123456789, time.UTC),
+			InitialAge:           3 * time.Second,
+			Lifetime:             time.Minute,
+			StaleWhileRevalidate: 10 * time.Second,
+			StaleIfError:         time.Hour,
+			Tags:                 []string{"product:1", "", "*"},
+			Shared:               true,
+			VaryNames:            []string{"Accept-Language", "X-Tenant"},
+		},
+		"zero": {},
+		"edges": {
+			Status:     599,
+			Date:       time.Unix(-1, 999999999).UTC(),
+			InitialAge: -time.Nanosecond, // a clock set back; kept as it came
+			Lifetime:   time.Duration(1<<63 - 1),
+			Body:       make([]byte, 70000),
+			Header:     http.Header{"A": nil},
+		},
+	}
+}
+
+// entryOpts compare decoded entries: an empty slice or map and nil are the
+// same entry (the encoding does not tell them apart), and times compare by
+// instant (a decoded Date is in UTC).
+var entryOpts = cmp.Options{
+	cmpopts.EquateEmpty(),
+	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
+}
+
+// TestCodecRoundTrip: what appendEntry writes, decodeEntry reads back equal,
+// after any bytes already in the buffer.
+func TestCodecRoundTrip(t *testing.T) {
+	for name, e := range codecCases() {
+		t.Run(name, func(t *testing.T) {
+			buf := appendEntry([]byte("prefix"), e)
+			got, err := decodeEntry(string(buf[len("prefix"):]))
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if diff := cmp.Diff(e, got, entryOpts); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCodecRejects: every truncation of a valid encoding, another
+// version, trailing bytes and forged counts are errors wrapping errDecode.
+func TestCodecRejects(t *testing.T) {
+	valid := appendEntry(nil, codecCases()["full"])
+	for n := range len(valid) {
+		if _, err := decodeEntry(string(valid[:n])); !errors.Is(err, errDecode) {
+			t.Fatalf("truncated to %d of %d bytes: err = %v, want errDecode", n, len(valid), err)
+		}
+	}
+	other := append([]byte{codecVersion + 1}, valid[1:]...)
+	cases := map[string][]byte{
+		"another version": other,
+		"trailing bytes":  append(append([]byte(nil), valid...), 0),
+		// version, status 200, date 0 0, four durations 0, flags 0, then a
+		// header count far above the bytes left.
+		"forged count":    {codecVersion, 0xc8, 0x01, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"unknown flag":    {codecVersion, 0xc8, 0x01, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0},
+		"overlong varint": {codecVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+		// status 200, date 0 s and 1e9 ns, then a valid rest.
+		"nanoseconds past a second": append(binary.AppendUvarint([]byte{codecVersion, 0xc8, 0x01, 0}, uint64(time.Second)),
+			0, 0, 0, 0, 0, 0, 0, 0, 0),
+	}
+	for name, data := range cases {
+		if e, err := decodeEntry(string(data)); !errors.Is(err, errDecode) {
+			t.Errorf("%s: got %+v, %v; want errDecode", name, e, err)
+		}
+	}
+}
+
+// FuzzDecodeEntry: decoding never panics, and whatever decodes encodes to
+// bytes that decode to the same entry.
+func FuzzDecodeEntry(f *testing.F) {
+	for _, e := range codecCases() {
+		f.Add(appendEntry(nil, e))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{codecVersion})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := decodeEntry(string(data))
+		if err != nil {
+			if !errors.Is(err, errDecode) {
+				t.Fatalf("error %v does not wrap errDecode", err)
+			}
+			return
+		}
+		again, err := decodeEntry(string(appendEntry(nil, e)))
+		if err != nil {
+			t.Fatalf("re-encoding of a decoded entry does not decode: %v", err)
+		}
+		if diff := cmp.Diff(e, again, entryOpts); diff != "" {
+			t.Fatalf("re-encoding changed the entry (-first +second):\n%s", diff)
+		}
+	})
+}

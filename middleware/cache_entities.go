@@ -1,0 +1,274 @@
+package middleware
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/fusiongo/transport/internal/respcache"
+	"github.com/fusiongo/transport/internal/sharekey"
+)
+
+// maxEntityAnswer bounds the body of an _entities answer that the stage
+// reads whole to take apart; a longer one is passed on as it is.
+const maxEntityAnswer = 32 << 20
+
+// entityCall is one _entities query in the cache stage: its request taken
+// apart, each representation's key body, and what the lookup found.
+type entityCall struct {
+	s      *cacher
+	req    *http.Request // the caller's
+	out    *http.Request // the request as the stage got it (classify's), body c.body
+	body   []byte
+	er     *respcache.EntityRequest
+	bodies [][]byte // each representation's key body (EntityRequest.EntityBody)
+	seq    respcache.Seq
+}
+
+// entities answers an _entities query entity by entity: the
+// representations whose entries are fresh are taken out of the request,
+// one request with the others goes to the source schema, and the caller
+// gets every entity in the order it asked, the fetched answer's errors
+// renumbered to its indexes. If every representation hits, nothing is
+// sent; if none does, the source schema's answer reaches the caller as it
+// is. ok is false if a representation cannot be keyed: then the call is
+// the whole-answer path's.
+func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.EntityRequest, noCache bool) (resp *http.Response, err error, ok bool) {
+	ctx := req.Context()
+	n := len(er.Reps)
+	ec := &entityCall{s: s, req: req, out: out, body: body, er: er, bodies: make([][]byte, n)}
+	for i := range n {
+		if ec.bodies[i], ok = er.EntityBody(i); !ok {
+			return nil, nil, false
+		}
+	}
+	varies := s.cache.Varies()
+	per := 1 + len(varies)
+	keys := make([]respcache.Key, n*per)
+	if !s.eachSent(out, body, func(sent *http.Request) {
+		for i, b := range ec.bodies {
+			keys[i*per] = sharekey.ForCache(sent, b)
+			for v, names := range varies {
+				keys[i*per+1+v] = sharekey.Shared(sent, b, names)
+			}
+		}
+	}) {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "unkeyed"})
+		resp, err = s.next.RoundTrip(out)
+		return resp, err, true
+	}
+	found := make([]*respcache.Entry, len(keys))
+	lookFor := keys
+	if noCache {
+		lookFor = nil
+	}
+	ec.seq = s.cache.Lookup(ctx, lookFor, found[:len(lookFor)])
+	now := s.cache.Now()
+	got := make([]*respcache.Entry, n)
+	var missing []int
+	for i := range n {
+		for j := range per {
+			if e := found[i*per+j]; e != nil && e.Fresh(now) {
+				got[i] = e
+				break
+			}
+		}
+		if got[i] == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		closeBody(out)
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit, Reason: "entities"})
+		resp, err = ec.answer(got, nil, nil, now, nil)
+		return resp, err, true
+	}
+	if noCache {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-cache"})
+	} else {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss, Reason: "entities"})
+	}
+	resp, err = ec.fetch(got, missing, keys, per, now)
+	return resp, err, true
+}
+
+// eachSent calls f with the request as it would be sent: req itself, or,
+// with a probe, the request that comes out of the attempt middleware;
+// false if the probe could not tell.
+func (s *cacher) eachSent(req *http.Request, body []byte, f func(sent *http.Request)) bool {
+	if s.probe == nil {
+		f(req)
+		return true
+	}
+	return s.probe.Each(req, body, func(sent *http.Request, _ []byte) { f(sent) })
+}
+
+// fetch sends the representations at missing (all, or the ones the cache
+// lacks), stores the entities of the answer that may be stored, and
+// answers the caller.
+func (ec *entityCall) fetch(got []*respcache.Entry, missing []int, keys []respcache.Key, per int, now time.Time) (*http.Response, error) {
+	s := ec.s
+	whole := len(missing) == len(got)
+	send := ec.out
+	sendBody := ec.body
+	if !whole {
+		b, err := ec.er.Only(missing)
+		if err != nil {
+			return nil, err
+		}
+		sendBody = b
+		send = ec.out.Clone(ec.out.Context())
+		send.Body = io.NopCloser(bytes.NewReader(b))
+		send.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		send.ContentLength = int64(len(b))
+		send.Header.Del("Content-Length")
+		closeBody(ec.out) // not sent: its bytes are ec.body
+	}
+	// Identical requests in flight share one answer, as misses do.
+	k := sharekey.ForCache(send, sendBody)
+	resp, err := s.flights.join(k, ec.req, send, s.next)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEntityAnswer+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	plan := s.cache.Policy().Plan(resp)
+	ans, parsed := respcache.ParseEntityAnswer(raw, len(missing))
+	if !parsed || len(raw) > maxEntityAnswer || resp.StatusCode != http.StatusOK {
+		if whole {
+			// Not an entity answer: the caller gets it as it is.
+			s.cache.Event(ec.req.Context(), respcache.Event{Kind: respcache.NotStored, Reason: "entities-shape"})
+			return withBody(resp, raw), nil
+		}
+		// The answer to the shorter list cannot be merged: the caller's
+		// whole request goes, and its answer is the caller's.
+		s.cache.Event(ec.req.Context(), respcache.Event{Kind: respcache.NotStored, Reason: "entities-shape"})
+		full := ec.out.Clone(ec.out.Context())
+		full.Body = io.NopCloser(bytes.NewReader(ec.body))
+		full.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(ec.body)), nil }
+		full.ContentLength = int64(len(ec.body))
+		return s.next.RoundTrip(full)
+	}
+	ec.store(resp, plan, ans, missing, keys, per, now)
+	if whole {
+		return withBody(resp, raw), nil
+	}
+	return ec.answer(got, ans, missing, now, resp)
+}
+
+// store stores each fetched entity that no error points into, under the
+// key of its representation in the scope the answer's plan gives.
+func (ec *entityCall) store(resp *http.Response, plan respcache.Plan, ans *respcache.EntityAnswer, missing []int, keys []respcache.Key, per int, now time.Time) {
+	s := ec.s
+	ctx := ec.req.Context()
+	if plan.Store && len(resp.Trailer) > 0 {
+		plan = respcache.Plan{Reason: "trailers"}
+	}
+	if !plan.Store {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
+		return
+	}
+	var shared []respcache.Key
+	if plan.Shared {
+		shared = make([]respcache.Key, len(ec.bodies))
+		if !s.eachSent(ec.out, ec.body, func(sent *http.Request) {
+			for i, b := range ec.bodies {
+				shared[i] = sharekey.Shared(sent, b, plan.VaryNames)
+			}
+		}) {
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "unkeyed"})
+			return
+		}
+	}
+	header := storedHeader(resp.Header)
+	header.Del("Content-Length")
+	tags := mergeTags(plan.Tags, ans.Tags)
+	for j, i := range missing {
+		if ans.Failed[j] {
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "entity-error"})
+			continue
+		}
+		if len(ans.Entities[j]) > s.cache.Policy().MaxEntryBytes {
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "too-large"})
+			continue
+		}
+		e := &respcache.Entry{
+			Status:               http.StatusOK,
+			Header:               header,
+			Body:                 bytes.Clone(ans.Entities[j]),
+			Date:                 now,
+			InitialAge:           plan.InitialAge,
+			Lifetime:             plan.Lifetime,
+			StaleWhileRevalidate: plan.StaleWhileRevalidate,
+			StaleIfError:         plan.StaleIfError,
+			Tags:                 tags,
+			Shared:               plan.Shared,
+			VaryNames:            plan.VaryNames,
+		}
+		k := keys[i*per]
+		if plan.Shared {
+			k = shared[i]
+		}
+		ttl := e.Lifetime - e.InitialAge + max(e.StaleWhileRevalidate, e.StaleIfError)
+		s.cache.Put(ctx, k, e, ttl, ec.seq)
+	}
+}
+
+// answer returns the caller's answer: every entity in its order, from got
+// (the entries that hit) and from ans (the fetched answer, for the
+// positions at; nil if nothing was sent). Its headers are the fetched
+// answer's, or the first entry's, with the Age of the oldest entry used.
+func (ec *entityCall) answer(got []*respcache.Entry, ans *respcache.EntityAnswer, at []int, now time.Time, fetched *http.Response) (*http.Response, error) {
+	all := make([]json.RawMessage, len(got))
+	var age time.Duration
+	for i, e := range got {
+		if e != nil {
+			all[i] = e.Body
+			age = max(age, e.Age(now))
+		}
+	}
+	for j, i := range at {
+		all[i] = ans.Entities[j]
+	}
+	body, err := respcache.MergeEntities(all, ans, at)
+	if err != nil {
+		return nil, err
+	}
+	var h http.Header
+	status := http.StatusOK
+	if fetched != nil {
+		h = fetched.Header.Clone()
+		h.Del("Age")
+	} else {
+		h = got[0].Header.Clone()
+		status = got[0].Status
+	}
+	if age > 0 || fetched == nil {
+		h.Set("Age", strconv.FormatInt(int64(age/time.Second), 10))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return &http.Response{
+		Status:        statusText(status),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       ec.req,
+	}, nil
+}
+
+// withBody returns resp with raw, its body read whole, as its body again.
+func withBody(resp *http.Response, raw []byte) *http.Response {
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.ContentLength = int64(len(raw))
+	return resp
+}
