@@ -47,11 +47,11 @@ import (
 //     a redis-server of its own on loopback (redistest: skipped where
 //     there is none), whose CPU is not the client's. Besides allocs/op and client-cpu-ns/op they
 //     report x-h1-client-cpu, their client CPU over that of the same API
-//     on sockets:h1 measured just before in the same process, and
-//     h1-allocs/op, sockets:h1's allocations there: issue 39's first
-//     target compares them. With -count N each sub-benchmark runs N times
-//     in a row, so every ratio is to sockets:h1's last run; run the binary
-//     N times for interleaved rounds (below).
+//     on sockets:h1 measured earlier in the same process, and
+//     h1-allocs/op, sockets:h1's allocations there: issue 39's targets
+//     compare them. With -count N each sub-benchmark runs N times in a
+//     row, so every ratio is to sockets:h1's last run; run the binary N
+//     times for interleaved rounds (below).
 //
 // client-cpu-ns/op is this process's CPU time (user+sys, getrusage) per
 // call, its garbage collection included; the responder's runs in its own
