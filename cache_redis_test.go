@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // redisConfig is cachedConfig on the Redis store r.
@@ -216,5 +218,44 @@ func TestResponseCacheTwoLevels(t *testing.T) {
 			}
 			r.Start()
 		})
+	}
+}
+
+// TestResponseCacheRedisSilent: a Redis that accepts connections and never
+// answers: each lookup is a miss after redis.timeout, every call is
+// answered by the source schema, the store's breaker pauses it, and the
+// URL's password shows in no log line, error or status page.
+func TestResponseCacheRedisSilent(t *testing.T) {
+	const password = "s3cret-redis-pw-77"
+	addr := wiretest.SilentListener(t)
+	s := newCacheServer(t, cacheControl("max-age=60"))
+	cfg := cachedConfig(pathH1, s.URL, func(c *env.ResponseCacheSettings) { c.Store = env.StoreRedis })
+	cfg.Redis = env.RedisSettings{URL: "redis://gateway:" + password + "@" + addr + "/0", Timeout: 20 * time.Millisecond}
+	var logs logBuffer
+	events := make(cacheEvents, 256)
+	inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		transport.WithCacheEventHook(events.hook))
+	for i := range 12 {
+		body, _ := postBody(t, inv, context.Background(), cacheQuery)
+		if want := fmt.Sprintf(`{"data":{"n":%d}}`, i+1); body != want {
+			t.Fatalf("call %d got %q, want the schema's %q", i, body, want)
+		}
+	}
+	js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json")
+	if !strings.Contains(string(js), `"health": "redis open`) {
+		t.Errorf("the status page does not show the silent store paused: %s", js)
+	}
+	if n, err := inv.InvalidateCache(context.Background(), "products"); err == nil {
+		t.Errorf("InvalidateCache on a silent Redis = %d, nil; want an error", n)
+	} else if strings.Contains(err.Error(), password) {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	for what, text := range map[string]string{"log": logs.String(), "status page": string(js)} {
+		if strings.Contains(text, password) {
+			t.Errorf("the %s shows the password:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "redis keeps failing") {
+		t.Errorf("no log line says the store is paused:\n%s", logs.String())
 	}
 }
