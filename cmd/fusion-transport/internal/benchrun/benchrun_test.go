@@ -198,6 +198,28 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// writeTable returns rep's table.
+func writeTable(t *testing.T, rep *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// checkRows wants each of rows, whole, among the table rows of out (keyed
+// by their first cell).
+func checkRows(t *testing.T, out string, rows [][]string) {
+	t.Helper()
+	got := tableRows(out)
+	for _, want := range rows {
+		if diff := cmp.Diff(want, got[want[0]]); diff != "" {
+			t.Errorf("row %q mismatch (-want +got):\n%s\n%s", want[0], diff, out)
+		}
+	}
+}
+
 // tableRows maps the first cell of every Markdown table row to its cells.
 func tableRows(out string) map[string][]string {
 	rows := map[string][]string{}
@@ -442,23 +464,14 @@ func testReportCache() *Report {
 // to the same side without, the sockets path's targets of the side
 // without the cache only, and the cache targets of the side with it.
 func TestWriteTableCache(t *testing.T) {
-	var b bytes.Buffer
-	if err := testReportCache().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	rows := tableRows(out)
-	for _, want := range [][]string{
+	out := writeTable(t, testReportCache())
+	checkRows(t, out, [][]string{
 		{"Metric", "legacy", "sockets:h1", "sockets:h1+cache", "sockets:h1/legacy", "sockets:h1+cache/legacy", "sockets:h1+cache/sockets:h1"},
 		{"req/s", "3,340 [3,300–3,380]", "3,510 [3,500–3,520]", "9,200 [9,000–9,400]", "1.051", "2.754", "2.621"},
 		{"gateway CPU/request", "0.785 ms [0.780–0.790]", "0.610 ms [0.600–0.620]", "0.310 ms [0.300–0.320]", "0.777", "0.395", "0.508"},
 		{"source schema calls/request reaching them", "6.000", "6.000", "0.060 [0.000–0.120]", "1.000", "0.010", "0.010"},
 		{"response cache hit ratio", "0.000", "0.000", "0.990 [0.980–1.000]", "", "", ""},
-	} {
-		if diff := cmp.Diff(want, rows[want[0]]); diff != "" {
-			t.Errorf("row %q mismatch (-want +got):\n%s\n%s", want[0], diff, out)
-		}
-	}
+	})
 	var cacheTargets []string
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "| sockets:h1+cache ") {
@@ -485,12 +498,9 @@ func TestWriteTableCache(t *testing.T) {
 	}
 
 	// Without the cache mode, no cache rows.
-	b.Reset()
-	if err := testReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	if rows := tableRows(b.String()); rows["response cache hit ratio"] != nil || rows["source schema calls/request reaching them"] != nil {
-		t.Errorf("cache rows outside the cache mode:\n%s", b.String())
+	out = writeTable(t, testReport())
+	if rows := tableRows(out); rows["response cache hit ratio"] != nil || rows["source schema calls/request reaching them"] != nil {
+		t.Errorf("cache rows outside the cache mode:\n%s", out)
 	}
 }
 
