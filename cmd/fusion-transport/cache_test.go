@@ -7,11 +7,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
-	"testing"
+	"sync"
+		"testing"
 
+	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
+	"github.com/fusiongo/transport/compare"
+	"github.com/fusiongo/transport/env"
 )
 
 // startCommand runs the command args in process until the test ends and
@@ -150,4 +158,181 @@ func TestGatewayCache(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cacheCall is one call of a compare side as its SchemaOptions.Middleware
+// saw it, in front of the response cache: the request's body, and whether
+// the answer came from the cache (only a cache's answer has Age: the
+// embedded schemas send none), its status, and whether its body has
+// errors.
+type cacheCall struct {
+	schema, body string
+	hit          bool
+	status       int
+	object       bool // the answer's body is a JSON object (a variable batch's is an array)
+	errors       bool
+}
+
+// cacheCalls records the calls of every side of a compare run
+// (compareSideOptions).
+type cacheCalls struct {
+	mu    sync.Mutex
+	calls map[string][]*cacheCall // side -> calls, in the order they ended
+}
+
+func watchCacheCalls(t *testing.T) *cacheCalls {
+	t.Helper()
+	w := &cacheCalls{calls: map[string][]*cacheCall{}}
+	compareSideOptions = func(side string, cfg env.Config) []transport.Option {
+		var opts []transport.Option
+		for name := range cfg.SourceSchemas {
+			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{
+				Middleware: []func(http.RoundTripper) http.RoundTripper{func(next http.RoundTripper) http.RoundTripper {
+					return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+						body, err := io.ReadAll(r.Body)
+						if err != nil {
+							return nil, err
+						}
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						resp, err := next.RoundTrip(r)
+						if err != nil {
+							return nil, err
+						}
+						got, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil {
+							return nil, err
+						}
+						resp.Body = io.NopCloser(bytes.NewReader(got))
+						c := &cacheCall{schema: name, body: string(body), hit: resp.Header["Age"] != nil, status: resp.StatusCode,
+							object: bytes.HasPrefix(got, []byte("{")), errors: bytes.Contains(got, []byte(`"errors":[{`))}
+						w.mu.Lock()
+						w.calls[side] = append(w.calls[side], c)
+						w.mu.Unlock()
+						return resp, nil
+					})
+				}},
+			}))
+		}
+		return opts
+	}
+	t.Cleanup(func() { compareSideOptions = nil })
+	return w
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCompareCached: compare -cached runs the corpus twice with sides
+// whose response caches answer (+cache: on for every source schema, in
+// memory, shared), over the embedded schemas answering public,
+// max-age=60: the built-in corpus, each pair of the first side without a
+// cache against a side with it on one path, finds no difference in either
+// pass; on the side with the cache, each second-pass call whose
+// first-pass answer could be stored (a query's 200 without errors) is
+// answered from the cache, unsent, and no other call is. A control, whose
+// source schema numbers its answers: the cache's second pass gives the
+// first pass's answers, and compare reports every one of them.
+//
+// A first answer that cannot be stored: a request batch's, a variable
+// batch's (an array of answers), an answer with errors (an _entities
+// answer's other entities are stored, but its failed one is sent again).
+func TestCompareCached(t *testing.T) {
+	reqs, err := compare.ReadCorpus(bytes.NewReader(corpus.Builtin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2 * len(reqs)
+	w := watchCacheCalls(t)
+	code, stdout, stderr := runCmd("compare", "-cached", "-sides", "legacy,legacy+cache,sockets:h1+cache")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var want strings.Builder
+	for _, p := range []string{"legacy vs legacy+cache", "legacy vs sockets:h1+cache"} {
+		fmt.Fprintf(&want, "== %s\n%[2]d requests: %[2]d identical, 0 different\nfail-on total>0: passed\n", p, n)
+	}
+	if stdout != want.String() {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want.String())
+	}
+	compareSideOptions = nil
+	if hits := countHits(w.calls["legacy"]); hits != 0 {
+		t.Errorf("legacy, without a cache, answered %d calls with Age", hits)
+	}
+	for _, side := range []string{"legacy+cache", "sockets:h1+cache"} {
+		calls := w.calls[side]
+		if len(calls) != n {
+			t.Fatalf("%s: %d calls, want %d", side, len(calls), n)
+		}
+		first := map[string]*cacheCall{} // schema and body -> its first-pass call
+		stored, hits := 0, 0
+		for _, c := range calls {
+			k := c.schema + " " + c.body
+			f, again := first[k]
+			if !again {
+				first[k] = c
+				if c.hit {
+					t.Errorf("%s: a first call was answered from the cache: %s %.120s", side, c.schema, c.body)
+				}
+				continue
+			}
+			storable := f.status == http.StatusOK && f.object && !f.errors && strings.HasPrefix(c.body, "{")
+			if storable {
+				stored++
+			}
+			if c.hit {
+				hits++
+			}
+			if c.hit != storable {
+				t.Errorf("%s: second call answered from the cache %v; the first got %d, errors %v: %s %.160s", side, c.hit, f.status, f.errors, c.schema, c.body)
+			}
+		}
+		if stored < len(reqs)/2 {
+			t.Errorf("%s: %d of %d first answers could be stored, want most", side, stored, len(reqs))
+		}
+		t.Logf("%s: %d calls, %d answered from the cache (%d first answers storable)", side, len(calls), hits, stored)
+	}
+
+	t.Run("control", func(t *testing.T) {
+		// Each query's answer changes after both sides have asked it
+		// once: version 1 for the first pass, 2 for the second.
+		var mu sync.Mutex
+		asked := map[string]int{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			asked[string(body)]++
+			version := (asked[string(body)] + 1) / 2
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "public, max-age=60")
+			fmt.Fprintf(w, `{"data":{"version":%d}}`, version)
+		}))
+		defer srv.Close()
+		dir := t.TempDir()
+		cfgFile, corpusFile := filepath.Join(dir, "transport.yaml"), filepath.Join(dir, "corpus.jsonl")
+		if err := os.WriteFile(cfgFile, []byte("source_schemas:\n  products:\n    url: "+srv.URL+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(corpusFile, []byte(`{"name":"a","schema":"products","body":{"query":"{ a }"}}`+"\n"+
+			`{"name":"b","schema":"products","body":{"query":"{ b }"}}`+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCmd("compare", "-cached", "-config", cfgFile, "-corpus", corpusFile, "-sides", "sockets,sockets+cache")
+		if code != 1 || !strings.Contains(stdout, "body data.version: sockets has 2 at data.version; sockets+cache has 1 (2 requests)\n     a (again), b (again)\n") ||
+			!strings.Contains(stdout, "4 requests: 2 identical, 2 different\n") {
+			t.Errorf("exit %d, want 1 and the second pass different\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
+}
+
+func countHits(calls []*cacheCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.hit {
+			n++
+		}
+	}
+	return n
 }

@@ -52,6 +52,7 @@ type compareFlags struct {
 	failOn                 string
 	rules                  compare.Rules
 	progress, verbose      bool
+	cached                 bool // -cached: sides may answer from their response caches, the corpus run twice
 	sides                  []compareSide
 }
 
@@ -62,6 +63,7 @@ type compareSide struct {
 	name   string   // as given to -sides; names the side in the report
 	path   env.Path // PathLegacy or PathSockets
 	engine string   // env.EngineNetHTTP or env.EngineH1; empty: the configuration's own
+	cache  bool     // +cache: the response cache on for every source schema (withCache); only with -cached
 }
 
 // defaultSides is -sides when it is not given: the report is then the one
@@ -69,20 +71,21 @@ type compareSide struct {
 const defaultSides = "legacy,sockets"
 
 // parseSides parses -sides with the grammar bench's -sides shares
-// (benchrun.ParseSides): two or three side names, each at most once, none
-// with the response cache (+cache).
-func parseSides(list string) ([]compareSide, error) {
+// (benchrun.ParseSides): two or three side names, each at most once; with
+// the response cache (+cache) only when cached (-cached).
+func parseSides(list string, cached bool) ([]compareSide, error) {
 	parsed, err := benchrun.ParseSides(list)
 	if err != nil {
 		return nil, err
 	}
 	sides := make([]compareSide, len(parsed))
 	for i, p := range parsed {
-		if p.Cache {
-			// The harness sends both sides of every request for real.
-			return nil, fmt.Errorf("side %q: compare never answers from a response cache; +cache is bench's", p.Name)
+		if p.Cache && !cached {
+			// Without -cached the harness sends both sides of every
+			// request for real: a cache would neither answer nor store.
+			return nil, fmt.Errorf("side %q: +cache needs -cached (without it both sides of every request are sent)", p.Name)
 		}
-		sides[i] = compareSide{name: p.Name, path: p.Path(), engine: p.Engine}
+		sides[i] = compareSide{name: p.Name, path: p.Path(), engine: p.Engine, cache: p.Cache}
 	}
 	return sides, nil
 }
@@ -96,6 +99,9 @@ func (s compareSide) config(cfg env.Config) env.Config {
 	c.Path, c.SocketsSchemas, c.Shadow = s.path, nil, env.ShadowSettings{}
 	if s.engine != "" {
 		c = withEngine(c, s.engine)
+	}
+	if s.cache {
+		c = withCache(c)
 	}
 	return c
 }
@@ -127,6 +133,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.BoolVar(&f.progress, "progress", false, "print \"compared N/M\" on stderr about once a second, for long corpora")
 	fs.StringVar(&sides, "sides", defaultSides, "the `sides` set side by side, comma-separated, two or three of "+benchrun.SideNames+"; the first is compared with each of the others")
 	fs.BoolVar(&f.verbose, "v", false, "list every request and its differences before the grouped report")
+	fs.BoolVar(&f.cached, "cached", false, "let the sides answer from their response caches (a side named +cache has it on for every source schema: in memory, shared) and run the corpus twice, the second pass named \"NAME (again)\", so that it is answered from the caches; the Age header is not compared (default: both sides of every request are sent)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport compare [flags]
 
@@ -157,8 +164,17 @@ sockets:nethttp and legacy vs sockets:h1: the text report has a section per
 pair, the JSON report a "pairs" list, the JUnit report a testsuite per pair,
 and -fail-on applies to each pair.
 
+-cached proves that a response cache changes no answer: the sides may
+answer from their response caches, a side named NAME+cache (e.g.
+-sides sockets,sockets+cache) runs with the cache on for every source
+schema (in memory, shared: an answer marked public answers every caller),
+and the corpus runs twice, the second pass named "NAME (again)", so that
+the caches answer it. The Age header a cached answer carries is not
+compared. Without -config the embedded source schemas then answer
+Cache-Control: %s.
+
 Flags:
-`, compare.GroupListed, compare.FailOnGrammar)
+`, compare.GroupListed, compare.FailOnGrammar, benchrun.CacheControl)
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, true, stderr); !ok {
@@ -174,7 +190,7 @@ Flags:
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return 2
 	}
-	if f.sides, err = parseSides(sides); err != nil {
+	if f.sides, err = parseSides(sides, f.cached); err != nil {
 		fmt.Fprintf(stderr, "compare: -sides %q: %v\n", sides, err)
 		return 2
 	}
@@ -191,7 +207,12 @@ func compareRun(ctx context.Context, f *compareFlags, failOn compare.FailOn, std
 			return 2
 		}
 	} else {
-		srv, err := schemas.Start(schemas.Options{})
+		o := schemas.Options{}
+		if f.cached {
+			// Answers the caches may store, for every caller.
+			o.CacheControl = benchrun.CacheControl
+		}
+		srv, err := schemas.Start(o)
 		if err != nil {
 			fmt.Fprintf(stderr, "compare: starting the embedded source schemas: %v\n", err)
 			return 2
@@ -211,7 +232,7 @@ func compareRun(ctx context.Context, f *compareFlags, failOn compare.FailOn, std
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if len(f.sides) == 0 { // runDefault and tests that build compareFlags
-		f.sides, _ = parseSides(defaultSides)
+		f.sides, _ = parseSides(defaultSides, false)
 	}
 	sides := make([]compare.Side, len(f.sides))
 	for i, side := range f.sides {
@@ -232,7 +253,18 @@ func compareRun(ctx context.Context, f *compareFlags, failOn compare.FailOn, std
 	for name, s := range cfg.SourceSchemas {
 		urls[name] = s.URL
 	}
-	opts := compare.Options{URLs: urls, Concurrency: f.concurrency, Timeout: f.timeout, Rules: f.rules}
+	opts := compare.Options{URLs: urls, Concurrency: f.concurrency, Timeout: f.timeout, Rules: f.rules, Cached: f.cached}
+	passes := [][]compare.Request{reqs}
+	if f.cached {
+		// The second pass, once the first is over: what the caches
+		// stored answers it.
+		again := make([]compare.Request, len(reqs))
+		for i, r := range reqs {
+			again[i] = r
+			again[i].Name = r.Name + " (again)"
+		}
+		passes = append(passes, again)
+	}
 	pairs := len(sides) - 1
 	var progress *compareProgress
 	if f.progress {
@@ -242,16 +274,22 @@ func compareRun(ctx context.Context, f *compareFlags, failOn compare.FailOn, std
 	// the progress counts the requests of every pair.
 	reports := make([]*compare.Report, pairs)
 	for i := range pairs {
-		if progress != nil {
-			done := i * len(reqs)
-			opts.Progress = func(n, total int) { progress.update(done+n, pairs*total) }
+		for p, pass := range passes {
+			if progress != nil {
+				done := (i*len(passes) + p) * len(reqs)
+				opts.Progress = func(n, total int) { progress.update(done+n, pairs*len(passes)*total) }
+			}
+			report, err := compare.Run(ctx, pass, sides[0], sides[i+1], opts)
+			if err != nil {
+				fmt.Fprintf(stderr, "compare: %v\n", err)
+				return 2
+			}
+			if reports[i] == nil {
+				reports[i] = report
+			} else {
+				reports[i].Results = append(reports[i].Results, report.Results...)
+			}
 		}
-		report, err := compare.Run(ctx, reqs, sides[0], sides[i+1], opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "compare: %v\n", err)
-			return 2
-		}
-		reports[i] = report
 	}
 	results := make([]comparePair, pairs)
 	failed := false
