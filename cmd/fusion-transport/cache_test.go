@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-		"testing"
+	"testing"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
