@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -200,14 +199,7 @@ func TestFederationResponseCache(t *testing.T) {
 					})
 				})
 				routerConfig := withHeaderTemplate(t, sg.routerConfig(), "Authorization")
-				hosts := map[string]string{}
-				for name, s := range map[string]string{"accounts": sg.accounts.URL, "products": sg.products.URL, "reviews": sg.reviews.URL} {
-					u, err := url.Parse(s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					hosts[u.Host] = name
-				}
+				hosts := subgraphHosts(t, sg)
 				gateway := func(cache bool) (string, *engineCalls) {
 					cfg := sg.transportConfig()
 					cfg.Path, cfg.Defaults.Engine = p.path, p.engine

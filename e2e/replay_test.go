@@ -109,6 +109,12 @@ type compareReport struct {
 //     each accounts entry differ: the command must exit 1 and report
 //     exactly those entries, which shows that the clean case's zero is a
 //     finding and not a blind spot.
+//   - cached: the subgraphs answer "Cache-Control: public, max-age=60" and
+//     the command runs with -cached -sides sockets,sockets+cache: the
+//     corpus twice, the second side with the response cache on. No
+//     difference in either pass; on the wire, the side without the cache
+//     sent every entry twice and the side with it at most once in all
+//     (its second pass answered from the cache).
 func TestRecordAndReplay(t *testing.T) {
 	bin, err := buildCompare()
 	if err != nil {
@@ -118,9 +124,11 @@ func TestRecordAndReplay(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		differ bool // accounts answers the replay with a per-call header
+		cached bool // compare -cached, sockets against sockets+cache
 	}{
-		{"clean", false},
-		{"differing", true},
+		{"clean", false, false},
+		{"differing", true, false},
+		{"cached", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The replay is told apart from the recording by the
@@ -133,7 +141,16 @@ func TestRecordAndReplay(t *testing.T) {
 				}
 				inner.ServeHTTP(w, r)
 			})
-			sg := startSubgraphs(t, accountsHandler)
+			var wrap func(string, http.Handler) http.Handler
+			if tc.cached {
+				wrap = func(_ string, h http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						w.Header().Set("Cache-Control", "public, max-age=60")
+						h.ServeHTTP(w, r)
+					})
+				}
+			}
+			sg := startSubgraphsWrapped(t, accountsHandler, wrap)
 			dir := t.TempDir()
 			corpusFile := filepath.Join(dir, "corpus.jsonl")
 			rec, err := compare.NewRecorder(compare.RecorderOptions{Path: corpusFile, Rate: 1, HeaderNames: replayHeaders})
@@ -221,7 +238,13 @@ func TestRecordAndReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stdout, stderr bytes.Buffer
-			cmd := exec.CommandContext(t.Context(), bin, "compare", "-config", cfgFile, "-corpus", corpusFile, "-json", jsonFile)
+			args := []string{"compare", "-config", cfgFile, "-corpus", corpusFile, "-json", jsonFile}
+			passes := 1
+			if tc.cached {
+				args = append(args, "-cached", "-sides", "sockets,sockets+cache")
+				passes = 2
+			}
+			cmd := exec.CommandContext(t.Context(), bin, args...)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			cmd.Env = withoutFusionVars(os.Environ())
 			before := len(sg.rec.all())
@@ -246,7 +269,7 @@ func TestRecordAndReplay(t *testing.T) {
 				t.Fatalf("compare's JSON report: %v", err)
 			}
 			counts := report.Report.Counts
-			want := compare.Counts{Requests: recorded, Identical: recorded - wantDifferent, Different: wantDifferent}
+			want := compare.Counts{Requests: passes * recorded, Identical: passes*recorded - wantDifferent, Different: wantDifferent}
 			if counts != want || report.FailOn.Passed != (wantDifferent == 0) {
 				t.Errorf("compare counted %+v (fail-on passed: %v), want %+v\n%s", counts, report.FailOn.Passed, want, stdout.String())
 			}
@@ -263,8 +286,9 @@ func TestRecordAndReplay(t *testing.T) {
 			}
 
 			// The replay went on the wire: each entry reached its
-			// subgraph once per path, with the recorded headers
-			// forwarded.
+			// subgraph once per path (cached: twice from the side without
+			// the cache, at most once from the side with it), with the
+			// recorded headers forwarded.
 			replayed := map[entryKey]int{}
 			for _, s := range sg.rec.all()[before:] {
 				replayed[entryKey{s.schema, s.requestID}]++
@@ -276,11 +300,23 @@ func TestRecordAndReplay(t *testing.T) {
 			for k := range twice {
 				twice[k] *= 2
 			}
-			if !maps.Equal(replayed, twice) {
+			switch {
+			case !tc.cached && !maps.Equal(replayed, twice):
 				t.Errorf("replayed subgraph requests by (schema, request id):\n  got  %v\n  want %v (each entry once per path)", replayed, twice)
+			case tc.cached:
+				total := 0
+				for k, n := range replayed {
+					total += n
+					if n < twice[k] || n > twice[k]+inCorpus[k] {
+						t.Errorf("replayed %v: %d subgraph requests, want %d from the side without the cache and at most %d from the side with it", k, n, twice[k], inCorpus[k])
+					}
+				}
+				if len(replayed) != len(twice) || total > 3*recorded {
+					t.Errorf("replayed subgraph requests by (schema, request id): %v; want each entry's twice from the side without the cache and at most once in all from the side with it", replayed)
+				}
 			}
-			t.Logf("%s: %d gateway queries on the legacy path (%d reached a subgraph); %d subgraph requests made and recorded (%d skipped); compare legacy against sockets: %s; exit %d",
-				tc.name, len(queries), reached, recorded, rec.Skipped(), counts, code)
+			t.Logf("%s: %d gateway queries on the legacy path (%d reached a subgraph); %d subgraph requests made and recorded (%d skipped); compare %s: %s, %d subgraph requests; exit %d",
+				tc.name, len(queries), reached, recorded, rec.Skipped(), strings.Join(args[1:], " "), counts, len(sg.rec.all())-before, code)
 		})
 	}
 }
