@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 )
 
@@ -25,8 +28,9 @@ const entityQuery = `query($representations: [_Any!]!) { _entities(representatio
 // Cache-Control cc.
 type entityServer struct {
 	*httptest.Server
-	cc   string
-	fail map[string]bool
+	cc      string
+	fail    map[string]bool
+	failing atomic.Bool // every request answered 503, unrecorded
 
 	mu    sync.Mutex
 	asked [][]string // the upcs of each request; guarded by mu
@@ -38,6 +42,10 @@ func newEntityServer(t *testing.T, cc string, fail ...string) *entityServer {
 		s.fail[u] = true
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		var req struct {
 			Variables struct {
 				Representations []map[string]any `json:"representations"`
@@ -192,6 +200,52 @@ func TestResponseCacheEntitiesScope(t *testing.T) {
 					})
 				}
 				wg.Wait()
+			})
+		}
+	}
+}
+
+// TestResponseCacheEntitiesStaleIfError: stale-if-error holds for an
+// _entities query as for a whole answer: when its source schema fails the
+// call (a 503, or down: its listener closed) and every representation the
+// cache lacks fresh has a stale entry within its stale-if-error window, the
+// caller gets every entity in its order from the entries, with the Age of
+// the oldest; a representation with no entry, or past its window, lets the
+// failure through.
+func TestResponseCacheEntitiesStaleIfError(t *testing.T) {
+	for _, fail := range []string{"503", "down"} {
+		for _, path := range paths {
+			t.Run(fail+"/"+string(path), func(t *testing.T) {
+				s := newEntityServer(t, "max-age=10, stale-if-error=60")
+				clk := newClock()
+				inv := newInvoker(t, cachedConfig(path, s.URL, nil), transport.WithCacheClock(clk.Now))
+				postBody(t, inv, context.Background(), entitiesBody(false, "1", "2"))
+				clk.add(5 * time.Second)
+				postBody(t, inv, context.Background(), entitiesBody(false, "3"))
+				if fail == "down" {
+					s.Close()
+				} else {
+					s.failing.Store(true)
+				}
+				clk.add(15 * time.Second) // 1 and 2 are 20 s old, 3 15 s: all stale
+				body, age := postBody(t, inv, context.Background(), entitiesBody(false, "3", "1", "2"))
+				if want := entityAnswer(nil, "3", "1", "2"); body != want || age != "20" {
+					t.Fatalf("got %s, Age %q; want the stale entities %s, Age 20", body, age, want)
+				}
+				// 4 was never stored: the failure reaches the caller.
+				resp, err := inv.Post(context.Background(), "products", []byte(entitiesBody(false, "1", "4")))
+				if err == nil {
+					if b := readAll(t, resp); resp.StatusCode == http.StatusOK {
+						t.Fatalf("a list with an entity never stored was answered %s", b)
+					}
+				}
+				clk.add(time.Hour) // past every window
+				resp, err = inv.Post(context.Background(), "products", []byte(entitiesBody(false, "1", "2")))
+				if err == nil {
+					if b := readAll(t, resp); resp.StatusCode == http.StatusOK {
+						t.Fatalf("past the window the call was answered %s", b)
+					}
+				}
 			})
 		}
 	}

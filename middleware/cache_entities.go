@@ -69,11 +69,22 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	now := s.cache.Now()
 	got := make([]*respcache.Entry, n)
 	var missing []int
+	var stale []*respcache.Entry // per representation, an entry past its lifetime that the store still keeps; nil: none
 	for i := range n {
 		for j := range per {
-			if e := found[i*per+j]; e != nil && e.Fresh(now) {
+			e := found[i*per+j]
+			if e == nil {
+				continue
+			}
+			if e.Fresh(now) {
 				got[i] = e
 				break
+			}
+			if stale == nil {
+				stale = make([]*respcache.Entry, n)
+			}
+			if stale[i] == nil {
+				stale[i] = e
 			}
 		}
 		if got[i] == nil {
@@ -91,7 +102,7 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	} else {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Miss, Reason: "entities"})
 	}
-	resp, err = ec.fetch(got, missing, keys, per, now)
+	resp, err = ec.fetch(got, stale, missing, keys, per, now)
 	return resp, err, true
 }
 
@@ -108,8 +119,10 @@ func (s *cacher) eachSent(req *http.Request, body []byte, f func(sent *http.Requ
 
 // fetch sends the representations at missing (all, or the ones the cache
 // lacks), stores the entities of the answer that may be stored, and
-// answers the caller.
-func (ec *entityCall) fetch(got []*respcache.Entry, missing []int, keys []respcache.Key, per int, now time.Time) (*http.Response, error) {
+// answers the caller: if the source schema fails the call and stale (nil:
+// none) holds an entry within its stale-if-error window for each of
+// missing, from the entries.
+func (ec *entityCall) fetch(got, stale []*respcache.Entry, missing []int, keys []respcache.Key, per int, now time.Time) (*http.Response, error) {
 	s := ec.s
 	whole := len(missing) == len(got)
 	send := ec.out
@@ -130,6 +143,17 @@ func (ec *entityCall) fetch(got []*respcache.Entry, missing []int, keys []respca
 	// Identical requests in flight share one answer, as misses do.
 	k := sharekey.ForCache(send, sendBody)
 	resp, err := s.flights.join(k, ec.req, send, s.next)
+	if stale != nil && schemaFailed(ec.req.Context(), resp, err) {
+		if all := staleIfError(got, stale, missing, s.cache.Now()); all != nil {
+			// RFC 5861 stale-if-error, entity by entity: every entity
+			// the caller asked for has an entry that may answer.
+			if resp != nil {
+				drain(resp)
+			}
+			s.cache.Event(ec.req.Context(), respcache.Event{Kind: respcache.Stale, Reason: "stale-if-error"})
+			return ec.answer(all, nil, nil, now, nil)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +184,22 @@ func (ec *entityCall) fetch(got []*respcache.Entry, missing []int, keys []respca
 		return withBody(resp, raw), nil
 	}
 	return ec.answer(got, ans, missing, now, resp)
+}
+
+// staleIfError returns got with, at each of missing, its stale entry, if
+// every one is within its stale-if-error window at now; nil otherwise.
+func staleIfError(got, stale []*respcache.Entry, missing []int, now time.Time) []*respcache.Entry {
+	for _, i := range missing {
+		if e := stale[i]; e == nil || e.Age(now) >= e.Lifetime+e.StaleIfError {
+			return nil
+		}
+	}
+	all := make([]*respcache.Entry, len(got))
+	copy(all, got)
+	for _, i := range missing {
+		all[i] = stale[i]
+	}
+	return all
 }
 
 // store stores each fetched entity that no error points into, under the
