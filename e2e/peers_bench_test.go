@@ -45,7 +45,11 @@ import (
 //     every call is a hit (the benchmark fails on an answer without Age,
 //     which only a hit has); sockets:h1+redis the same on the Redis store,
 //     a redis-server of its own on loopback (redistest: skipped where
-//     there is none), whose CPU is not the client's. Besides allocs/op and client-cpu-ns/op they
+//     there is none), whose CPU is not the client's; sockets:h1+redis+local
+//     the Redis store with a memory level in front (local_max_bytes), every
+//     measured call a hit there (no round trip), reporting
+//     x-memory-hit-cpu, its client CPU over sockets:h1+cache's of the same
+//     API in the same process run. Besides allocs/op and client-cpu-ns/op they
 //     report x-h1-client-cpu, their client CPU over that of the same API
 //     on sockets:h1 measured earlier in the same process, and
 //     h1-allocs/op, sockets:h1's allocations there: issue 39's targets
@@ -142,18 +146,21 @@ func BenchmarkPeers(b *testing.B) {
 	gateway.Header.Set("Authorization", peersAuthorization)
 	gateway.Header.Set("X-Request-Id", peersRequestID)
 	gctx := transport.WithGatewayRequest(context.Background(), gateway)
-	h1 := map[string]rawhttp.Measured{} // sockets:h1's, by API, of this run
+	h1 := map[string]rawhttp.Measured{}     // sockets:h1's, by API, of this run
+	memory := map[string]rawhttp.Measured{} // sockets:h1+cache's (a memory-store hit), by API, of this run
 	for _, side := range []struct {
 		name   string
 		path   env.Path
 		engine string
 		store  string // the response cache's store; "": no cache
+		local  int    // response_cache.local_max_bytes: a memory level in front of Redis; 0: none
 	}{
-		{"sockets:h1", env.PathSockets, env.EngineH1, ""},
-		{"sockets:h1+cache", env.PathSockets, env.EngineH1, env.StoreMemory},
-		{"sockets:h1+redis", env.PathSockets, env.EngineH1, env.StoreRedis},
-		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP, ""},
-		{"legacy", env.PathLegacy, "", ""},
+		{"sockets:h1", env.PathSockets, env.EngineH1, "", 0},
+		{"sockets:h1+cache", env.PathSockets, env.EngineH1, env.StoreMemory, 0},
+		{"sockets:h1+redis", env.PathSockets, env.EngineH1, env.StoreRedis, 0},
+		{"sockets:h1+redis+local", env.PathSockets, env.EngineH1, env.StoreRedis, 16 << 20},
+		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP, "", 0},
+		{"legacy", env.PathLegacy, "", "", 0},
 	} {
 		b.Run(side.name, func(b *testing.B) {
 			cache := side.store != ""
@@ -162,6 +169,7 @@ func BenchmarkPeers(b *testing.B) {
 				schema.ResponseCache = env.ResponseCacheSettings{
 					Enabled: env.Enabled, Store: side.store, MaxBytes: env.DefaultCacheMaxBytes,
 					MaxEntryBytes: env.DefaultCacheMaxEntryBytes, DefaultTTL: time.Hour, MaxTTL: time.Hour,
+					LocalMaxBytes: side.local,
 				}
 			}
 			cfg := env.Config{
@@ -208,6 +216,12 @@ func BenchmarkPeers(b *testing.B) {
 				case cache && h1[api].ClientCPU > 0:
 					b.ReportMetric(m.ClientCPU/h1[api].ClientCPU, "x-h1-client-cpu")
 					b.ReportMetric(h1[api].Allocs, "h1-allocs/op")
+				}
+				switch {
+				case side.name == "sockets:h1+cache":
+					memory[api] = m
+				case side.local > 0 && memory[api].ClientCPU > 0:
+					b.ReportMetric(m.ClientCPU/memory[api].ClientCPU, "x-memory-hit-cpu")
 				}
 			}
 			b.Run("Post", func(b *testing.B) {

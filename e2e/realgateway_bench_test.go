@@ -55,7 +55,7 @@ var (
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
 	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
 	realBenchProfile   = flag.String("realbench.profile", "", "write a CPU profile of the gateway (this process) for each side's measured window of the last round to `dir`/SIDE.cpu.pprof (':' written '-')")
-	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, the last three also with +cache (the transport's response cache on); the first is the one the others are compared with (with -realbench.cache, unless set: "+realCacheSides+")")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, the last three also with +cache (the transport's response cache on) or +wholecache (the same with its entity path off: whole-answer caching alone); the first is the one the others are compared with (with -realbench.cache, unless set: "+realCacheSides+")")
 	realBenchCache     = flag.Bool("realbench.cache", false, "the cache mode: the source schemas answer Cache-Control: "+realCacheControl+", every virtual user sends its own Authorization (fusion-transport load -users), which the transport forwards and the router config names in every fetch's headers; the table adds the calls that reached the source schemas per request and the hit ratio")
 )
 
@@ -105,7 +105,7 @@ func TestRealGatewayBench(t *testing.T) {
 	}
 	sides := strings.Split(list, ",")
 	for _, s := range sides {
-		if base, _ := strings.CutSuffix(s, "+cache"); !slices.Contains([]string{"legacy", "sockets:nethttp", "sockets:h1"}, base) && s != "default" {
+		if base := cacheSideBase(s); !slices.Contains([]string{"legacy", "sockets:nethttp", "sockets:h1"}, base) && s != "default" {
 			t.Fatalf("-realbench.sides: unknown side %q", s)
 		}
 	}
@@ -113,7 +113,11 @@ func TestRealGatewayBench(t *testing.T) {
 	if *realBenchSubgraphs != "replay" && *realBenchSubgraphs != "schemas" {
 		t.Fatalf("-realbench.subgraphs %q: want replay or schemas", *realBenchSubgraphs)
 	}
-	urls := startBenchSchemas(t, bin, *realBenchLatency, *realBenchSubgraphs == "replay")
+	cc := ""
+	if *realBenchCache {
+		cc = realCacheControl
+	}
+	urls := startBenchSchemas(t, bin, *realBenchLatency, *realBenchSubgraphs == "replay", cc)
 	routerConfig := benchmarkRouterConfig
 	for name, u := range urls {
 		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
@@ -160,6 +164,17 @@ func TestRealGatewayBench(t *testing.T) {
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Second))
 	writeRealTable(&out, sides, samples, *realBenchCache)
 	fmt.Println(out.String())
+}
+
+// cacheSideBase returns side without its cache suffix: +cache (the
+// response cache on) or +wholecache (the same with its entity path off,
+// wholeAnswersOnly: whole-answer caching alone).
+func cacheSideBase(side string) string {
+	if base, ok := strings.CutSuffix(side, "+wholecache"); ok {
+		return base
+	}
+	base, _ := strings.CutSuffix(side, "+cache")
+	return base
 }
 
 // flagSet reports whether the flag name was set on the command line.
@@ -239,11 +254,18 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 		client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	default:
 		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
-		path, cache := strings.CutSuffix(side, "+cache")
+		path := cacheSideBase(side)
+		whole := strings.HasSuffix(side, "+wholecache")
+		var opts []transport.Option
 		for name, u := range urls {
 			s := env.SourceSchema{URL: u}
-			if cache {
+			if path != side {
 				s.ResponseCache = sharedCache()
+			}
+			if whole {
+				opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{
+					Middleware: []func(http.RoundTripper) http.RoundTripper{wholeAnswersOnly},
+				}))
 			}
 			cfg.SourceSchemas[name] = s
 		}
@@ -257,7 +279,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 			cfg.Path = env.PathSockets
 			cfg.Defaults.Engine = engine
 		}
-		inv, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		inv, err := transport.New(cfg, append(opts, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,8 +443,9 @@ func buildFusionTransport(t *testing.T) string {
 	return bin
 }
 
-// startBenchSchemas starts "fusion-transport schemas" and returns their URLs.
-func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed bool) map[string]string {
+// startBenchSchemas starts "fusion-transport schemas" and returns their
+// URLs; cacheControl, if not empty, is on every answer.
+func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed bool, cacheControl string) map[string]string {
 	t.Helper()
 	args := []string{"schemas"}
 	if replayed {
@@ -431,8 +454,8 @@ func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed
 	if latency > 0 {
 		args = append(args, "-latency", latency.String())
 	}
-	if *realBenchCache {
-		args = append(args, "-cache-control", realCacheControl)
+	if cacheControl != "" {
+		args = append(args, "-cache-control", cacheControl)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -551,7 +574,7 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		ratios = append(ratios, ratio{s, sides[0]})
 	}
 	for _, s := range sides[1:] {
-		if base, ok := strings.CutSuffix(s, "+cache"); ok && base != sides[0] && slices.Contains(sides, base) {
+		if base := cacheSideBase(s); base != s && base != sides[0] && slices.Contains(sides, base) {
 			ratios = append(ratios, ratio{s, base})
 		}
 	}
