@@ -1,7 +1,7 @@
 // Package redisclient is the transport's one Redis client (redis.* in the
-// configuration), shared by every response cache whose store is redis and
-// by later features that keep state for a fleet. It is go-redis with the
-// transport's rules around it:
+// configuration), shared by every response cache and every rate limit
+// whose store is redis. It is go-redis with the transport's rules around
+// it:
 //
 //   - every round trip is bounded by redis.timeout (dial, read, write and
 //     the context), and nothing is retried: a slow Redis is a miss, not a
@@ -129,7 +129,7 @@ func New(s env.RedisSettings, log *slog.Logger) (*Client, error) {
 // the defaults): for tests, which move the breaker's clock.
 func NewWithBreaker(s env.RedisSettings, log *slog.Logger, b Breaker) (*Client, error) {
 	if s.URL == "" {
-		return nil, errors.New("redis.url: empty; a response cache with store redis needs it")
+		return nil, errors.New("redis.url: empty; a response cache or a rate limit with store redis needs it")
 	}
 	shown := redact.URL(s.URL)
 	u, err := redact.Parse(s.URL)
@@ -286,10 +286,18 @@ func (c *Client) AddHook(h redis.Hook) { c.rdb.AddHook(h) }
 // the password. A redis.Nil answer is a success; a failure because the
 // caller's own context ended does not count against Redis.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
+	return c.DoWithin(ctx, c.timeout, fn)
+}
+
+// DoWithin is Do with fn's context bounded by timeout where that is
+// shorter than redis.timeout: for a caller whose own bound is tighter (a
+// rate limit's check). A round trip that outlives it counts against Redis
+// as any timeout does: a Redis too slow for its callers is paused for all.
+func (c *Client) DoWithin(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, r redis.Cmdable) error) error {
 	if err := c.admit(); err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
+	tctx, cancel := context.WithTimeout(ctx, min(timeout, c.timeout))
 	err := fn(tctx, c.rdb)
 	cancel()
 	if err == nil || errors.Is(err, redis.Nil) {
@@ -334,7 +342,7 @@ func (c *Client) succeeded() {
 		return
 	}
 	now := c.now()
-	c.log.Info("redis answers again: the response caches on it are back in use",
+	c.log.Info("redis answers again: the response caches and rate limits on it are back in use",
 		"redis", c.shown, "paused_for", now.Sub(c.opened).String())
 	c.state, c.since, c.trialOut = Closed, now, false
 }
@@ -359,7 +367,8 @@ func (c *Client) failed(err error) {
 		}
 		c.state, c.since = Open, c.now()
 		c.opened = c.since
-		c.log.Warn("redis keeps failing: the response caches on it are paused (each call a miss) and it is tried again after the pause",
+		c.log.Warn("redis keeps failing: paused, it is tried again after the pause; meanwhile the response caches on it miss "+
+			"and the rate limits on it do as their on_store_error says",
 			"redis", c.shown, "failures", c.fails, "pause", c.pause.String(), "error", c.lastErr)
 	case HalfOpen:
 		// The trial failed: paused again, logged once already.
