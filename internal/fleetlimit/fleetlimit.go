@@ -86,10 +86,12 @@ type Limit struct {
 	flying bool       // a check is in flight or about to be: its leader takes the queue next
 
 	// The flight's state, owned by the one leader in flight (flying).
-	args []any                                      // the command: evalsha/eval, hash/source, 1, key, T, τ, then each live call's wait
-	live []*waiter                                  // the calls the check asks for
-	cmd  *redis.IntSliceCmd                         // the check's command, set by run
-	run  func(context.Context, redis.Cmdable) error // made once: no closure per check
+	args   []any                                      // the command: evalsha/eval, hash/source, 1, key, T, τ, then each live call's wait
+	live   []*waiter                                  // the calls the check asks for
+	delays []int64                                    // the check's answer, set by check
+	one    [1]int64                                   // delays of a check of one call
+	ctx    *flightCtx                                 // the check's context, bounded by its deadline
+	run    func(context.Context, redis.Cmdable) error // check, made once: no closure per check
 
 	queued func() // tests: called once a call waits behind a check in flight
 
@@ -112,7 +114,19 @@ type waiter struct {
 	delay   time.Duration
 	ok      bool
 	err     error
+	arg     waitArg // its longest wait, as the check sends it
 }
+
+// waitArg is a call's longest wait in µs as a command argument: go-redis
+// writes it through MarshalBinary, from the waiter's own buffer, so that
+// no call boxes an integer (which allocates from 256 on).
+type waitArg struct {
+	us  int64
+	buf [20]byte
+}
+
+// MarshalBinary writes a.us in decimal.
+func (a *waitArg) MarshalBinary() ([]byte, error) { return strconv.AppendInt(a.buf[:0], a.us, 10), nil }
 
 var waiters = sync.Pool{New: func() any { return &waiter{wake: make(chan struct{}, 1)} }}
 
@@ -136,6 +150,7 @@ func New(cfg Config) *Limit {
 	l.args = []any{nil, nil, 1, key, strconv.FormatFloat(interval, 'f', 3, 64),
 		strconv.FormatFloat(interval*float64(max(cfg.Burst, 1)), 'f', 3, 64)}
 	l.run = l.check
+	l.ctx = newFlightCtx()
 	return l
 }
 
@@ -213,20 +228,22 @@ func (l *Limit) ask(batch []*waiter) {
 			first, deadline = w.ctx, w.arrived.Add(l.timeout)
 		}
 		l.live = append(l.live, w)
-		l.args = append(l.args, max(w.until.Sub(now), 0).Microseconds())
+		w.arg.us = max(w.until.Sub(now), 0).Microseconds()
+		l.args = append(l.args, &w.arg)
 	}
 	if len(l.live) == 0 {
 		return
 	}
-	// Not first's cancellation: the check is every live call's.
-	err := l.client.DoWithin(context.Background(), deadline.Sub(now), l.run)
-	var delays []int64
-	if err == nil {
-		if delays = l.cmd.Val(); len(delays) != len(l.live) {
-			err = errors.New("the script answered " + strconv.Itoa(len(delays)) + " turns for " + strconv.Itoa(len(l.live)) + " calls")
-		}
+	// The check is every live call's: none's cancellation ends it, only
+	// its bound.
+	l.ctx.arm(deadline)
+	err := l.client.DoBounded(l.ctx, l.run)
+	l.ctx.disarm()
+	delays := l.delays
+	if err == nil && len(delays) != len(l.live) {
+		err = errors.New("the script answered " + strconv.Itoa(len(delays)) + " turns for " + strconv.Itoa(len(l.live)) + " calls")
 	}
-	l.cmd = nil
+	l.delays = nil
 	if err != nil {
 		l.failed(first, err)
 		for _, w := range l.live {
@@ -239,26 +256,49 @@ func (l *Limit) ask(batch []*waiter) {
 		}
 	}
 	clear(l.live)
+	clear(l.args[6:])
 }
 
 // check is the round trip: the script by its hash, and by its source if
-// Redis does not know it.
+// Redis does not know it. A check of one call reads one integer (nothing
+// to allocate for the answer); of several, a list.
 func (l *Limit) check(ctx context.Context, r redis.Cmdable) error {
-	p, ok := r.(interface {
-		Process(ctx context.Context, cmd redis.Cmder) error
-	})
+	p, ok := r.(processor)
 	if !ok {
 		return errors.New("the Redis client cannot run a command it is given")
 	}
 	l.args[0], l.args[1] = l.evalsha[0], l.evalsha[1]
-	l.cmd = redis.NewIntSliceCmd(ctx, l.args...)
-	err := p.Process(ctx, l.cmd)
+	err := l.process(ctx, p)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		l.args[0], l.args[1] = l.eval[0], l.eval[1]
-		l.cmd = redis.NewIntSliceCmd(ctx, l.args...)
-		err = p.Process(ctx, l.cmd)
+		err = l.process(ctx, p)
 	}
 	return err
+}
+
+// processor runs a command it is given: go-redis's *redis.Client, which
+// redisclient hands its callers as a redis.Cmdable.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// process sends the command in l.args and sets l.delays from its answer.
+func (l *Limit) process(ctx context.Context, p processor) error {
+	if len(l.live) == 1 {
+		cmd := redis.NewIntCmd(ctx, l.args...)
+		if err := p.Process(ctx, cmd); err != nil {
+			return err
+		}
+		l.one[0] = cmd.Val()
+		l.delays = l.one[:]
+		return nil
+	}
+	cmd := redis.NewIntSliceCmd(ctx, l.args...)
+	if err := p.Process(ctx, cmd); err != nil {
+		return err
+	}
+	l.delays = cmd.Val()
+	return nil
 }
 
 // storeError answers w's check as failed, and counts it.

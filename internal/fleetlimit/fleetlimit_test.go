@@ -343,3 +343,40 @@ func TestScriptLost(t *testing.T) {
 		t.Errorf("script commands %q, want evalsha then eval (NOSCRIPT) on the first check and again after the restart", got)
 	}
 }
+
+// TestFlightCtx: the checks' context closes Done with DeadlineExceeded
+// once the deadline of the check in flight passes; after that check, the
+// next gets an open Done; a check that ended before its deadline leaves
+// Done open, and its timer, stopped, closes nothing later.
+func TestFlightCtx(t *testing.T) {
+	c := newFlightCtx()
+	c.arm(time.Now().Add(time.Millisecond))
+	<-c.Done() // closed by the deadline
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err after the deadline: %v", c.Err())
+	}
+	c.disarm()
+	if c.Err() != nil {
+		t.Fatalf("Err of the next check: %v, want nil", c.Err())
+	}
+	deadline := time.Now().Add(time.Hour)
+	c.arm(deadline)
+	if d, ok := c.Deadline(); !ok || !d.Equal(deadline) {
+		t.Fatalf("Deadline = %v, %t; want %v", d, ok, deadline)
+	}
+	c.disarm()
+	c.expire() // a late fire with no check in flight
+	select {
+	case <-c.Done():
+		t.Fatal("Done closed with no check in flight")
+	default:
+	}
+	c.arm(time.Now().Add(time.Hour))
+	c.expire() // a late fire of an earlier check's timer
+	select {
+	case <-c.Done():
+		t.Fatal("Done closed before the deadline of the check in flight")
+	default:
+	}
+	c.disarm()
+}

@@ -22,7 +22,8 @@ import "github.com/redis/go-redis/v9"
 //
 //	KEYS: P rl:S
 //	ARGV: T in µs, τ in µs, then each caller's longest wait in µs
-//	returns: each caller's delay until its turn in µs (0: now), or -1
+//	returns: each caller's delay until its turn in µs (0: now), or -1;
+//	         for one caller, that integer alone (no list to allocate)
 //
 // redis.replicate_commands lets a Redis older than 5 write after TIME
 // (later ones replicate a script's effects anyway).
@@ -51,6 +52,7 @@ end
 if taken then
   redis.call('SET', KEYS[1], string.format('%.3f', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
 end
+if #out == 1 then return out[1] end
 return out
 `
 

@@ -286,26 +286,38 @@ func (c *Client) AddHook(h redis.Hook) { c.rdb.AddHook(h) }
 // the password. A redis.Nil answer is a success; a failure because the
 // caller's own context ended does not count against Redis.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
-	return c.DoWithin(ctx, c.timeout, fn)
-}
-
-// DoWithin is Do with fn's context bounded by timeout where that is
-// shorter than redis.timeout: for a caller whose own bound is tighter (a
-// rate limit's check). A round trip that outlives it counts against Redis
-// as any timeout does: a Redis too slow for its callers is paused for all.
-func (c *Client) DoWithin(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, r redis.Cmdable) error) error {
 	if err := c.admit(); err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, min(timeout, c.timeout))
+	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	err := fn(tctx, c.rdb)
 	cancel()
+	return c.outcome(err, ctx.Err() != nil)
+}
+
+// DoBounded is Do for a caller whose ctx carries its own bound, a
+// deadline, as a rate limit's check does: the client adds no context of
+// its own (none to allocate), and each read and write is still bounded by
+// redis.timeout. A failure once ctx's deadline has passed counts against
+// Redis, as a timeout of Do's does: a Redis too slow for its callers is
+// paused for all; a failure because ctx was cancelled does not.
+func (c *Client) DoBounded(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
+	if err := c.admit(); err != nil {
+		return err
+	}
+	err := fn(ctx, c.rdb)
+	return c.outcome(err, errors.Is(ctx.Err(), context.Canceled))
+}
+
+// outcome records a call's end, err, in the breaker (nothing if the
+// caller gave up), and returns err named and scrubbed.
+func (c *Client) outcome(err error, gaveUp bool) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		c.succeeded()
 		return err
 	}
 	err = scrub(err, c.secrets)
-	if ctx.Err() != nil {
+	if gaveUp {
 		c.abandoned()
 	} else {
 		c.failed(err)
