@@ -63,3 +63,14 @@ func WithRateLimitEventHook(hook func(schema, event string)) Option {
 		}
 	}
 }
+
+// RolloutPath returns the path the runtime rollout gives a Post of body to
+// source schema name with ctx, as Post chooses it, without sending: ""
+// when the startup switch decides. For the decision's benchmark.
+func (inv *Transport) RolloutPath(ctx context.Context, name string, body []byte) (string, error) {
+	r, _, err := inv.rolloutRoute(ctx, name, body, "")
+	if r == nil {
+		return "", err
+	}
+	return string(r.path), err
+}

@@ -45,6 +45,10 @@ type options struct {
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 
+	rolloutFlags RolloutFlags   // see WithRollout (rollout.go); nil: the startup switch alone
+	rollout      RolloutOptions // WithRollout's settings, before defaults
+	rolloutSet   bool           // WithRollout was given (checkRollout refuses nil flags)
+
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.
 	queueHook func(ctx context.Context, event backend.QueueEvent)
@@ -247,7 +251,8 @@ func WithRequestLog(l *slog.Logger) Option {
 // (OpenTelemetry; see package telemetry), and records in t's instruments
 // what the transport does: its connections and addresses, reloads, the
 // canary's share, breakers, retry budgets, hedges, ejections, compression,
-// rate limits, and in shadow mode the comparisons, mismatches and drops
+// rate limits, the runtime rollout's fallbacks, and in shadow mode the
+// comparisons, mismatches and drops
 // (beside WithShadowPublisher's Publisher, not instead of it). Each
 // measurement that a request causes carries that request's context; the
 // package telemetry doc lists the metrics. Default: none.

@@ -53,6 +53,9 @@ const (
 // reloadKeySkips are the keys of setting.Keys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
+	"response_cache.local_max_bytes": "a memory level stands in front of the redis store only (refused with memory), which " +
+		"the run's configurations do not have (TestResponseCacheTwoLevels covers it)",
+	"response_cache.local_ttl": "inert without response_cache.local_max_bytes (see there; TestResponseCacheTwoLevels covers it)",
 	"response_cache.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +
 		"do not have (the Redis store's tests cover the key)",
 	"rate_limit.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +

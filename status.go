@@ -20,7 +20,10 @@ import (
 // windows and recent changes, each route's circuit breaker, pool
 // connections and addresses (in-flight requests, ejections), its response
 // cache and its rate limit (the store, shared or fallen back, the counts),
-// and the latest canary and resilience events. A browser gets an HTML page that
+// under WithRollout the share of calls on each path in the last minute and
+// where the decision came from (the startup switch, the flag with its
+// variant and the provider's reason, or the kill switch), and the latest
+// canary, resilience and rollout events. A browser gets an HTML page that
 // refreshes itself every few seconds; a request with "Accept:
 // application/json" (and not text/html), or with ?format=json, gets the
 // same state as JSON. ?format=html forces the page.
@@ -37,10 +40,12 @@ func (inv *Transport) StatusHandler() http.Handler {
 
 // status is the document StatusHandler serves.
 type status struct {
-	Path    string         `json:"path"` // the startup switch's path: legacy, sockets, mixed
-	Mode    string         `json:"mode"` // plain, shadow or canary
-	At      time.Time      `json:"at"`
-	Closed  bool           `json:"closed,omitempty"`
+	Path   string    `json:"path"` // the startup switch's path: legacy, sockets, mixed
+	Mode   string    `json:"mode"` // plain, shadow or canary
+	At     time.Time `json:"at"`
+	Closed bool      `json:"closed,omitempty"`
+	// Rollout is the runtime rollout (WithRollout); nil without it.
+	Rollout *rolloutStatus `json:"rollout,omitempty"`
 	Schemas []schemaStatus `json:"schemas"`
 	Events  []statusEvent  `json:"events"`
 }
@@ -54,6 +59,9 @@ type schemaStatus struct {
 	Canary *canaryStatus `json:"canary,omitempty"`
 	// Cache is the schema's response cache; nil when it is off.
 	Cache *cacheStatus `json:"cache,omitempty"`
+	// Rollout is the schema's share of calls on each path in the last
+	// minute and its last decision, under WithRollout; nil without it.
+	Rollout *rolloutSchemaStatus `json:"rollout,omitempty"`
 	// RateLimit is the schema's rate limit; nil when it is off.
 	RateLimit *rateLimitStatus `json:"rate_limit,omitempty"`
 }
@@ -123,7 +131,7 @@ type shareChange struct {
 // routeStatus is one route of a schema: the serving one, and a shadow's
 // or canary's candidate.
 type routeStatus struct {
-	Role    string          `json:"role"` // primary or candidate
+	Role    string          `json:"role"` // primary, candidate, or rollout (the serving route only the runtime rollout uses)
 	Path    string          `json:"path"`
 	Engine  string          `json:"engine,omitempty"`
 	Breaker string          `json:"breaker"` // closed, half_open, open; "off" without a breaker
@@ -148,7 +156,7 @@ type addressStatus struct {
 
 // statusNow gathers the state in force.
 func (inv *Transport) statusNow() status {
-	s := status{Path: string(inv.path), Mode: "plain", At: time.Now().UTC(), Events: inv.recent.snapshot()}
+	s := status{Path: string(inv.path), Mode: "plain", At: time.Now().UTC(), Events: inv.recent.snapshot(), Rollout: inv.rollout.status()}
 	switch {
 	case inv.canary != nil:
 		s.Mode = "canary"
@@ -167,11 +175,10 @@ func (inv *Transport) statusNow() status {
 	for _, name := range slices.Sorted(maps.Keys(st.schemas)) {
 		e := st.schemas[name]
 		ss := schemaStatus{Name: name, URL: plainURL(e.primary)}
-		for _, r := range []*route{e.primary, e.candidate} {
-			if r != nil {
-				ss.Routes = append(ss.Routes, routeStatusOf(r))
-			}
+		for _, r := range e.routes() {
+			ss.Routes = append(ss.Routes, routeStatusOf(r))
 		}
+		ss.Rollout = e.share.status()
 		if c := e.cache; c.cache != nil {
 			ss.Cache = cacheStatusOf(c)
 		}
@@ -231,8 +238,11 @@ func plainURL(r *route) string {
 
 func routeStatusOf(r *route) routeStatus {
 	rs := routeStatus{Role: "primary", Path: string(r.path), Engine: r.engine, Breaker: "off"}
-	if r.candidate {
+	switch {
+	case r.candidate:
 		rs.Role = "candidate"
+	case r.alt:
+		rs.Role = "rollout"
 	}
 	if b := r.res.breaker; b != nil {
 		rs.Breaker = b.State().String()

@@ -871,6 +871,8 @@ var builtin = Settings{
 		DefaultTTL:    Off,
 		MaxTTL:        DefaultCacheMaxTTL,
 		StaleIfError:  Off,
+		LocalMaxBytes: NoLimit,
+		LocalTTL:      DefaultCacheLocalTTL,
 		Shared:        Disabled,
 		Vary:          []string{},
 	},

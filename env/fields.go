@@ -122,6 +122,8 @@ var settingFields = []field{
 	durationField("response_cache.max_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.MaxTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	toggleField("response_cache.shared", func(s *Settings) *Toggle { return &s.ResponseCache.Shared }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("response_cache.stale_if_error", func(s *Settings) *time.Duration { return &s.ResponseCache.StaleIfError }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	limitField("response_cache.local_max_bytes", func(s *Settings) *int { return &s.ResponseCache.LocalMaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("response_cache.local_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.LocalTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	headerListField("response_cache.vary", func(s *Settings) *[]string { return &s.ResponseCache.Vary }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 }
 

@@ -154,7 +154,7 @@ source_schemas:
 		RateLimit: env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond, Store: "redis", OnStoreError: "deny",
 			LocalShare: 0.5, StoreTimeout: 50 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Mode: "on", Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -188,7 +188,7 @@ func TestBuiltInSettings(t *testing.T) {
 		RateLimit: env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off, Store: "local", OnStoreError: "local",
 			LocalShare: 1, StoreTimeout: 20 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Mode: "on", Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
-			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}},
+			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Disabled, Vary: []string{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

@@ -37,8 +37,8 @@
 // Middleware records the request metrics (the first four rows). The others
 // are recorded by the transport that the Telemetry is given to, with
 // transport.WithTelemetry: they measure its connections, reloads, canary,
-// resilience, traffic shaping and shadow comparison, and this package has
-// no method for them.
+// resilience, traffic shaping, shadow comparison and the runtime rollout's
+// fallbacks, and this package has no method for them.
 //
 //	Name                                            Instrument           Unit          Attributes
 //	http.client.request.duration                    Float64Histogram     s             R
@@ -73,6 +73,7 @@
 //	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
 //	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
 //	fusion.transport.cache.events                   Int64Counter         {event}       S, fusion.cache.status, fusion.cache.reason
+//	fusion.transport.rollout.fallbacks              Int64Counter         {request}     fusion.rollout.reason
 //
 // S is fusion.source_schema, P fusion.transport.path. B, the attributes
 // known before sending: S, P, http.request.method, server.address,

@@ -44,6 +44,7 @@ func TestNamesDocumented(t *testing.T) {
 		telemetry.MetricRateLimitStoreErrors, telemetry.MetricRateLimitFallbacks, telemetry.MetricRateLimitReturns,
 		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
 		telemetry.MetricCacheEvents,
+		telemetry.MetricRolloutFallbacks,
 	}
 	slices.Sort(table)
 	sorted := slices.Sorted(slices.Values(names))
@@ -56,7 +57,7 @@ func TestNamesDocumented(t *testing.T) {
 	keys := []attribute.Key{
 		telemetry.AttrSourceSchema, telemetry.AttrPath, telemetry.AttrBreakerState, telemetry.AttrAddress,
 		telemetry.AttrShadowEqual, telemetry.AttrShadowKind, telemetry.AttrShadowReason,
-		telemetry.AttrCacheStatus, telemetry.AttrCacheReason,
+		telemetry.AttrCacheStatus, telemetry.AttrCacheReason, telemetry.AttrRolloutReason,
 	}
 	for _, k := range keys {
 		if !strings.Contains(string(src), string(k)) {

@@ -73,6 +73,9 @@ const (
 
 	// The response cache (response_cache).
 	MetricCacheEvents = meters.MetricCacheEvents
+
+	// The runtime rollout (transport.WithRollout).
+	MetricRolloutFallbacks = meters.MetricRolloutFallbacks
 )
 
 // The attribute keys on spans and measurements, as the package
@@ -109,6 +112,10 @@ const (
 	// "invalidated", ...), or a store failed ("lookup", "set",
 	// "writes-full"); empty otherwise.
 	AttrCacheReason = meters.AttrCacheReason
+	// AttrRolloutReason is why the startup switch decided a gateway
+	// request's path instead of the rollout flag: "provider_error",
+	// "timeout", "busy", "invalid_variant", "not_built" or "no_value".
+	AttrRolloutReason = meters.AttrRolloutReason
 
 	AttrRequestMethod         = attribute.Key("http.request.method")
 	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")

@@ -37,5 +37,7 @@ const (
 	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
 	MetricShadowDropped     = "fusion.transport.shadow.dropped"
 
+	MetricRolloutFallbacks = "fusion.transport.rollout.fallbacks"
+
 	MetricCacheEvents = "fusion.transport.cache.events"
 )

@@ -431,3 +431,9 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.text }
 
 func (e *scrubbed) Is(target error) bool { return errors.Is(e.cause, target) }
+
+// Subscribe subscribes to channel (under no breaker: the subscription
+// reconnects by itself, go-redis's). The caller closes it.
+func (c *Client) Subscribe(ctx context.Context, channel string) *redis.PubSub {
+	return c.rdb.Subscribe(ctx, channel)
+}
