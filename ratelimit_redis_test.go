@@ -624,6 +624,10 @@ func TestRateLimitRedisReload(t *testing.T) {
 			if _, err := call(inv, queryBody); err != nil {
 				t.Fatalf("after a reload to the local store: %v, want a full bucket", err)
 			}
+			if js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json"); !strings.Contains(string(js), `"store": "local"`) ||
+				!strings.Contains(string(js), `"state": "local"`) {
+				t.Errorf("the status page does not show the local store: %s", js)
+			}
 			if n := len(srv.Requests()); n != 2 {
 				t.Errorf("the schema got %d requests, want 2", n)
 			}

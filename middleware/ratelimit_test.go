@@ -423,3 +423,28 @@ func TestRateLimitSharedUntil(t *testing.T) {
 		t.Errorf("a call whose context had ended: %v, asked for a turn %d times; want context.Canceled, never asked", err, len(shared.until))
 	}
 }
+
+// TestRateLimitDenyNotRetried: a call the shared limit's deny refuses
+// (its store could not be asked) is a refusal like any other: Retry does
+// not send it again and a breaker does not count it.
+func TestRateLimitDenyNotRetried(t *testing.T) {
+	shared := &fakeShared{err: errors.New("redis: connection refused"), until: make(chan time.Time, 16)}
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 100, Shared: shared, OnStoreError: middleware.OnStoreErrorDeny})
+	b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 0.5})
+	rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		t.Error("a denied call was sent")
+		return nil, errors.New("sent")
+	}), middleware.Retry(fastRetry(3)), b.Middleware(), l.Middleware())
+	for i := range 4 {
+		_, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if !errors.Is(err, fault.ErrRateLimited) {
+			t.Fatalf("call %d: %v, want ErrRateLimited", i, err)
+		}
+	}
+	if n := len(shared.until); n != 4 {
+		t.Errorf("the shared limit was asked %d times for 4 calls, want 4: a refusal was retried", n)
+	}
+	if s := b.State(); s != middleware.BreakerClosed {
+		t.Errorf("breaker %v after denials, want closed", s)
+	}
+}
