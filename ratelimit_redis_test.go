@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -633,4 +635,115 @@ func TestRateLimitRedisReload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRateLimitRedisWait: with a wait, callers on two transports wait for
+// their turns in the one shared limit: 12 callers at once against 10/s,
+// burst 1, wait 400ms are served at most 1 + 4 (+1 for the edges) in all,
+// not per transport, and more than the burst, so some waited; the rest
+// are refused unsent; none is let through after its deadline (every
+// third caller has 10ms), which an AttemptMiddleware, inside the limit,
+// sees.
+func TestRateLimitRedisWait(t *testing.T) {
+	const callers = 12
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			srv := newSchemaServer(t, nil)
+			var late atomic.Int32
+			admit := func(next http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					if req.Context().Err() != nil {
+						late.Add(1)
+					}
+					return next.RoundTrip(req)
+				})
+			}
+			limit := env.RateLimitSettings{RequestsPerSecond: 10, Burst: 1, Wait: 400 * time.Millisecond}
+			var invs []*transport.Transport
+			for range 2 {
+				invs = append(invs, newInvoker(t, fleetConfig(path, srv.URL(), r, r.Prefix+"wait-"+string(path)+":", limit),
+					transport.WithSchemaOptions("products", transport.SchemaOptions{AttemptMiddleware: []func(http.RoundTripper) http.RoundTripper{admit}})))
+			}
+			var served, refused atomic.Int32
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), limitBound)
+					if i%3 == 2 {
+						ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+					}
+					defer cancel()
+					resp, err := invs[i%2].Post(ctx, "products", []byte(queryBody))
+					switch {
+					case err == nil:
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						served.Add(1)
+					case errors.Is(err, fault.ErrRateLimited):
+						refused.Add(1)
+					case i%3 == 2 && errors.Is(err, context.DeadlineExceeded):
+						// Let through in time; the exchange outlived 10ms.
+					default:
+						t.Errorf("caller %d: %v", i, err)
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%d callers on 2 transports: %d served, %d refused", callers, served.Load(), refused.Load())
+			if s := served.Load(); s < 2 || s > 6 {
+				t.Errorf("%d served in all, want more than the burst (some waited) and at most 6 (one shared limit)", s)
+			}
+			if n := late.Load(); n > 0 {
+				t.Errorf("%d callers let through after their deadline", n)
+			}
+			// A caller let through whose exchange then outlived its 10ms
+			// may have reached the schema too.
+			if got := len(srv.Requests()); got < int(served.Load()) || got > 6 {
+				t.Errorf("the schema got %d requests for %d served, want those and at most 6", got, served.Load())
+			}
+		})
+	}
+}
+
+// TestRateLimitRedisPasswordHidden: with a Redis that cannot be reached,
+// at a URL with a password, the limit's fall back log line and the status
+// page name the server without the password.
+func TestRateLimitRedisPasswordHidden(t *testing.T) {
+	const password = "s3cr3t-pass"
+	srv := newSchemaServer(t, nil)
+	cfg := withSchema(env.PathLegacy, srv.URL(), func(s *env.SourceSchema) {
+		s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 100, Store: env.StoreRedis, OnStoreError: env.OnStoreErrorAllow}
+	})
+	// A port nothing listens on: the dial is refused.
+	cfg.Redis = env.RedisSettings{URL: "redis://user:" + password + "@" + refusedAddr(t) + "/0"}
+	var logs logBuffer
+	events := newLimitEvents()
+	inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), transport.WithRateLimitEventHook(events.hook))
+	if _, err := call(inv, queryBody); err != nil {
+		t.Fatalf("on_store_error allow: %v, want the call sent", err)
+	}
+	within(t, events.await(transport.LimitFellBack, 1), "the fall back")
+	js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json")
+	page, _ := callStatus(t, inv.StatusHandler(), "/status", "text/html")
+	for what, text := range map[string]string{"the log": logs.String(), "the status JSON": string(js), "the status page": string(page)} {
+		if strings.Contains(text, password) {
+			t.Errorf("%s shows the password: %s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "the shared limit's Redis store failed") || !strings.Contains(string(js), `"last_error": "redis redis://user:xxxxx@`) {
+		t.Errorf("the fall back is not logged, or the status page does not name the server:\n%s\n%s", logs.String(), js)
+	}
+}
+
+// refusedAddr returns a loopback host:port that refuses connections.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
