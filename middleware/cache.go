@@ -63,7 +63,7 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		return s.next.RoundTrip(c.req)
 	}
 	if !s.cache.Shadow() {
-		if er, isEntities := respcache.ParseEntityRequest(c.body); isEntities {
+		if er, isEntities := respcache.ParseValidEntityRequest(c.body); isEntities {
 			if resp, err, ok := s.entities(req, c.req, c.body, er, asked.NoCache); ok {
 				return resp, err
 			}

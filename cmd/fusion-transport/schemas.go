@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/replay"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
@@ -18,6 +17,7 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	latency := fs.Duration("latency", 0, "fixed delay before each source schema request is answered (the benchmark's constant-latency mode, e.g. 4ms)")
 	replayed := fs.Bool("replay", false, "serve the recorded answers of the schemas to the benchmark gateway's requests instead of running them (package replay): answers that cost nothing; other requests get 404")
 	learn := fs.Bool("learn", false, "with -replay, answer a request that was not recorded by running the schema once and recording its answer (for other gateways than the benchmark's, e.g. graphql-go-tools)")
+	cacheControl := fs.String("cache-control", "", "the Cache-Control `value` of every answer, e.g. \"public, max-age=60\" (the benchmarks' cache mode); default: none. Each schema's server also answers GET "+schemas.CallsPath+" with the number of requests the schema received")
 	withFaults := fs.Bool("faults", false, "also serve the fault-injecting source schema (connection refused, resets, stalls, bad framing, 5xx, 429, redirect loops, oversized headers, endless body, TLS failure) and print a URL per fault")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: fusion-transport schemas [flags]\n\nServes the embedded source schemas (accounts, inventory, products, reviews)\non loopback, prints their URLs, and runs until interrupted. With -replay it\nfirst records their answers to the benchmark gateway's requests and serves\nthose, byte for byte, looked up by the request body.\n\nFlags:\n")
@@ -26,7 +26,7 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, ok := parseFlags(fs, args, false, stderr); !ok {
 		return code
 	}
-	urls, closeServers, err := startSchemas(ctx, *latency, *replayed, *learn, stderr)
+	urls, closeServers, err := startSchemas(ctx, schemas.Options{Latency: *latency, CacheControl: *cacheControl}, *replayed, *learn, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "schemas: %v\n", err)
 		return 2
@@ -50,12 +50,12 @@ func runSchemas(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// startSchemas starts the embedded source schemas, or with replayed their
-// recorded answers (learning the answers to other requests with learn), and
-// returns their URLs and how to close them.
-func startSchemas(ctx context.Context, latency time.Duration, replayed, learn bool, stderr io.Writer) (map[string]string, func(), error) {
+// startSchemas starts the embedded source schemas with opts, or with
+// replayed their recorded answers (learning the answers to other requests
+// with learn), and returns their URLs and how to close them.
+func startSchemas(ctx context.Context, opts schemas.Options, replayed, learn bool, stderr io.Writer) (map[string]string, func(), error) {
 	if !replayed {
-		srv, err := schemas.Start(schemas.Options{Latency: latency})
+		srv, err := schemas.Start(opts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,7 +65,7 @@ func startSchemas(ctx context.Context, latency time.Duration, replayed, learn bo
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := replay.Start(rec, replay.Options{Latency: latency, Learn: learn})
+	srv, err := replay.Start(rec, replay.Options{Latency: opts.Latency, Learn: learn, CacheControl: opts.CacheControl})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,6 +34,10 @@ type Options struct {
 	// that another gateway's requests (graphql-go-tools') are replayed
 	// from their second sighting on. Off: such a body gets 404.
 	Learn bool
+
+	// CacheControl, if not empty, is the Cache-Control header of every
+	// answer of the servers Start runs, as in schemas.Options. Empty: none.
+	CacheControl string
 }
 
 // answer is an Answer with its header values built once, so that writing it
@@ -215,7 +219,8 @@ type Servers struct {
 }
 
 // Start serves every recorded schema of schemas.Names on its own
-// 127.0.0.1:0 listener at schemas.Path. Close them with Close.
+// 127.0.0.1:0 listener at schemas.Path, with the count of its requests at
+// schemas.CallsPath (schemas.Mount). Close them with Close.
 func Start(rec Recording, opts Options) (*Servers, error) {
 	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}}
 	for _, name := range schemas.Names {
@@ -229,7 +234,7 @@ func Start(rec Recording, opts Options) (*Servers, error) {
 			return nil, errors.Join(fmt.Errorf("source schema %q: listen: %w", name, err), s.Close())
 		}
 		mux := http.NewServeMux()
-		mux.Handle(schemas.Path, h)
+		schemas.Mount(mux, h, opts.CacheControl)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.servers = append(s.servers, srv)
 		s.URLs[name] = "http://" + ln.Addr().String() + schemas.Path
