@@ -89,7 +89,7 @@ func (inv *Transport) redisFor(cfg *env.Config, old *state, st *state) (made *re
 		st.redis, st.hub = old.redis, old.hub
 		return nil, nil
 	}
-	if st.redis, err = redisclient.New(st.redisSettings, inv.log); err != nil {
+	if st.redis, err = redisclient.NewWithBreaker(st.redisSettings, inv.log, redisclient.Breaker{Pause: inv.o.redisPause}); err != nil {
 		return nil, err
 	}
 	st.hub = respcache.NewHub(st.redis, inv.peerInvalidation)

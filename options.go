@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/fleetlimit"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/sockets"
@@ -64,6 +65,14 @@ type options struct {
 	// cacheHook is set by tests only (WithCacheEventHook, export_test.go):
 	// called with every response cache event after the telemetry.
 	cacheHook func(schema, kind, reason string)
+
+	// redisPause is set by tests only (WithRedisPause, export_test.go):
+	// how long the Redis client's breaker pauses it. Zero: its default.
+	redisPause time.Duration
+	// limitHook is set by tests only (WithRateLimitEventHook,
+	// export_test.go): called with every event of a shared rate limit
+	// after the telemetry.
+	limitHook func(schema string, ev fleetlimit.Event)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a

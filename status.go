@@ -18,11 +18,12 @@ import (
 // StatusHandler serves the state of inv for people and for machines, on one
 // URL: per source schema its path, the engine, the canary share with its
 // windows and recent changes, each route's circuit breaker, pool
-// connections and addresses (in-flight requests, ejections), under
-// WithRollout the share of calls on each path in the last minute and where
-// the decision came from (the startup switch, the flag with its variant
-// and the provider's reason, or the kill switch), and the latest canary,
-// resilience and rollout events. A browser gets an HTML page that
+// connections and addresses (in-flight requests, ejections), its response
+// cache and its rate limit (the store, shared or fallen back, the counts),
+// under WithRollout the share of calls on each path in the last minute and
+// where the decision came from (the startup switch, the flag with its
+// variant and the provider's reason, or the kill switch), and the latest
+// canary, resilience and rollout events. A browser gets an HTML page that
 // refreshes itself every few seconds; a request with "Accept:
 // application/json" (and not text/html), or with ?format=json, gets the
 // same state as JSON. ?format=html forces the page.
@@ -61,6 +62,27 @@ type schemaStatus struct {
 	// Rollout is the schema's share of calls on each path in the last
 	// minute and its last decision, under WithRollout; nil without it.
 	Rollout *rolloutSchemaStatus `json:"rollout,omitempty"`
+	// RateLimit is the schema's rate limit; nil when it is off.
+	RateLimit *rateLimitStatus `json:"rate_limit,omitempty"`
+}
+
+// rateLimitStatus is a schema's rate limit: where it is kept, whether
+// the fleet's limit answers now, and its counts since it was built (a
+// reload that keeps it keeps them).
+type rateLimitStatus struct {
+	Store             string  `json:"store"` // local or redis
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	Burst             int     `json:"burst"`
+	// State is "local" (the local store: this replica's bucket),
+	// "shared" (the redis store answers) or "fallen_back" (its last check
+	// failed: the calls are decided by OnStoreError until one succeeds).
+	State        string     `json:"state"`
+	OnStoreError string     `json:"on_store_error,omitempty"` // the redis store's
+	Since        *time.Time `json:"since,omitempty"`          // when State last changed; nil: never
+	Limited      int64      `json:"limited"`                  // calls refused, unsent
+	StoreErrors  int64      `json:"store_errors"`             // calls whose check failed
+	Fallbacks    int64      `json:"fallbacks"`                // times the limit fell back
+	LastError    string     `json:"last_error,omitempty"`     // the last failed check's cause, no secret in it
 }
 
 // cacheStatus is a schema's response cache: its counters since it was
@@ -160,6 +182,9 @@ func (inv *Transport) statusNow() status {
 		if c := e.cache; c.cache != nil {
 			ss.Cache = cacheStatusOf(c)
 		}
+		if l := e.limit; l.limiter != nil {
+			ss.RateLimit = rateLimitStatusOf(l)
+		}
 		if c, ok := cs.Schemas[name]; ok && e.judge != nil {
 			ss.Canary = &canaryStatus{SchemaState: c, History: history(s.Events, name)}
 		}
@@ -181,6 +206,26 @@ func cacheStatusOf(c schemaCache) *cacheStatus {
 		cs.Entries, cs.Bytes = &entries, &bytes
 	}
 	return cs
+}
+
+// rateLimitStatusOf is the status of l.
+func rateLimitStatusOf(l rateLimit) *rateLimitStatus {
+	ls := &rateLimitStatus{Store: l.settings.Store, RequestsPerSecond: l.settings.RequestsPerSecond, Burst: l.settings.Burst,
+		State: "local", Limited: l.limited.Load()}
+	if l.fleet == nil {
+		return ls
+	}
+	h := l.fleet.Health()
+	ls.State, ls.OnStoreError = "shared", l.settings.OnStoreError
+	if !h.Shared {
+		ls.State = "fallen_back"
+	}
+	if !h.Since.IsZero() {
+		since := h.Since.UTC()
+		ls.Since = &since
+	}
+	ls.StoreErrors, ls.Fallbacks, ls.LastError = h.StoreErrors, h.Fallbacks, h.LastError
+	return ls
 }
 
 // plainURL is r's URL as the status page may show it.

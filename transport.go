@@ -265,7 +265,9 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		primary, candidate := inv.assign(name)
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
-		e.limit = inv.limitOf(name, settings.RateLimit, prev) // shaping.go
+		if e.limit, err = inv.limitOf(st, name, settings.RateLimit, prev); err != nil { // shaping.go
+			return nil, fresh, err
+		}
 		if e.cache, err = inv.cacheOf(st, name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
 		}

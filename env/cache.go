@@ -107,26 +107,27 @@ var cacheStores = []string{StoreMemory, StoreRedis}
 func (s ResponseCacheSettings) On() bool { return s.Enabled.On() }
 
 // RedisSettings configure the transport's one Redis client, shared by the
-// response caches whose store is StoreRedis (and later by other features
-// that keep state for a fleet). A zero field means the default.
+// response caches and the rate limits whose store is StoreRedis. A zero
+// field means the default.
 type RedisSettings struct {
 	// URL is the server: redis://[user:password@]host[:port][/db] or
 	// rediss:// for TLS, with a host, and no query (the keys below are the
 	// client's options). Its password never appears in an error, a log
 	// line, the status page or the config command's output. Required when
-	// a schema's cache uses StoreRedis; "": no Redis.
+	// a schema's cache or rate limit uses StoreRedis; "": no Redis.
 	URL string
 
 	// KeyPrefix starts every key the transport writes, so that several
 	// deployments can share one Redis; the replicas of one fleet use the
-	// same prefix to share their entries. "" means the default (so no
-	// prefix at all cannot be asked for). Default: DefaultRedisKeyPrefix
-	// ("fusion:").
+	// same prefix to share their entries and rate limits. "" means the
+	// default (so no prefix at all cannot be asked for). Default:
+	// DefaultRedisKeyPrefix ("fusion:").
 	KeyPrefix string
 
-	// Timeout bounds each lookup and each write: a lookup that takes longer
-	// is a miss. Positive; 0 means the default. Default:
-	// DefaultRedisTimeout (100ms).
+	// Timeout bounds each round trip: a cache lookup that takes longer is
+	// a miss. A rate limit's check is bounded by its own
+	// RateLimitSettings.StoreTimeout too, the shorter of the two winning.
+	// Positive; 0 means the default. Default: DefaultRedisTimeout (100ms).
 	Timeout time.Duration
 
 	// PoolSize is the most connections the client keeps open; 0 or more.

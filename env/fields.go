@@ -107,6 +107,10 @@ var settingFields = []field{
 	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("rate_limit.store", limitStores, func(s *Settings) *string { return &s.RateLimit.Store }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("rate_limit.on_store_error", onStoreErrors, func(s *Settings) *string { return &s.RateLimit.OnStoreError }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	ratioField("rate_limit.local_share", false, func(s *Settings) *float64 { return &s.RateLimit.LocalShare }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("rate_limit.store_timeout", func(s *Settings) *time.Duration { return &s.RateLimit.StoreTimeout }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	// The response cache is route state, as the breaker is: a change builds
 	// the schema's cache anew and never a pool or the shared client.
 	toggleField("response_cache.enabled", func(s *Settings) *Toggle { return &s.ResponseCache.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),

@@ -66,6 +66,9 @@
 //	fusion.transport.request_compression.requests   Int64Counter         {request}     S, P
 //	fusion.transport.request_compression.bytes_saved Int64Counter        By            S, P
 //	fusion.transport.rate_limit.limited             Int64Counter         {request}     S, P
+//	fusion.transport.rate_limit.store_errors        Int64Counter         {request}     S
+//	fusion.transport.rate_limit.fallbacks           Int64Counter         {fallback}    S
+//	fusion.transport.rate_limit.returns             Int64Counter         {return}      S
 //	fusion.transport.shadow.comparisons             Int64Counter         {comparison}  S, fusion.shadow.equal
 //	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
 //	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
@@ -103,7 +106,11 @@
 // counter counts the addresses that outlier detection took out of service.
 // The traffic shaping counters count the request bodies sent compressed
 // and the bytes that saved, and the requests a source schema's rate limit
-// refused.
+// refused. With the rate limit's redis store (one limit for the fleet),
+// the store counters count the requests whose check failed or outlived
+// rate_limit.store_timeout (each decided by rate_limit.on_store_error),
+// and the limit's falls back and returns: one each per outage, however
+// many requests it spans.
 //
 // In shadow mode (FUSION_SOCKETS_TRANSPORT=shadow) the shadow counters
 // count the comparisons of a source schema's two answers, by whether they
@@ -118,10 +125,12 @@
 // it, the one the gateway passed to the transport: the request metrics,
 // and the breaker transition that a request's outcome caused, the retry or
 // hedge that the budget refused, the hedge sent or won, the body
-// compressed, the request the rate limit refused, the ejection that a
-// request's failure caused, the shadow comparison of a request (its
-// context without its cancellation: the comparison ends after the
-// caller's answer). So a MeterProvider whose exemplar filter is
+// compressed, the request the rate limit refused, the request whose check
+// of the shared limit failed (and the fall back or return that a check
+// caused, with the context of the first request it carried), the
+// ejection that a request's failure caused, the shadow comparison of a
+// request (its context without its cancellation: the comparison ends
+// after the caller's answer). So a MeterProvider whose exemplar filter is
 // trace-based (the SDK's default) links these measurements to the
 // request's trace, and baggage is at hand to a view or a processor. The
 // events that no request causes are recorded with an empty context: a

@@ -41,6 +41,7 @@ func TestNamesDocumented(t *testing.T) {
 		telemetry.MetricAddresses, telemetry.MetricAddressConnections, telemetry.MetricAddressInFlight,
 		telemetry.MetricAddressEjected, telemetry.MetricEjections,
 		telemetry.MetricCompressedRequests, telemetry.MetricCompressionBytesSaved, telemetry.MetricRateLimited,
+		telemetry.MetricRateLimitStoreErrors, telemetry.MetricRateLimitFallbacks, telemetry.MetricRateLimitReturns,
 		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
 		telemetry.MetricCacheEvents,
 		telemetry.MetricRolloutFallbacks,

@@ -62,6 +62,9 @@ const (
 	MetricCompressedRequests    = meters.MetricCompressedRequests
 	MetricCompressionBytesSaved = meters.MetricCompressionBytesSaved
 	MetricRateLimited           = meters.MetricRateLimited
+	MetricRateLimitStoreErrors  = meters.MetricRateLimitStoreErrors
+	MetricRateLimitFallbacks    = meters.MetricRateLimitFallbacks
+	MetricRateLimitReturns      = meters.MetricRateLimitReturns
 
 	// Shadow comparison (FUSION_SOCKETS_TRANSPORT=shadow).
 	MetricShadowComparisons = meters.MetricShadowComparisons
