@@ -2,6 +2,7 @@ package respcache
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"github.com/fusiongo/transport/internal/jsonscan"
 	"maps"
@@ -25,9 +26,10 @@ type EntityRequest struct {
 	// Reps are its elements, each as sent.
 	Reps []json.RawMessage
 	// base is what every entity's key holds besides its representation:
-	// the query, the operation name, the other variables and the
-	// extensions, as sent.
-	base []byte
+	// a SHA-256 over the query, the operation name, the other variables
+	// and the extensions, as sent, so that each representation's key
+	// hashes the query text's 32 bytes and not the text again.
+	base [sha256.Size]byte
 }
 
 var (
@@ -96,7 +98,7 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	}) || len(r.Reps) == 0 {
 		return nil, false
 	}
-	r.base = base
+	r.base = sha256.Sum256(base)
 	return r, true
 }
 
@@ -105,75 +107,100 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 const entityMark = "\x00entity\x00"
 
 // EntityBody returns the body that representation i's key is taken over,
-// in place of the request's body: the query, operation name, other
-// variables and extensions, and the representation in canonical form: its
-// members sorted, no white space (the order of a representation's members
-// is not significant). A representation already so written (as gateways
-// write them) is used as it is; another is decoded and encoded again. ok
-// is false if the representation is not JSON.
+// in place of the request's body: a digest of the query, operation name,
+// other variables and extensions, and the representation in canonical form
+// (appendCanonical: its members in order at every depth, no white space;
+// the order of a representation's members is not significant). A
+// representation with a member name written with an escape, or twice, is
+// decoded and encoded again (encoding/json: names unescaped, the last of
+// twice kept). ok is false if the representation is not JSON.
 func (r *EntityRequest) EntityBody(i int) (body []byte, ok bool) {
 	rep := []byte(r.Reps[i])
-	if !canonical(rep) {
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(rep))
-		dec.UseNumber()
-		if dec.Decode(&v) != nil {
-			return nil, false
-		}
-		canon, err := json.Marshal(v) // maps marshal with sorted keys
-		if err != nil {
-			return nil, false
-		}
-		rep = canon
-	}
 	b := make([]byte, 0, len(entityMark)+len(r.base)+1+len(rep))
 	b = append(b, entityMark...)
-	b = append(b, r.base...)
+	b = append(b, r.base[:]...)
 	b = append(b, 0)
-	return append(b, rep...), true
+	if out, ok := appendCanonical(b, rep); ok {
+		return out, true
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(rep))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	canon, err := json.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		return nil, false
+	}
+	return append(b, canon...), true
 }
 
-// canonical reports whether v, valid JSON, is written as json.Marshal
-// writes the value it decodes to: no white space, every object's members
-// in sorted order of their names (names without escapes, compared as
-// bytes), no escape in a string that Marshal would not write. A false
-// answer only costs the slower path.
-func canonical(v []byte) bool {
-	if len(v) == 0 {
-		return false
-	}
+// member is one member of an object, as written.
+type member struct{ key, value []byte }
+
+// appendCanonical appends v, valid JSON, to dst in a canonical form: no
+// white space outside strings, every object's members in the byte order
+// of their names; strings, numbers and literals as written. Two values
+// with one canonical form are one value to a JSON decoder (a value written
+// otherwise, "\u0041" for "A" or 1.0 for 1, has another form: a miss,
+// never a wrong answer). ok is false, and what it appended meaningless, if
+// an object has a name written with an escape or a name twice, which a
+// decoder reads otherwise than the bytes say.
+func appendCanonical(dst, v []byte) ([]byte, bool) {
 	switch v[0] {
 	case '{':
-		var last []byte
-		ok := jsonscan.Members(v, func(key, value []byte) bool {
-			if bytes.IndexByte(key, '\\') >= 0 || (last != nil && bytes.Compare(last, key) >= 0) || !canonical(value) {
+		var room [8]member
+		ms := room[:0]
+		sorted := true
+		if !jsonscan.Members(v, func(key, value []byte) bool {
+			if bytes.IndexByte(key, '\\') >= 0 {
 				return false
 			}
-			last = key
+			if len(ms) > 0 && bytes.Compare(ms[len(ms)-1].key, key) >= 0 {
+				sorted = false
+			}
+			ms = append(ms, member{key, value})
 			return true
-		})
-		return ok && noSpace(v)
-	case '[':
-		return jsonscan.Elements(v, canonical) && noSpace(v)
-	case '"':
-		return bytes.IndexByte(v, '\\') < 0 && !bytes.ContainsAny(v, "<>&") // Marshal escapes these
-	default:
-		return true // numbers and literals: as written
-	}
-}
-
-// noSpace reports whether v, valid JSON, has no white space outside its
-// strings.
-func noSpace(v []byte) bool {
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case ' ', '\t', '\r', '\n':
-			return false
-		case '"':
-			i = jsonscan.SkipString(v, i) - 1
+		}) {
+			return dst, false
 		}
+		if !sorted {
+			slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+			for k := 1; k < len(ms); k++ {
+				if bytes.Equal(ms[k-1].key, ms[k].key) {
+					return dst, false
+				}
+			}
+		}
+		dst = append(dst, '{')
+		for k, m := range ms {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, m.key...)
+			dst = append(dst, ':')
+			var ok bool
+			if dst, ok = appendCanonical(dst, m.value); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case '[':
+		dst = append(dst, '[')
+		first, ok := true, true
+		jsonscan.Elements(v, func(elem []byte) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst, ok = appendCanonical(dst, elem)
+			return ok
+		})
+		return append(dst, ']'), ok
+	default:
+		return append(dst, v...), true // a string, number or literal: as written
 	}
-	return true
 }
 
 // Only returns the body of the request with only the representations at

@@ -1,43 +1,9 @@
 package respcache
 
 import (
-	"encoding/json"
+	"strings"
 	"testing"
 )
-
-// TestCanonical: a representation is used as written only if it is what
-// json.Marshal writes for the value it decodes to; then its key body
-// equals the one of the slow path.
-func TestCanonical(t *testing.T) {
-	for _, tc := range []struct {
-		v    string
-		want bool
-	}{
-		{`{"__typename":"Product","upc":"1"}`, true},
-		{`{"upc":"1","__typename":"Product"}`, false},
-		{`{"__typename": "Product","upc":"1"}`, false},
-		{`{"a":{"b":1,"c":[1,2]},"d":null}`, true},
-		{`{"a":{"c":1,"b":2}}`, false},
-		{`{"a":[ 1]}`, false},
-		{`{"a":"x\"y"}`, false},
-		{`{"a":"<b>"}`, false},
-		{`{"a\u0062":1}`, false},
-		{`{"a":1,"a":2}`, false},
-		{`"s"`, true},
-		{`12.50`, true},
-	} {
-		if got := canonical([]byte(tc.v)); got != tc.want {
-			t.Errorf("canonical(%s) = %t, want %t", tc.v, got, tc.want)
-		}
-		if tc.want {
-			var v any
-			json.Unmarshal([]byte(tc.v), &v)
-			if b, _ := json.Marshal(v); string(b) != tc.v && tc.v != `12.50` {
-				t.Errorf("%s is called canonical, but Marshal writes %s", tc.v, b)
-			}
-		}
-	}
-}
 
 // TestEntityRequest: a body is taken apart only if it is an _entities
 // query; Only keeps the body as sent but for the representations; entity
@@ -73,5 +39,73 @@ func TestEntityRequest(t *testing.T) {
 		if _, ok := ParseEntityRequest([]byte(bad)); ok {
 			t.Errorf("%s taken for an _entities query", bad)
 		}
+	}
+}
+
+// TestEntityBodyAllocs: a representation whose members are not in order
+// (a gateway writes the key's fields, then the @requires ones) costs its
+// key body and no decoding: at most 2 allocations (the body and the
+// members' order).
+func TestEntityBodyAllocs(t *testing.T) {
+	r, ok := ParseEntityRequest([]byte(`{"query":"query($representations:[_Any!]!){_entities(representations:$representations){...on Product{inStock shippingEstimate}}}","variables":{"representations":[{"__typename":"Product","upc":"1","weight":100,"price":899}]}}`))
+	if !ok {
+		t.Fatal("not an _entities query")
+	}
+	if n := testing.AllocsPerRun(100, func() { r.EntityBody(0) }); n > 2 {
+		t.Errorf("EntityBody: %.0f allocations, want at most 2", n)
+	}
+}
+
+// TestEntityBodyCanonical: representations equal as JSON values but for
+// the order of their members (at any depth) and white space have one key
+// body; any other difference, two. A name written with an escape or
+// written twice takes encoding/json's reading (the last of twice), so
+// that two representations a decoder tells apart never share a key body.
+func TestEntityBodyCanonical(t *testing.T) {
+	keyBody := func(rep string) string {
+		r, ok := ParseEntityRequest([]byte(`{"query":"query($representations:[_Any!]!){_entities(representations:$representations){...on P{id}}}","variables":{"representations":[` + rep + `]}}`))
+		if !ok {
+			t.Fatalf("%s: not an _entities query", rep)
+		}
+		b, ok := r.EntityBody(0)
+		if !ok {
+			t.Fatalf("%s: no key body", rep)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"__typename":"P","id":"1"}`, `{"id":"1","__typename":"P"}`, true},
+		{`{"__typename":"P","id":"1"}`, `{ "__typename" : "P" ,	"id":"1" }`, true},
+		{`{"a":{"c":[1,{"e":2,"d":3}],"b":null}}`, `{"a":{"b":null,"c":[1,{"d":3,"e":2}]}}`, true},
+		{`{"a":"<b>"}`, `{ "a":"<b>"}`, true},
+		{`{"a\u0062":1}`, `{"ab":1}`, true},
+		{`{"__typename":"P","id":"1"}`, `{"__typename":"P","id":"2"}`, false},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`, false},
+		{`{"a":1,"a":2}`, `{"a":2,"a":1}`, false},
+		{`{"a":1,"a":2}`, `{"a":2}`, true},
+		{`{"a\u0062":1,"ab":2}`, `{"ab":2,"a\u0062":1}`, false},
+		{`{"a":"x y"}`, `{"a":"xy"}`, false},
+	} {
+		if got := keyBody(tc.a) == keyBody(tc.b); got != tc.same {
+			t.Errorf("%s and %s: one key body %t, want %t", tc.a, tc.b, got, tc.same)
+		}
+	}
+}
+
+// TestEntityBodySize: a representation's key body holds a digest of the
+// query text, not the text: each representation of a long query costs
+// the hashing of its own bytes and 32 more, not the query again.
+func TestEntityBodySize(t *testing.T) {
+	long := strings.Repeat("x ", 4096)
+	r, ok := ParseEntityRequest([]byte(`{"query":"query($representations:[_Any!]!){_entities(representations:$representations){...on P{id}}} # ` + long + `","variables":{"representations":[{"__typename":"P","id":"1"}]}}`))
+	if !ok {
+		t.Fatal("not an _entities query")
+	}
+	b, _ := r.EntityBody(0)
+	if rep := len(r.Reps[0]); len(b) > rep+64 {
+		t.Errorf("the key body of a %d-byte representation of a %d-byte query is %d bytes", rep, len(long), len(b))
 	}
 }
