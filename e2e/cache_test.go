@@ -176,17 +176,8 @@ func TestFederationResponseCache(t *testing.T) {
 		// With a lifetime, so that only no-store keeps it out.
 		{"no-store", "no-store, max-age=60", false},
 	}
-	paths := []struct {
-		name   string
-		path   env.Path
-		engine string
-	}{
-		{"legacy", env.PathLegacy, ""},
-		{"sockets:h1", env.PathSockets, env.EngineH1},
-		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP},
-	}
 	for _, tc := range cases {
-		for _, p := range paths {
+		for _, p := range cachePaths {
 			t.Run(tc.name+"/"+p.name, func(t *testing.T) {
 				sg := startSubgraphsWrapped(t, perUserAccounts(), func(schema string, h http.Handler) http.Handler {
 					cc := tc.cacheControl
@@ -305,6 +296,17 @@ func TestFederationResponseCache(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cachePaths are the paths and engines the cache's e2e tests run on.
+var cachePaths = []struct {
+	name   string
+	path   env.Path
+	engine string
+}{
+	{"legacy", env.PathLegacy, ""},
+	{"sockets:h1", env.PathSockets, env.EngineH1},
+	{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP},
 }
 
 // sharedCache is the response cache settings of

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	transport "github.com/fusiongo/transport"
-	"github.com/fusiongo/transport/env"
 )
 
 // entityCall is one subgraph request as TestFederationEntityCache sees it:
@@ -183,17 +182,8 @@ const entityUsers = 6
 // The representations sent per phase and gateway are logged beside the
 // ones the engine asked for.
 func TestFederationEntityCache(t *testing.T) {
-	paths := []struct {
-		name   string
-		path   env.Path
-		engine string
-	}{
-		{"legacy", env.PathLegacy, ""},
-		{"sockets:h1", env.PathSockets, env.EngineH1},
-		{"sockets:nethttp", env.PathSockets, env.EngineNetHTTP},
-	}
 	kinds := []string{"plain", "entity", "whole"}
-	for _, p := range paths {
+	for _, p := range cachePaths {
 		t.Run(p.name, func(t *testing.T) {
 			wire := &entityCalls{}
 			sg := startSubgraphsWrapped(t, nil, func(schema string, h http.Handler) http.Handler {

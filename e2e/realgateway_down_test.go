@@ -225,8 +225,10 @@ func runDownSide(t *testing.T, urls map[string]string, side string) downSample {
 		})
 	}
 	time.Sleep(*realBenchWarmup)
-	proxy.CloseClientConnections()
+	// The listener first, so that no connection is accepted after
+	// the open ones are closed.
 	proxy.Listener.Close()
+	proxy.CloseClientConnections()
 	closedAt = time.Now()
 	closed.Store(true)
 	time.Sleep(*realBenchDuration)
