@@ -250,3 +250,43 @@ func TestResponseCacheEntitiesStaleIfError(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseCacheEntitiesVary: a shared entity entry is keyed by the
+// request headers the answer's Vary names (and response_cache.vary): a
+// caller of another user but the same tenant is answered from the first
+// caller's entities; one of another tenant sends its list; each gets the
+// source schema's answer for its own list.
+func TestResponseCacheEntitiesVary(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newEntityServer(t, "public, max-age=60")
+			inner := s.Config.Handler
+			s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Vary", "X-Tenant")
+				inner.ServeHTTP(w, r)
+			})
+			cfg := cachedConfig(path, s.URL, func(c *env.ResponseCacheSettings) { c.Shared = env.Enabled })
+			cfg.ForwardHeaders = []string{"Authorization", "X-Tenant"}
+			inv := newInvoker(t, cfg)
+			for i, st := range []struct {
+				who  caller
+				upcs []string
+				sent [][]string
+			}{
+				{aliceA, []string{"1", "2"}, [][]string{{"1", "2"}}},
+				{bobA, []string{"2", "1"}, nil},
+				{carolB, []string{"1", "3"}, [][]string{{"1", "3"}}},
+				{aliceA, []string{"3", "2"}, [][]string{{"3"}}},
+				{carolB, []string{"3", "1"}, nil},
+			} {
+				before := s.requests()
+				if body, _ := postBody(t, inv, st.who.ctx(), entitiesBody(false, st.upcs...)); body != entityAnswer(nil, st.upcs...) {
+					t.Fatalf("step %d, %s %v: got %s", i, st.who.auth, st.upcs, body)
+				}
+				if got := s.askedSince(before); !slices.EqualFunc(got, st.sent, slices.Equal) {
+					t.Fatalf("step %d, %s of tenant %s %v: the source schema was asked %v, want %v", i, st.who.auth, st.who.tenant, st.upcs, got, st.sent)
+				}
+			}
+		})
+	}
+}

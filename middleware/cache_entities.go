@@ -2,7 +2,9 @@ package middleware
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -49,10 +51,15 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	per := 1 + len(varies)
 	keys := make([]respcache.Key, n*per)
 	if !s.eachSent(out, body, func(sent *http.Request) {
+		h := sha256.New()
+		id := sharekey.ForCache(sent, nil)
 		for i, b := range ec.bodies {
-			keys[i*per] = sharekey.ForCache(sent, b)
-			for v, names := range varies {
-				keys[i*per+1+v] = sharekey.Shared(sent, b, names)
+			keys[i*per] = entityKey(h, id, b)
+		}
+		for v, names := range varies {
+			shared := sharekey.Shared(sent, nil, names)
+			for i, b := range ec.bodies {
+				keys[i*per+1+v] = entityKey(h, shared, b)
 			}
 		}
 	}) {
@@ -104,6 +111,22 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	}
 	resp, err = ec.fetch(got, stale, missing, keys, per, now)
 	return resp, err, true
+}
+
+// entityKey returns the key of a representation: a SHA-256 (h, reset
+// here) over req, the key of the request as sent with no body
+// (sharekey.ForCache, or sharekey.Shared in the scope's names), and body,
+// the representation's key body (EntityRequest.EntityBody). The request's
+// method, URL and headers are so hashed once per call, not once per
+// representation; two keys meet only where both the request key and the
+// key body do.
+func entityKey(h hash.Hash, req sharekey.Key, body []byte) respcache.Key {
+	h.Reset()
+	h.Write(req[:])
+	h.Write(body)
+	var k respcache.Key
+	h.Sum(k[:0])
+	return k
 }
 
 // eachSent calls f with the request as it would be sent: req itself, or,
@@ -218,8 +241,10 @@ func (ec *entityCall) store(resp *http.Response, plan respcache.Plan, ans *respc
 	if plan.Shared {
 		shared = make([]respcache.Key, len(ec.bodies))
 		if !s.eachSent(ec.out, ec.body, func(sent *http.Request) {
+			h := sha256.New()
+			k := sharekey.Shared(sent, nil, plan.VaryNames)
 			for i, b := range ec.bodies {
-				shared[i] = sharekey.Shared(sent, b, plan.VaryNames)
+				shared[i] = entityKey(h, k, b)
 			}
 		}) {
 			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "unkeyed"})
