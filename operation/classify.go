@@ -1,6 +1,10 @@
 package operation
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/fusiongo/transport/internal/jsonscan"
+)
 
 // MaxBodyBytes is the longest request body that Classify reads: a longer
 // one is Unknown. A caller that reads a body to classify it reads at most
@@ -65,16 +69,16 @@ func mergedKind(p params, body []byte) Kind {
 	if !json.Valid(body) {
 		return Unknown
 	}
-	start := skipSpace(body, 0)
+	start := jsonscan.SkipSpace(body, 0)
 	if body[start] != '{' {
 		return Unknown
 	}
-	end := skipValue(body, start) // just past the closing brace
+	end := jsonscan.SkipValue(body, start) // just past the closing brace
 	obj := make([]byte, 0, len(p.members)+len(body)+1)
 	obj = append(append(obj, '{'), p.members...)
 	// The body's members, without its braces; a comma between, unless
 	// the body is {}.
-	if inner := body[skipSpace(body, start+1) : end-1]; len(inner) > 0 {
+	if inner := body[jsonscan.SkipSpace(body, start+1) : end-1]; len(inner) > 0 {
 		obj = append(append(obj, ','), inner...)
 	}
 	return requestKind(append(obj, '}'))

@@ -14,13 +14,16 @@
 // re-send on legacy (package transport) decide by Classify what is safe to
 // send twice or to share; the comparison recorder (package compare) and
 // shadow mode (package shadow) use Of and OfParams. It is a leaf package:
-// it imports only the standard library, so that any package can classify
-// an operation without depending on the others.
+// it imports only the standard library and internal/jsonscan (its JSON
+// walk, a leaf too), so that any package can classify an operation
+// without depending on the others.
 package operation
 
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/fusiongo/transport/internal/jsonscan"
 )
 
 // Kind is the kind of GraphQL operation that a source schema request runs.
@@ -88,12 +91,12 @@ func Of(body []byte) Kind {
 	if !json.Valid(body) {
 		return Unknown
 	}
-	i := skipSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if body[i] != '[' {
 		return requestKind(body[i:])
 	}
 	n := 0
-	all := elements(body[i:], func(entry []byte) bool {
+	all := jsonscan.Elements(body[i:], func(entry []byte) bool {
 		n++
 		return requestKind(entry) == Query
 	})
@@ -118,7 +121,7 @@ func requestKind(obj []byte) Kind {
 	var queries, names [maxCandidates][]byte // member values as in obj
 	var nq, nn int
 	var exactQuery, exactName bool
-	ok := members(obj, func(key, value []byte) bool {
+	ok := jsonscan.Members(obj, func(key, value []byte) bool {
 		role, exact := memberRole(key)
 		switch role {
 		case roleQuery:
