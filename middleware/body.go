@@ -19,10 +19,21 @@ type classified struct {
 	// operation.MaxBodyBytes (then kind is Unknown).
 	body []byte
 	kind operation.Kind
-	// enc is the compressed body that Compress further out sent, or nil:
-	// each copy sent again carries a fresh one, so that Hedge and Dedupe
-	// further in still read the kind from the uncompressed bytes.
-	enc *encodedBody
+	// again is the body that a stage further out made (Compress's
+	// compressed body, PersistedQueries' rewritten one), or nil: each copy
+	// sent again carries a fresh one of its own kind, so that Hedge
+	// further in still reads the operation kind the body carries, which
+	// its bytes may not tell (a compressed body; a hash in place of the
+	// query).
+	again replayable
+}
+
+// replayable is a request body that a stage made and that gives itself
+// again: a fresh reader over the same bytes, of its own type, carrying
+// what it carries.
+type replayable interface {
+	io.ReadCloser
+	again() (io.ReadCloser, error)
 }
 
 // classify reads req's body, at most operation.MaxBodyBytes of it, and
@@ -44,14 +55,15 @@ func classify(req *http.Request) (classified, error) {
 	if eb, ok := req.Body.(*encodedBody); ok {
 		// Compress further out sent it compressed: the bytes to send again
 		// are the compressed ones, the kind is the uncompressed body's.
-		return classified{req: req, body: eb.sent, kind: kindOf(req, eb.raw), enc: eb}, nil
+		return classified{req: req, body: eb.sent, kind: eb.kind(req), again: eb}, nil
 	}
 	if ub, ok := req.Body.(UnreadBytes); ok && req.GetBody != nil {
 		// The body's bytes are in memory, unread (a transport.Invoker's
-		// Post): classify them where they lie, with no copy; GetBody
-		// gives them again for a retry.
+		// Post, or PersistedQueries' rewritten body): classify them where
+		// they lie, with no copy; GetBody gives them again for a retry.
 		if body := ub.UnreadBytes(); len(body) <= operation.MaxBodyBytes {
-			return classified{req: req, body: body, kind: rememberedKind(req, body)}, nil
+			rb, _ := req.Body.(replayable)
+			return classified{req: req, body: body, kind: rememberedKind(req, body), again: rb}, nil
 		}
 		return classified{req: req}, nil
 	}
@@ -143,17 +155,18 @@ func setBody(r *http.Request, body []byte) {
 	r.ContentLength = int64(len(body))
 }
 
-// again returns a shallow copy of c.req with a fresh reader over its
+// resend returns a shallow copy of c.req with a fresh reader over its
 // body, for sending it once more; c must carry its whole body, or none (a
-// GET). A compressed body
-// stays one (its GetBody, its kind, the compressed length), so that a
-// retry of a compressed query is hedged as the first try would be.
-func (c classified) again() *http.Request {
+// GET). A body a stage made (c.again: compressed, or rewritten for
+// persisted queries) stays one of its kind (its GetBody, the operation
+// kind it carries, its length), so that a retry of such a query is hedged
+// as the first try would be.
+func (c classified) resend() *http.Request {
 	out := *c.req
-	if c.enc != nil {
-		out.Body, _ = c.enc.again()
-		out.GetBody = c.enc.again
-		out.ContentLength = int64(len(c.enc.sent))
+	if c.again != nil {
+		out.Body, _ = c.again.again()
+		out.GetBody = c.again.again
+		out.ContentLength = int64(len(c.body))
 		return &out
 	}
 	setBody(&out, c.body)
