@@ -332,6 +332,11 @@ type Settings struct {
 	// ResponseCache stores answers to queries and answers later calls from
 	// them, on both paths. Default: off. See ResponseCacheSettings.
 	ResponseCache ResponseCacheSettings
+
+	// PersistedQueries sends requests by the hash of their query text
+	// (automatic persisted queries), on both paths. Default: off. See
+	// PersistedQueriesSettings.
+	PersistedQueries PersistedQueriesSettings
 }
 
 // RequestCompressionSettings configure the compression of request bodies
@@ -820,6 +825,11 @@ var builtin = Settings{
 		StaleIfError:  Off,
 		Shared:        Disabled,
 		Vary:          []string{},
+	},
+	PersistedQueries: PersistedQueriesSettings{
+		Mode:        PersistedQueriesOff,
+		GET:         Disabled,
+		MaxURLBytes: DefaultPersistedQueryMaxURLBytes,
 	},
 }
 
