@@ -15,6 +15,7 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -166,9 +167,11 @@ func (r *route) postOn(ctx context.Context, c *postCall, h http.Header, getBody 
 	req.Header = h
 	c.body.Reset(body)
 	c.raw = body
-	if r.anyBody || (r.compressMin > 0 && len(body) >= r.compressMin) {
-		// A body to compress goes as postBody too: Compress takes its
-		// bytes where they lie (middleware.UnreadBytes), with no copy.
+	if r.anyBody || (r.compressMin > 0 && len(body) >= r.compressMin) ||
+		(r.apq != nil && len(body) >= middleware.PersistedQueryMinBody && r.apq.On()) {
+		// A body to compress, or to send by its hash, goes as postBody
+		// too: Compress and PersistedQueries take its bytes where they
+		// lie (middleware.UnreadBytes), with no copy.
 		req.Body = (*postBody)(c)
 	} else {
 		// A NopCloser around a *bytes.Reader is what net/http knows to be

@@ -64,6 +64,12 @@ const (
 	hashMemberLen = len(hashMemberHead) + 2*sha256.Size + len(hashMemberTail)
 )
 
+// PersistedQueryMinBody is the length of the shortest body that
+// PersistedQueries sends by its hash: braces around a "query" member
+// longer than the persistedQuery extension that replaces it. A shorter
+// body goes as it is.
+const PersistedQueryMinBody = hashMemberLen + 3
+
 // persistedQuery is h's extension as a member of an extensions object:
 // "persistedQuery":{"version":1,"sha256Hash":"…"}.
 func (h *queryHash) persistedQuery() []byte {

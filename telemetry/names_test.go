@@ -42,7 +42,7 @@ func TestNamesDocumented(t *testing.T) {
 		telemetry.MetricAddressEjected, telemetry.MetricEjections,
 		telemetry.MetricCompressedRequests, telemetry.MetricCompressionBytesSaved, telemetry.MetricRateLimited,
 		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
-		telemetry.MetricCacheEvents,
+		telemetry.MetricCacheEvents, telemetry.MetricPersistedQueryResends,
 	}
 	slices.Sort(table)
 	sorted := slices.Sorted(slices.Values(names))
@@ -55,7 +55,7 @@ func TestNamesDocumented(t *testing.T) {
 	keys := []attribute.Key{
 		telemetry.AttrSourceSchema, telemetry.AttrPath, telemetry.AttrBreakerState, telemetry.AttrAddress,
 		telemetry.AttrShadowEqual, telemetry.AttrShadowKind, telemetry.AttrShadowReason,
-		telemetry.AttrCacheStatus, telemetry.AttrCacheReason,
+		telemetry.AttrCacheStatus, telemetry.AttrCacheReason, telemetry.AttrPersistedQueryReason,
 	}
 	for _, k := range keys {
 		if !strings.Contains(string(src), string(k)) {

@@ -1,6 +1,7 @@
 // Package meters holds the instruments that package telemetry creates for
 // the transport's own events (resilience, traffic shaping, canary,
-// addresses, connections, reloads, shadow comparisons) and records them.
+// addresses, connections, reloads, shadow comparisons, the response cache,
+// persisted queries) and records them.
 // Package telemetry keeps a *Set in each Telemetry, out of its API; the
 // root package reaches it with Of.
 //
@@ -33,6 +34,8 @@ const (
 	AttrShadowReason = attribute.Key("fusion.shadow.reason")
 	AttrCacheStatus  = attribute.Key("fusion.cache.status")
 	AttrCacheReason  = attribute.Key("fusion.cache.reason")
+
+	AttrPersistedQueryReason = attribute.Key("fusion.persisted_query.reason")
 )
 
 // Of returns the *Set of a *telemetry.Telemetry, nil for a nil one. Package
@@ -60,6 +63,7 @@ type Set struct {
 	shaping    shapingInstruments
 	shadow     shadowInstruments
 	cache      cacheInstruments
+	persisted  persistedInstruments
 }
 
 // New creates every instrument of a Set on m; check receives each
@@ -75,6 +79,7 @@ func New(m metric.Meter, check func(error)) *Set {
 	s.shaping = newShapingInstruments(m, check)
 	s.shadow = newShadowInstruments(m, check)
 	s.cache = newCacheInstruments(m, check)
+	s.persisted = newPersistedInstruments(m, check)
 	return s
 }
 

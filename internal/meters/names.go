@@ -35,4 +35,6 @@ const (
 	MetricShadowDropped     = "fusion.transport.shadow.dropped"
 
 	MetricCacheEvents = "fusion.transport.cache.events"
+
+	MetricPersistedQueryResends = "fusion.transport.persisted_queries.resends"
 )
