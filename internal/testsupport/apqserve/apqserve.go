@@ -139,6 +139,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, mode Mode) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !bytes.Contains(body, []byte("persistedQuery")) {
+		// Most requests: no extension to read.
+		h.count(func(s *Stats) { s.Plain++ })
+		h.forward(w, r, body)
+		return
+	}
 	req, ok := readRequest(body)
 	if !ok || req.hash == "" {
 		h.count(func(s *Stats) { s.Plain++ })
@@ -232,12 +238,12 @@ func refuse(w http.ResponseWriter, status int, message, code string) {
 	w.Write(b)
 }
 
-// forward passes r to the inner handler with body as its body.
+// forward passes r to the inner handler with body as its body (r is the
+// server's, made for this handler: its body is the handler's to replace).
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.ContentLength = int64(len(body))
-	h.inner.ServeHTTP(w, r2)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	h.inner.ServeHTTP(w, r)
 }
 
 // readRequest reads a JSON request object; ok is false for anything else.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
+	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 )
 
 // maxBodyBytes bounds a request body; a larger one cannot have been
@@ -34,6 +35,12 @@ type Options struct {
 	// that another gateway's requests (graphql-go-tools') are replayed
 	// from their second sighting on. Off: such a body gets 404.
 	Learn bool
+
+	// APQ is how Start's servers treat automatic persisted queries, as
+	// schemas.Options.APQ. By default each schema serves them in front of
+	// its replay: a request by its hash runs the text kept under it,
+	// replayed by the body the client would have sent with the text.
+	APQ apqserve.Mode
 }
 
 // answer is an Answer with its header values built once, so that writing it
@@ -206,9 +213,10 @@ type Servers struct {
 	// URLs maps each schema name to its endpoint, as schemas.Servers does.
 	URLs map[string]string
 
-	servers  []*http.Server
-	handlers map[string]*Handler
-	serving  sync.WaitGroup
+	servers   []*http.Server
+	handlers  map[string]*Handler
+	persisted map[string]*apqserve.Handler // immutable after Start: each schema's APQ; empty with apqserve.Off
+	serving   sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -217,7 +225,7 @@ type Servers struct {
 // Start serves every recorded schema of schemas.Names on its own
 // 127.0.0.1:0 listener at schemas.Path. Close them with Close.
 func Start(rec Recording, opts Options) (*Servers, error) {
-	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}}
+	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}, persisted: map[string]*apqserve.Handler{}}
 	for _, name := range schemas.Names {
 		h, err := NewHandler(rec, name, opts)
 		if err != nil {
@@ -229,7 +237,12 @@ func Start(rec Recording, opts Options) (*Servers, error) {
 			return nil, errors.Join(fmt.Errorf("source schema %q: listen: %w", name, err), s.Close())
 		}
 		mux := http.NewServeMux()
-		mux.Handle(schemas.Path, h)
+		if opts.APQ == apqserve.Off {
+			mux.Handle(schemas.Path, h)
+		} else {
+			s.persisted[name] = apqserve.New(h, apqserve.Options{Mode: opts.APQ})
+			mux.Handle(schemas.Path, s.persisted[name])
+		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.servers = append(s.servers, srv)
 		s.URLs[name] = "http://" + ln.Addr().String() + schemas.Path
@@ -245,6 +258,20 @@ func (s *Servers) Learnt() int {
 		n += h.Learnt()
 	}
 	return n
+}
+
+// PersistedQueryStats returns what each schema did with persisted queries
+// so far (the requests answered by hash, refused as not found, ...); nil
+// with apqserve.Off.
+func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
+	if len(s.persisted) == 0 {
+		return nil
+	}
+	out := make(map[string]apqserve.Stats, len(s.persisted))
+	for name, h := range s.persisted {
+		out[name] = h.Stats()
+	}
+	return out
 }
 
 // Close stops the servers, closing listeners and connections at once, and

@@ -11,6 +11,14 @@
 // (a JSON array of requests) and variable batches ("variables" is an array)
 // and answer deterministically: the same request gives the same bytes.
 //
+// Started with Start, each schema serves automatic persisted queries (APQ,
+// as Apollo Server and gqlgen do: a request by the SHA-256 of its query
+// runs the text kept under it, or is answered PersistedQueryNotFound),
+// unless Options.APQ says otherwise: NotSupported refuses them as Apollo
+// Server does with APQ off, Off answers a request without a query as a
+// schema that knows nothing of APQ does (400 and a request error).
+// Servers.ForgetPersistedQueries forgets every hash, as a restart would.
+//
 //	srv, err := schemas.Start(schemas.Options{})
 //	if err != nil { ... }
 //	defer srv.Close()
@@ -27,6 +35,8 @@ import (
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 )
 
 // Names lists the source schemas in a stable order.
@@ -39,6 +49,13 @@ type Options struct {
 	// and waits once. The wait ends early, without an answer, when the
 	// request's context ends (the client went away).
 	Latency time.Duration
+
+	// APQ is how Start's servers treat automatic persisted queries:
+	// apqserve.On (the zero value) serves them; apqserve.NotSupported
+	// answers PersistedQueryNotSupported; apqserve.Off serves without
+	// them, so a request by its hash alone gets 400 and "the request has
+	// no query". The last two try a client's fallback.
+	APQ apqserve.Mode
 }
 
 // Path is the endpoint path of every schema started by Start.
@@ -88,8 +105,9 @@ type Servers struct {
 	// http://127.0.0.1:41234/graphql
 	URLs map[string]string
 
-	servers []*http.Server
-	serving sync.WaitGroup // the Serve goroutines
+	servers   []*http.Server
+	serving   sync.WaitGroup               // the Serve goroutines
+	persisted map[string]*apqserve.Handler // immutable after Start: each schema's APQ; empty with apqserve.Off
 
 	mu        sync.Mutex
 	closed    bool           // set by Close; no handler starts after it
@@ -120,11 +138,15 @@ func (s *Servers) track(h http.Handler) http.Handler {
 // Start starts each schema on its own 127.0.0.1:0 listener with net/http
 // servers. Close them with Close.
 func Start(opts Options) (*Servers, error) {
-	s := &Servers{URLs: make(map[string]string, len(Names))}
+	s := &Servers{URLs: make(map[string]string, len(Names)), persisted: map[string]*apqserve.Handler{}}
 	for _, name := range Names {
 		h, err := Handler(name, opts)
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
+		}
+		if opts.APQ != apqserve.Off {
+			apq := apqserve.New(h, apqserve.Options{Mode: opts.APQ})
+			s.persisted[name], h = apq, apq
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -150,6 +172,28 @@ func Start(opts Options) (*Servers, error) {
 		}()
 	}
 	return s, nil
+}
+
+// ForgetPersistedQueries makes every schema forget the query texts it
+// keeps under their hashes, as a restart would: the next request by a hash
+// alone is answered PersistedQueryNotFound.
+func (s *Servers) ForgetPersistedQueries() {
+	for _, h := range s.persisted {
+		h.Forget()
+	}
+}
+
+// PersistedQueryStats returns what each schema did with persisted queries
+// so far; nil with apqserve.Off.
+func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
+	if len(s.persisted) == 0 {
+		return nil
+	}
+	out := make(map[string]apqserve.Stats, len(s.persisted))
+	for name, h := range s.persisted {
+		out[name] = h.Stats()
+	}
+	return out
 }
 
 // Close stops the servers, closing their listeners and connections at once,
