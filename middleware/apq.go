@@ -137,11 +137,13 @@ func (p *PersistedQueries) resent(ctx context.Context, reason string) {
 // object whose members are "query" (a string longer than the extension
 // that replaces it: a shorter one is sent as it is), and at most
 // "operationName", "variables" and "extensions" (an object without a
-// persistedQuery), whose operation kind operation.Classify can tell, with
-// no Content-Encoding and no protocol upgrade. Its "query" member is
-// replaced by the persistedQuery extension where it stands, so that the
-// variables are neither decoded nor encoded again. Any other request, and
-// every request once persisted queries are off, goes as it is.
+// persistedQuery), with no Content-Encoding and no protocol upgrade. Its
+// "query" member is replaced by the persistedQuery extension where it
+// stands, so that the variables are neither decoded nor encoded again,
+// nor validated: a body that is not valid JSON inside its members reaches
+// the schema as broken as it was, which refuses it (a request error:
+// the text goes, and is refused the same). Any other request, and every
+// request once persisted queries are off, goes as it is.
 //
 // The answer to a request sent by its hash is read when it can be a
 // refusal (a JSON answer of at most 4 KiB, status under 500), and:
@@ -185,18 +187,25 @@ func (s *persister) RoundTrip(req *http.Request) (*http.Response, error) {
 		len(req.Header["Content-Encoding"]) > 0 || gqlhttp.AsksUpgrade(req) {
 		return s.next.RoundTrip(req)
 	}
-	c, err := classify(req)
+	// The body, unread, but not its kind: a stage further in that asks
+	// for it (Retry, Hedge) gets it from the rewritten body, which tells
+	// it when first asked (persistedBody), as it would have asked the
+	// caller's.
+	c, err := bodyOf(req)
 	if err != nil {
 		return nil, err
 	}
-	if c.body == nil || c.kind == operation.Unknown {
+	if c.body == nil {
 		return s.next.RoundTrip(c.req)
 	}
 	doc, ok := readRequest(c.body)
-	if !ok {
+	var h *queryHash
+	if ok {
+		h = s.p.cfg.Hashes.of(doc.text)
+	}
+	if h == nil {
 		return s.next.RoundTrip(c.req)
 	}
-	h := s.p.cfg.Hashes.of(doc.text)
 	resp, err := s.next.RoundTrip(s.byHash(c, doc, h))
 	if err != nil {
 		closeBody(c.req) // not sent
@@ -242,7 +251,7 @@ func (s *persister) byText(ctx context.Context, req *http.Request) (*http.Respon
 // byHash returns the request that sends c by its hash h: a GET when
 // PersistedQueriesConfig.GET allows it, else a POST.
 func (s *persister) byHash(c classified, doc apqRequest, h *queryHash) *http.Request {
-	if s.p.cfg.GET && c.kind == operation.Query {
+	if s.p.cfg.GET && kindOf(c.req, c.body) == operation.Query {
 		if out := getRequest(c.req, doc, h, s.p.cfg.MaxURLBytes); out != nil {
 			return out
 		}

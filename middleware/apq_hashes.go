@@ -77,7 +77,8 @@ func (h *queryHash) persistedQuery() []byte {
 }
 
 // of returns the hash of text, a query text as a JSON string with its
-// quotes, from memory if it is there.
+// quotes, from memory if it is there; nil if text is no valid JSON
+// string.
 func (q *QueryHashes) of(text []byte) *queryHash {
 	q.mu.RLock()
 	h := q.cur[string(text)]
@@ -95,7 +96,9 @@ func (q *QueryHashes) of(text []byte) *queryHash {
 	if h != nil {
 		return h
 	}
-	h = newQueryHash(text)
+	if h = newQueryHash(text); h == nil {
+		return nil
+	}
 	q.computed.Add(1)
 	if h.cost() <= q.half {
 		q.mu.Lock()
@@ -122,10 +125,13 @@ func (q *QueryHashes) keep(h *queryHash) {
 func (h *queryHash) cost() int { return len(h.key) + len(h.member) + len(h.getExtensions) }
 
 // newQueryHash hashes text, a JSON string: SHA-256 of the text it holds,
-// as a server that decodes the request hashes it.
+// as a server that decodes the request hashes it; nil if text is no valid
+// JSON string (a broken body, sent as it is).
 func newQueryHash(text []byte) *queryHash {
 	var s string
-	_ = json.Unmarshal(text, &s) // a string, as readRequest found it
+	if json.Unmarshal(text, &s) != nil {
+		return nil
+	}
 	sum := sha256.Sum256([]byte(s))
 	digest := hex.EncodeToString(sum[:])
 	member := hashMemberHead + digest + hashMemberTail

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/fusiongo/transport/internal/jsonscan"
 	"github.com/fusiongo/transport/operation"
@@ -35,9 +36,10 @@ const (
 	memberExt
 )
 
-// readRequest finds the members of body, a valid JSON request object (one
-// that operation.Classify could tell the kind of), that persisted queries
-// rewrite. ok is false for a body they leave alone: not an object; a
+// readRequest finds the members of body, a JSON request object, that
+// persisted queries rewrite; it walks the object's frame, not the values
+// (jsonscan.Members). ok is false for a body they leave alone: not an
+// object, or one whose frame breaks; a
 // member other than "query", "operationName", "variables" and
 // "extensions" (spelt exactly, without escapes), or one of them twice, so
 // that no server reads a query the hash does not name; "query" that is no
@@ -71,7 +73,7 @@ func readRequest(body []byte) (d apqRequest, ok bool) {
 		seen |= bit
 		return true
 	})
-	return d, ok && seen&memberQuery != 0 && d.text[0] == '"' && d.query[1]-d.query[0] > hashMemberLen
+	return d, ok && seen&memberQuery != 0 && d.text[0] == '"' && len(d.text) > 1 && d.query[1]-d.query[0] > hashMemberLen
 }
 
 // readExtensions records value, the "extensions" member of body, if it is
@@ -165,16 +167,20 @@ func spliceWithHash(body []byte, d apqRequest, h *queryHash) []byte {
 }
 
 // persistedCall is what PersistedQueries allocates for one request it
-// rewrote, besides its body's bytes: the request and its body.
+// rewrote, besides its body's bytes: the request, its body, and the kind
+// of the request it was made from, which the body and its copies tell.
 type persistedCall struct {
 	req  http.Request
 	body persistedBody
+	kind lazyKind
 }
 
 // newPersisted returns c's request with body as its body: a POST that
-// carries c's operation kind, which body, holding a hash, may not tell.
+// tells c's operation kind, which body, holding a hash, may not.
 func newPersisted(c classified, body []byte) *http.Request {
-	call := &persistedCall{req: *c.req, body: persistedBody{sent: body, known: c.kind}}
+	call := &persistedCall{req: *c.req, body: persistedBody{sent: body}}
+	call.kind.from = c
+	call.body.kind = &call.kind
 	call.body.r.Reset(body)
 	out := &call.req
 	out.Body = &call.body
@@ -183,15 +189,29 @@ func newPersisted(c classified, body []byte) *http.Request {
 	return out
 }
 
+// lazyKind is the operation kind of a request, told when first asked:
+// most calls go through no stage that asks. Safe for concurrent use (a
+// hedge's copy of the body may ask from its own goroutine).
+type lazyKind struct {
+	once sync.Once
+	from classified // the request the kind is of, with its body; read-only
+	kind operation.Kind
+}
+
+func (k *lazyKind) get() operation.Kind {
+	k.once.Do(func() { k.kind = kindOf(k.from.req, k.from.body) })
+	return k.kind
+}
+
 // persistedBody is a request body that PersistedQueries rewrote. Its
 // bytes are handed over unread (UnreadBytes), to Compress and to classify,
 // and it tells the operation kind of the request it was made from
 // (kindMemo), since the hash in its place cannot: so Retry and Hedge
 // further in treat a query by its hash as the query it is.
 type persistedBody struct {
-	r     bytes.Reader
-	sent  []byte // never written
-	known operation.Kind
+	r    bytes.Reader
+	sent []byte    // never written
+	kind *lazyKind // the call's
 }
 
 func (b *persistedBody) Read(p []byte) (int, error)         { return b.r.Read(p) }
@@ -202,14 +222,14 @@ func (b *persistedBody) Close() error                       { return nil }
 func (b *persistedBody) UnreadBytes() []byte { return b.sent }
 
 // OperationKind returns the kind of the request the body was made from.
-func (b *persistedBody) OperationKind() (operation.Kind, bool) { return b.known, true }
+func (b *persistedBody) OperationKind() (operation.Kind, bool) { return b.kind.get(), true }
 
 // SetOperationKind does nothing: the kind is known.
 func (b *persistedBody) SetOperationKind(operation.Kind) {}
 
 // again is the request's GetBody: the same bytes, from the start.
 func (b *persistedBody) again() (io.ReadCloser, error) {
-	n := &persistedBody{sent: b.sent, known: b.known}
+	n := &persistedBody{sent: b.sent, kind: b.kind}
 	n.r.Reset(b.sent)
 	return n, nil
 }

@@ -184,7 +184,9 @@ func TestPersistedQueriesLeftAlone(t *testing.T) {
 		"persisted already":     `{"query":` + string(q) + `,"extensions":` + pq(longQuery) + `}`,
 		"a case variant":        `{"query":` + string(q) + `,"Query":"{ a }"}`,
 		"query twice":           `{"query":` + string(q) + `,"query":` + string(q) + `}`,
-		"unknown kind":          `{"query":"` + strings.Repeat("x", 200) + `"}`,
+		"broken frame":          `{"query":` + string(q) + ` "variables":{}}`,
+		"query no JSON string":  `{"query":"` + strings.Repeat("x", 150) + `\q"}`,
+		"truncated":             `{"query":` + string(q) + `,"variables":{"a":`,
 		"extensions not object": `{"query":` + string(q) + `,"extensions":null}`,
 	} {
 		t.Run(name, func(t *testing.T) {

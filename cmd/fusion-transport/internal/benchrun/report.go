@@ -99,6 +99,10 @@ type Sample struct {
 	AllocBytesPerRequest   float64 `json:"alloc_bytes_per_request"`
 	AllocObjectsPerRequest float64 `json:"alloc_objects_per_request"`
 	CallsPerRequest        float64 `json:"calls_per_request"`
+	// RequestBytesPerCall is the bytes the gateway wrote to the source
+	// schemas (request heads and bodies) per call, when it counted them
+	// (Options.APQ); 0 otherwise.
+	RequestBytesPerCall float64 `json:"request_bytes_per_call,omitempty"`
 
 	// Of the gateway process.
 	IdleRSS   int64   `json:"idle_rss_bytes"`

@@ -107,6 +107,10 @@ func (mr *ModeReport) summarize(sides []string) {
 		mr.Summary[name] = summarizeSamples(own)
 	}
 	mr.Targets = nil
+	if len(sides) > 1 && strings.HasSuffix(sides[1], APQSuffix) {
+		mr.Targets = apqTargets(mr.Summary, sides)
+		return
+	}
 	if sides[0] != "legacy" {
 		return
 	}
@@ -153,6 +157,9 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), er
 	if mode.Latency > 0 {
 		args = append(args, "-latency", mode.Latency.String())
 	}
+	if !o.APQ {
+		args = append(args, "-apq", "off") // nothing in front of the answers
+	}
 	c, err := startChild("source schemas", o.Binary, args, o.Environ)
 	if err != nil {
 		return "", nil, err
@@ -183,14 +190,27 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), er
 	return strings.Join(list, ","), c.stop, nil
 }
 
+// APQVar is the variable that turns persisted queries on for every source
+// schema of a gateway.
+const APQVar = "FUSION_DEFAULTS__PERSISTED_QUERIES__MODE"
+
 // gatewayCommand returns the arguments and the environment of side's
-// gateway: FUSION_SOCKETS_TRANSPORT picks the path, -engine the engine.
+// gateway: FUSION_SOCKETS_TRANSPORT picks the path, -engine the engine,
+// APQVar persisted queries.
 func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []string) {
 	environ = append(withoutVar(o.Environ, "FUSION_SOCKETS_TRANSPORT"), "FUSION_SOCKETS_TRANSPORT="+side.Switch)
 	if o.Distinct {
 		environ = append(withoutVar(environ, "FUSION_FORWARD_HEADERS"), "FUSION_FORWARD_HEADERS="+load.RequestIDHeader)
 	}
 	args = []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", schemaURLs}
+	if o.APQ {
+		mode := "off" // whatever this process's environment says
+		if side.APQ {
+			mode = "apq"
+		}
+		environ = append(withoutVar(environ, APQVar), APQVar+"="+mode)
+		args = append(args, "-count-wire") // on both twins, so that they pay alike
+	}
 	if o.GatewayConfig != "" {
 		args = append(args, "-config", o.GatewayConfig)
 	}
@@ -270,7 +290,11 @@ func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side S
 	s.CPUPerRequest = per(float64(after.cpu-before.cpu) / float64(time.Millisecond))
 	s.AllocBytesPerRequest = per(float64(after.allocBytes() - before.allocBytes()))
 	s.AllocObjectsPerRequest = per(float64(after.allocObjects() - before.allocObjects()))
-	s.CallsPerRequest = per(float64(after.stats.SourceSchemaCalls - before.stats.SourceSchemaCalls))
+	calls := after.stats.SourceSchemaCalls - before.stats.SourceSchemaCalls
+	s.CallsPerRequest = per(float64(calls))
+	if calls > 0 {
+		s.RequestBytesPerCall = float64(after.stats.SourceSchemaRequestBytes-before.stats.SourceSchemaRequestBytes) / float64(calls)
+	}
 	return s, nil
 }
 

@@ -49,6 +49,7 @@ var metrics = []metric{
 	{"alloc_bytes_per_request", "allocated B/request", "", 0, func(s Sample) float64 { return s.AllocBytesPerRequest }},
 	{"alloc_objects_per_request", "allocated objects/request", "", 0, func(s Sample) float64 { return s.AllocObjectsPerRequest }},
 	{"calls_per_request", "source schema calls/request", "", 2, func(s Sample) float64 { return s.CallsPerRequest }},
+	{"request_bytes_per_call", "request bytes/source schema call", " B", 0, func(s Sample) float64 { return s.RequestBytesPerCall }},
 	{"idle_rss_mb", "idle RSS", " MB", 1, func(s Sample) float64 { return mb(s.IdleRSS) }},
 	{"peak_rss_mb", "peak RSS", " MB", 1, func(s Sample) float64 { return mb(s.PeakRSS) }},
 	{"startup_ms", "startup (exec to ready)", " ms", 1, func(s Sample) float64 { return s.StartupMS }},
