@@ -30,6 +30,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
 )
 
 // benchmarkRouterConfig is the benchmark's four source schemas (the SDLs of
@@ -53,7 +54,7 @@ var (
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
 	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
 	realBenchProfile   = flag.String("realbench.profile", "", "write a CPU profile of the gateway (this process) for each side's measured window of the last round to `dir`/SIDE.cpu.pprof (':' written '-')")
-	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1; the first is the one the others are compared with")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, and each of the last three with +apq (automatic persisted queries on for every source schema, which the schemas serve); the first is the one the others are compared with")
 )
 
 // TestRealGatewayBench is a benchmark, not a test; it runs only with
@@ -79,7 +80,7 @@ func TestRealGatewayBench(t *testing.T) {
 	}
 	sides := strings.Split(*realBenchSides, ",")
 	for _, s := range sides {
-		if !slices.Contains([]string{"default", "legacy", "sockets:nethttp", "sockets:h1"}, s) {
+		if base, apq := strings.CutSuffix(s, "+apq"); !slices.Contains([]string{"default", "legacy", "sockets:nethttp", "sockets:h1"}, base) || apq && base == "default" {
 			t.Fatalf("-realbench.sides: unknown side %q", s)
 		}
 	}
@@ -138,6 +139,7 @@ type realSample struct {
 	rps, p50, p95, p99 float64
 	cpuMS, calls       float64
 	callMS             float64 // mean time a subgraph call was in flight under load
+	bytesPerCall       float64 // request bytes written to the subgraphs per call, heads and bodies
 	planCalls          float64 // of one request alone, before the load
 	errors             int64
 }
@@ -185,23 +187,30 @@ func (b *timedBody) Close() error {
 func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]string, side, profile string) realSample {
 	t.Helper()
 	var client *http.Client
+	wire := &wirecount.Bytes{} // every side counts its request bytes alike
 	switch side {
 	case "default":
 		// As graphql-go-tools' NewFederationEngineConfigFactory builds its
 		// default client.
-		tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+		tr := &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: wire.Dial}
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	default:
 		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
+		opts := []transport.Option{transport.WithLookupEnv(func(string) (string, bool) { return "", false })}
 		for name, u := range urls {
 			cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
+			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: wire.Dial}))
 		}
-		if engine, ok := strings.CutPrefix(side, "sockets:"); ok {
+		base, apq := strings.CutSuffix(side, "+apq")
+		if engine, ok := strings.CutPrefix(base, "sockets:"); ok {
 			cfg.Path = env.PathSockets
 			cfg.Defaults.Engine = engine
 		}
-		inv, err := transport.New(cfg, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		if apq {
+			cfg.Defaults.PersistedQueries.Mode = env.PersistedQueriesAPQ
+		}
+		inv, err := transport.New(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,16 +241,17 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	planCalls := float64(calls.Load()-before) / alone
 
 	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1 int64
+	var bytes0, bytes1 uint64
 	var prof *os.File
 	res := runBenchLoad(t, bin, srv.URL,
 		func() {
-			cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			cpu0, calls0, req0, flight0, bytes0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load(), wire.Total()
 			if profile != "" {
 				prof = startCPUProfile(t, profile)
 			}
 		},
 		func() {
-			cpu1, calls1, req1, flight1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			cpu1, calls1, req1, flight1, bytes1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load(), wire.Total()
 			if prof != nil {
 				pprof.StopCPUProfile()
 				prof.Close()
@@ -258,6 +268,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	}
 	if c := calls1 - calls0; c > 0 {
 		sample.callMS = float64(flight1-flight0) / float64(c) / 1e6
+		sample.bytesPerCall = float64(bytes1-bytes0) / float64(c)
 	}
 	return sample
 }
@@ -436,6 +447,7 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		{"subgraph calls/request, one at a time", func(s realSample) float64 { return s.planCalls }, ""},
 		{"subgraph calls/request under load", func(s realSample) float64 { return s.calls }, ""},
 		{"subgraph call in flight under load, mean", func(s realSample) float64 { return s.callMS }, " ms"},
+		{"request bytes/subgraph call", func(s realSample) float64 { return s.bytesPerCall }, " B"},
 		{"load errors", func(s realSample) float64 { return float64(s.errors) }, ""},
 	}
 	header := "| Metric |"
@@ -462,8 +474,8 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 			m := median(v)
 			med[s] = m
 			cell := fmt.Sprintf("%.3g%s", m, r.unit)
-			if r.name == "req/s" {
-				cell = fmt.Sprintf("%.0f", m)
+			if r.name == "req/s" || r.unit == " B" {
+				cell = fmt.Sprintf("%.0f%s", m, r.unit)
 			}
 			if v[0] != v[len(v)-1] {
 				cell += fmt.Sprintf(" [%.4g–%.4g]", v[0], v[len(v)-1])

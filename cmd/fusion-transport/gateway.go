@@ -19,6 +19,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/internal/setting"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
 )
 
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -67,9 +68,9 @@ Flags:
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []transport.Option{transport.WithLogger(log)}
-	var wire *benchgw.WireBytes
+	var wire *wirecount.Bytes
 	if *countWire {
-		wire = &benchgw.WireBytes{}
+		wire = &wirecount.Bytes{}
 		for name := range cfg.SourceSchemas {
 			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: wire.Dial}))
 		}

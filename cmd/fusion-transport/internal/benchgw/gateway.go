@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
 )
 
 // maxRequestBody bounds what the gateway reads (and throws away) of a
@@ -25,7 +26,7 @@ const maxRequestBody = 1 << 20
 // invoker forwards the gateway request's headers.
 type Gateway struct {
 	inv  transport.Invoker
-	wire *WireBytes // the request bytes sent to the source schemas; nil: not counted (CountWire)
+	wire *wirecount.Bytes // the request bytes sent to the source schemas; nil: not counted (CountWire)
 
 	requests atomic.Uint64 // gateway requests answered, failed ones included
 	failures atomic.Uint64 // gateway requests answered with 502
@@ -48,7 +49,7 @@ func New(inv transport.Invoker) *Gateway {
 // CountWire makes Stats report w's total as SourceSchemaRequestBytes: w
 // must be the Dial of every source schema of the gateway's invoker. Call it
 // before the gateway serves.
-func (g *Gateway) CountWire(w *WireBytes) { g.wire = w }
+func (g *Gateway) CountWire(w *wirecount.Bytes) { g.wire = w }
 
 // Handler returns a gateway on inv wrapped in transport.GatewayRequestHandler: the
 // handler to serve at /graphql.
