@@ -324,10 +324,40 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 // when it has one and req has no deadline of its caller's (its request
 // bound's is none: bound.CallerDeadline).
 func (r *route) attempt(req *http.Request) (*http.Response, error) {
+	if !r.anyBody {
+		req = inMemory(req)
+	}
 	if r.timed != nil && !bound.CallerDeadline(req.Context()) {
 		return r.timed.RoundTripWithin(req, r.headerTimeout)
 	}
 	return r.pool.RoundTrip(req)
+}
+
+// inMemory returns req as a pool that is not WritesAnyBody (net/http's
+// transports) sends it best: a body whose bytes are in memory
+// (middleware.UnreadBytes: a Post's that a stage asked for, persisted
+// queries' rewritten one) as a NopCloser around a *bytes.Reader, which
+// net/http writes with the head in one write, where a body of another type
+// costs a second (golang/go#22088). That costs the attempt 2 allocations,
+// the copy of the request and the NopCloser; req's own body, which is not
+// read, is closed. Any other request is returned as it is.
+func inMemory(req *http.Request) *http.Request {
+	ub, ok := req.Body.(middleware.UnreadBytes)
+	if !ok {
+		return req
+	}
+	m := &memoryAttempt{req: *req}
+	m.body.Reset(ub.UnreadBytes())
+	m.req.Body = io.NopCloser(&m.body)
+	req.Body.Close()
+	return &m.req
+}
+
+// memoryAttempt is what inMemory allocates for one attempt besides the
+// NopCloser: the request and the reader of its bytes.
+type memoryAttempt struct {
+	req  http.Request
+	body bytes.Reader
 }
 
 // upgraded takes a response that hands the connection over: judged by

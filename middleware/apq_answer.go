@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
+	"strings"
+
+	"github.com/fusiongo/transport/internal/jsonscan"
 )
 
 // verdict is what an answer to a request by its hash says.
@@ -23,34 +25,78 @@ const (
 const maxRefusalBytes = 4 << 10
 
 // judge tells whether resp refuses a request by its hash, and returns it
-// with its body as readable as before. It reads the body only when it can
-// be a refusal: a status under 500 (a 5xx is the retry's and the
+// with its body as readable as before. It looks at the body only when it
+// can be a refusal: a status under 500 (a 5xx is the retry's and the
 // breaker's), a JSON media type or none, and a Content-Length of at most
-// maxRefusalBytes or none; then at most maxRefusalBytes+1 bytes of it. A
-// body read whole is closed at once (its connection goes back) and given
-// to the caller from memory.
+// maxRefusalBytes or none. Then it reads the body's first bytes: an answer
+// that starts with data that is not null (most answers) is no refusal,
+// and goes on unread but for them; any other is read whole, up to
+// maxRefusalBytes, its connection given back at once, and judged.
 func judge(resp *http.Response) (verdict, *http.Response) {
 	if resp.StatusCode < 200 || resp.StatusCode >= 500 || resp.ContentLength > maxRefusalBytes || !jsonAnswer(resp.Header) {
 		return answered, resp
 	}
-	b, whole, err := readSmall(resp.Body, resp.ContentLength)
-	if !whole {
-		resp.Body = &peekedBody{r: *bytes.NewReader(b), rest: resp.Body, err: err}
+	pb := &peekedBody{rest: resp.Body}
+	n, err := io.ReadFull(resp.Body, pb.head[:])
+	head := pb.head[:n]
+	resp.Body = pb
+	switch {
+	case err == nil && startsWithData(head):
+		pb.r.Reset(head)
+		return answered, resp
+	case err != nil && err != io.EOF && err != io.ErrUnexpectedEOF:
+		pb.r.Reset(head)
+		pb.err = err
 		return answered, resp
 	}
-	resp.Body.Close()
-	resp.Body = &peekedBody{r: *bytes.NewReader(b)}
+	b := head
+	whole := err != nil // the body ended within the head
+	if !whole {
+		var rest []byte
+		rest, whole, err = readSmall(pb.rest, resp.ContentLength-int64(n))
+		b = append(append(make([]byte, 0, n+len(rest)), head...), rest...)
+	}
+	pb.r.Reset(b)
+	if !whole {
+		pb.err = err // nil: the body goes on past maxRefusalBytes
+		return answered, resp
+	}
+	pb.rest.Close()
+	pb.rest = nil
 	return refusal(b), resp
 }
 
-// jsonAnswer reports whether h declares a JSON answer, or no media type.
+// startsWithData reports whether head, the start of a JSON answer, opens
+// with a data member whose value is an object or an array: an answer that
+// ran, never a refusal.
+func startsWithData(head []byte) bool {
+	i := jsonscan.SkipSpace(head, 0)
+	if i == len(head) || head[i] != '{' {
+		return false
+	}
+	i = jsonscan.SkipSpace(head, i+1)
+	if !bytes.HasPrefix(head[i:], []byte(`"data"`)) {
+		return false
+	}
+	i = jsonscan.SkipSpace(head, i+len(`"data"`))
+	if i == len(head) || head[i] != ':' {
+		return false
+	}
+	i = jsonscan.SkipSpace(head, i+1)
+	return i < len(head) && (head[i] == '{' || head[i] == '[')
+}
+
+// jsonAnswer reports whether h declares a JSON answer
+// (application/json, application/graphql-response+json), or no media
+// type.
 func jsonAnswer(h http.Header) bool {
 	ct := h["Content-Type"]
 	if len(ct) == 0 {
 		return true
 	}
-	mt, _, err := mime.ParseMediaType(ct[0])
-	return err == nil && (mt == "application/json" || mt == "application/graphql-response+json")
+	mt, _, _ := strings.Cut(ct[0], ";")
+	mt = strings.TrimSpace(mt)
+	return strings.EqualFold(mt, "application/json") || strings.EqualFold(mt, "application/graphql-response+json")
 }
 
 // readSmall reads body to its end if that comes within maxRefusalBytes
@@ -118,11 +164,13 @@ func refusal(b []byte) verdict {
 // isNull reports whether a decoded member is absent or null.
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
 
-// peekedBody is an answer's body after judge read its start, r: then the
-// rest, or err, the error that ended judge's read. rest is nil when r is
-// the whole body.
+// peekedBody is an answer's body after judge read its start, r (over
+// head, or a copy of the whole): then the rest, or err, the error that
+// ended judge's read. rest is nil when r is the whole body. A data answer
+// costs judge this one allocation.
 type peekedBody struct {
 	r    bytes.Reader
+	head [32]byte // the first bytes, read in place
 	rest io.ReadCloser
 	err  error
 }

@@ -105,14 +105,22 @@ func (h *Handler) Stats() Stats {
 	return h.counts
 }
 
-// request is a GraphQL request's members as apqserve reads them.
+// request is a GraphQL request's members as apqserve reads them, without
+// decoding its values: a request by hash costs the server about what one
+// with its text does, as it would a real server (a map lookup), so that a
+// client's figures are not the server's.
 type request struct {
-	members [][2][]byte // key (quoted) and value of each member, in order
-	query   []byte      // the query's value; nil if absent
-	hash    string      // the persistedQuery's sha256Hash; "" if none
-	version float64
-	ext     int // index of the extensions member in members; -1 if none
+	members [maxMembers][2][]byte // key (quoted) and value of each member, in order
+	n       int                   // members used
+	query   []byte                // the query's value; nil if absent
+	hash    []byte                // the persistedQuery's sha256Hash, unquoted; nil if none
+	version []byte                // its version, as written
+	ext     int                   // index of the extensions member in members; -1 if none
 }
+
+// maxMembers bounds the members of a request read: a request with more
+// goes to the inner handler as it is.
+const maxMembers = 8
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
@@ -146,12 +154,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, mode Mode) {
 		return
 	}
 	req, ok := readRequest(body)
-	if !ok || req.hash == "" {
+	if !ok || req.hash == nil {
 		h.count(func(s *Stats) { s.Plain++ })
 		h.forward(w, r, body)
 		return
 	}
-	query, ok := h.resolve(w, req, mode)
+	query, ok := h.resolve(w, &req, mode)
 	if !ok {
 		return
 	}
@@ -160,13 +168,13 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request, mode Mode) {
 
 // resolve returns the query text of req, a request with a persistedQuery,
 // or answers it itself (a refusal) and returns false.
-func (h *Handler) resolve(w http.ResponseWriter, req request, mode Mode) ([]byte, bool) {
+func (h *Handler) resolve(w http.ResponseWriter, req *request, mode Mode) ([]byte, bool) {
 	switch {
 	case mode == NotSupported:
 		h.count(func(s *Stats) { s.Refused++ })
 		refuse(w, http.StatusOK, "PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")
 		return nil, false
-	case req.version != 1:
+	case string(req.version) != "1":
 		h.count(func(s *Stats) { s.Refused++ })
 		refuse(w, http.StatusBadRequest, "Unsupported persisted query version", "PERSISTED_QUERY_VERSION")
 		return nil, false
@@ -178,7 +186,7 @@ func (h *Handler) resolve(w http.ResponseWriter, req request, mode Mode) ([]byte
 		refuse(w, http.StatusBadRequest, "the query must be a string", "BAD_REQUEST")
 		return nil, false
 	}
-	if sum := sha256.Sum256([]byte(text)); hex.EncodeToString(sum[:]) != req.hash {
+	if sum := sha256.Sum256([]byte(text)); hex.EncodeToString(sum[:]) != string(req.hash) {
 		h.count(func(s *Stats) { s.Refused++ })
 		refuse(w, http.StatusBadRequest, "provided sha does not match query", "INTERNAL_SERVER_ERROR")
 		return nil, false
@@ -189,9 +197,9 @@ func (h *Handler) resolve(w http.ResponseWriter, req request, mode Mode) ([]byte
 
 // lookup returns the text kept under hash, or answers
 // PersistedQueryNotFound.
-func (h *Handler) lookup(w http.ResponseWriter, hash string) ([]byte, bool) {
+func (h *Handler) lookup(w http.ResponseWriter, hash []byte) ([]byte, bool) {
 	h.mu.Lock()
-	text, ok := h.texts[hash]
+	text, ok := h.texts[string(hash)]
 	if ok {
 		h.counts.ByHash++
 	} else {
@@ -205,19 +213,19 @@ func (h *Handler) lookup(w http.ResponseWriter, hash string) ([]byte, bool) {
 }
 
 // keep keeps text under hash, forgetting the oldest past the bound.
-func (h *Handler) keep(hash string, text []byte) {
+func (h *Handler) keep(hash, text []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.counts.Registered++
-	if _, ok := h.texts[hash]; ok {
+	if _, ok := h.texts[string(hash)]; ok {
 		return
 	}
 	if len(h.order) == h.max {
 		delete(h.texts, h.order[0])
 		h.order = h.order[1:]
 	}
-	h.texts[hash] = bytes.Clone(text)
-	h.order = append(h.order, hash)
+	h.texts[string(hash)] = bytes.Clone(text)
+	h.order = append(h.order, string(hash))
 }
 
 func (h *Handler) count(f func(*Stats)) {
@@ -246,57 +254,70 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	h.inner.ServeHTTP(w, r)
 }
 
-// readRequest reads a JSON request object; ok is false for anything else.
+// readRequest reads a JSON request object, by its frame (the inner
+// handler finds what is broken inside it); ok is false for anything else,
+// and for one of more than maxMembers members.
 func readRequest(body []byte) (req request, ok bool) {
-	if !json.Valid(body) {
-		return req, false
-	}
 	req.ext = -1
 	ok = jsonscan.Members(body, func(key, value []byte) bool {
+		if req.n == maxMembers {
+			return false
+		}
 		switch string(key) {
 		case `"query"`:
 			req.query = value
 		case `"extensions"`:
-			req.ext = len(req.members)
-			req.readExtensions(value)
+			req.ext = req.n
+			if value[0] == '{' {
+				req.readExtensions(value)
+			}
 		}
-		req.members = append(req.members, [2][]byte{key, value})
+		req.members[req.n] = [2][]byte{key, value}
+		req.n++
 		return true
 	})
 	return req, ok
 }
 
-// readExtensions reads the persistedQuery of an extensions value.
+// readExtensions reads the persistedQuery of an extensions object: its
+// sha256Hash (a string without escapes, as hex digests are
+// written) and its version, as written.
 func (req *request) readExtensions(value []byte) {
-	var ext struct {
-		PersistedQuery *struct {
-			Version    float64 `json:"version"`
-			Sha256Hash string  `json:"sha256Hash"`
-		} `json:"persistedQuery"`
-	}
-	if json.Unmarshal(value, &ext) == nil && ext.PersistedQuery != nil {
-		req.hash, req.version = ext.PersistedQuery.Sha256Hash, ext.PersistedQuery.Version
-	}
+	jsonscan.Members(value, func(key, pq []byte) bool {
+		if string(key) != `"persistedQuery"` {
+			return true
+		}
+		jsonscan.Members(pq, func(k, v []byte) bool {
+			switch string(k) {
+			case `"sha256Hash"`:
+				if v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+					req.hash = v[1 : len(v)-1]
+				}
+			case `"version"`:
+				req.version = v
+			}
+			return true
+		})
+		return false
+	})
 }
 
 // plain is req as a request without persisted queries, query as its
 // query: the extension taken out (the extensions member with it, if it
 // had nothing else), and the query where the extension stood if the
 // request had none.
-func (req request) plain(query []byte) []byte {
-	var out bytes.Buffer
-	out.WriteByte('{')
+func (req *request) plain(query []byte) []byte {
+	out := make([]byte, 0, 2*len(query)+len(`"query":`))
+	out = append(out, '{')
 	n := 0
 	member := func(key, value []byte) {
 		if n > 0 {
-			out.WriteByte(',')
+			out = append(out, ',')
 		}
 		n++
-		out.Write(key)
-		out.WriteByte(':')
-		out.Write(value)
+		out = append(append(append(out, key...), ':'), value...)
 	}
-	for i, m := range req.members {
+	for i, m := range req.members[:req.n] {
 		if i != req.ext {
 			member(m[0], m[1])
 			continue
@@ -308,8 +329,7 @@ func (req request) plain(query []byte) []byte {
 			member(m[0], rest)
 		}
 	}
-	out.WriteByte('}')
-	return out.Bytes()
+	return append(out, '}')
 }
 
 // withoutPersistedQuery returns ext, an extensions object, without its
@@ -332,10 +352,10 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, mode Mode) {
 	params := r.URL.Query()
 	ext := params.Get("extensions")
 	var req request
-	if ext != "" {
+	if ext != "" && json.Valid([]byte(ext)) {
 		req.readExtensions([]byte(ext))
 	}
-	if req.hash == "" {
+	if req.hash == nil {
 		h.count(func(s *Stats) { s.Plain++ })
 		h.inner.ServeHTTP(w, r)
 		return
@@ -343,7 +363,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, mode Mode) {
 	if q, ok := params["query"]; ok {
 		req.query, _ = json.Marshal(q[0])
 	}
-	query, ok := h.resolve(w, req, mode)
+	query, ok := h.resolve(w, &req, mode)
 	if !ok {
 		return
 	}
