@@ -211,4 +211,3 @@ func spread(samples [][2]float64, i int) spreadOf {
 func (s spreadOf) cell(digits int) string {
 	return fmt.Sprintf("%.*f [%.*f–%.*f]", digits, s.med, digits, s.lo, digits, s.hi)
 }
-
