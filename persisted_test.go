@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -270,8 +271,14 @@ func TestPersistedQueriesOffWire(t *testing.T) {
 				if n := strings.Count(log.String(), "automatic persisted queries off"); n != 1 || !strings.Contains(log.String(), "reason="+tc.reason) {
 					t.Errorf("%d log lines say persisted queries are off, want 1 with reason=%s:\n%s", n, tc.reason, log.String())
 				}
+				if got := persistedOnPage(t, inv); got != fmt.Sprintf("on=false off=%s by_hash=1", tc.reason) {
+					t.Errorf("the status page says %s", got)
+				}
 				if err := inv.Reload(cfg); err != nil {
 					t.Fatal(err)
+				}
+				if got := persistedOnPage(t, inv); got != "on=true off= by_hash=0" {
+					t.Errorf("after the reload the status page says %s", got)
 				}
 				mark := len(peer.Requests())
 				postAPQ(t, inv, apqBody)
@@ -465,4 +472,27 @@ func TestPersistedQueriesShadowWire(t *testing.T) {
 	if len(rec.mismatches) != 0 {
 		t.Errorf("shadow published %d mismatches, want none", len(rec.mismatches))
 	}
+}
+
+// persistedOnPage returns what the status page (JSON) says of products'
+// persisted queries: on, off and the requests by hash.
+func persistedOnPage(t *testing.T, inv *transport.Transport) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	inv.StatusHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
+	var page struct {
+		Schemas []struct {
+			Name             string
+			PersistedQueries *struct {
+				On     bool
+				Off    string
+				ByHash int `json:"by_hash"`
+			} `json:"persisted_queries"`
+		}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || len(page.Schemas) != 1 || page.Schemas[0].PersistedQueries == nil {
+		t.Fatalf("status page: %v: %s", err, rec.Body)
+	}
+	p := page.Schemas[0].PersistedQueries
+	return fmt.Sprintf("on=%t off=%s by_hash=%d", p.On, p.Off, p.ByHash)
 }

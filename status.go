@@ -13,6 +13,7 @@ import (
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/internal/respcache"
+	"github.com/fusiongo/transport/middleware"
 )
 
 // StatusHandler serves the state of inv for people and for machines, on one
@@ -53,6 +54,18 @@ type schemaStatus struct {
 	Canary *canaryStatus `json:"canary,omitempty"`
 	// Cache is the schema's response cache; nil when it is off.
 	Cache *cacheStatus `json:"cache,omitempty"`
+	// PersistedQueries is the schema's automatic persisted queries; nil
+	// when persisted_queries.mode is off.
+	PersistedQueries *persistedStatus `json:"persisted_queries,omitempty"`
+}
+
+// persistedStatus is a schema's automatic persisted queries since the
+// configuration in force was loaded: on, or off and why, and the counts.
+type persistedStatus struct {
+	GET bool   `json:"get"`
+	On  bool   `json:"on"`
+	Off string `json:"off,omitempty"` // why they went off: not_supported, no_apq
+	middleware.PersistedQueryCounts
 }
 
 // cacheStatus is a schema's response cache: its counters since it was
@@ -152,6 +165,9 @@ func (inv *Transport) statusNow() status {
 		}
 		if c := e.cache; c.cache != nil {
 			ss.Cache = cacheStatusOf(c)
+		}
+		if p := e.apq; p != nil {
+			ss.PersistedQueries = &persistedStatus{GET: p.GET(), On: p.On(), Off: p.Off(), PersistedQueryCounts: p.Counts()}
 		}
 		if c, ok := cs.Schemas[name]; ok && e.judge != nil {
 			ss.Canary = &canaryStatus{SchemaState: c, History: history(s.Events, name)}

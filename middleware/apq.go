@@ -86,6 +86,21 @@ type PersistedQueriesConfig struct {
 type PersistedQueries struct {
 	cfg PersistedQueriesConfig // immutable; defaults applied
 	off atomic.Pointer[string] // nil while on; then the reason, set once
+
+	byHash, notFound, notSupported, requestErrors atomic.Uint64 // see PersistedQueryCounts
+}
+
+// PersistedQueryCounts are what a PersistedQueries did since it was made.
+type PersistedQueryCounts struct {
+	ByHash        uint64 `json:"by_hash"`        // requests sent by their hash
+	NotFound      uint64 `json:"not_found"`      // of them, refused as not found and sent again with text and hash
+	NotSupported  uint64 `json:"not_supported"`  // refused as not supported and sent again with their text
+	RequestErrors uint64 `json:"request_errors"` // answered another request error and sent again with their text
+}
+
+// Counts returns the counts so far.
+func (p *PersistedQueries) Counts() PersistedQueryCounts {
+	return PersistedQueryCounts{ByHash: p.byHash.Load(), NotFound: p.notFound.Load(), NotSupported: p.notSupported.Load(), RequestErrors: p.requestErrors.Load()}
 }
 
 // NewPersistedQueries returns persisted queries on, configured by cfg.
@@ -101,6 +116,10 @@ func NewPersistedQueries(cfg PersistedQueriesConfig) *PersistedQueries {
 	}
 	return &PersistedQueries{cfg: cfg}
 }
+
+// GET reports whether queries go as GET when they can
+// (PersistedQueriesConfig.GET).
+func (p *PersistedQueries) GET() bool { return p.cfg.GET }
 
 // On reports whether requests still go by their hash.
 func (p *PersistedQueries) On() bool { return p.off.Load() == nil }
@@ -125,6 +144,14 @@ func (p *PersistedQueries) turnOff(ctx context.Context, reason string) {
 
 // resent counts a request sent again with its text.
 func (p *PersistedQueries) resent(ctx context.Context, reason string) {
+	switch reason {
+	case PersistedQueryNotFound:
+		p.notFound.Add(1)
+	case PersistedQueryNotSupported:
+		p.notSupported.Add(1)
+	default:
+		p.requestErrors.Add(1)
+	}
 	if p.cfg.OnResend != nil {
 		p.cfg.OnResend(ctx, reason)
 	}
@@ -206,6 +233,7 @@ func (s *persister) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h == nil {
 		return s.next.RoundTrip(c.req)
 	}
+	s.p.byHash.Add(1)
 	resp, err := s.next.RoundTrip(s.byHash(c, doc, h))
 	if err != nil {
 		closeBody(c.req) // not sent
