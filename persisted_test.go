@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -27,6 +29,7 @@ import (
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
@@ -495,4 +498,53 @@ func persistedOnPage(t *testing.T, inv *transport.Transport) string {
 	}
 	p := page.Schemas[0].PersistedQueries
 	return fmt.Sprintf("on=%t off=%s by_hash=%d", p.On, p.Off, p.ByHash)
+}
+
+// TestPersistedQueriesBreakerAndLimitWire, on every path and engine: a
+// refusal by hash is an answer, not a failure: calls refused and resent
+// again and again leave the circuit breaker closed; and the resend takes a
+// turn of the rate limit, since it reaches the schema: with a burst of two
+// a refused call spends both, and the next call is refused unsent; with a
+// burst of one the resend itself is refused.
+func TestPersistedQueriesBreakerAndLimitWire(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			peer := newAPQPeer(t, apqserve.On)
+			inv := newInvoker(t, apqConfig(path, peer.URL(), func(s *env.SourceSchema) {
+				s.CircuitBreaker = env.BreakerSettings{Enabled: env.Enabled, MinRequests: 4, FailureRatio: 0.5, Window: time.Minute, OpenFor: time.Minute}
+			}))
+			for range 10 {
+				peer.apq.Forget()
+				postAPQ(t, inv, apqBody)
+			}
+			if got := len(peer.Requests()); got != 20 {
+				t.Errorf("10 calls refused by hash: the schema got %d requests, want 20", got)
+			}
+			if _, err := call(inv, apqBody); err != nil {
+				t.Errorf("after 10 refusals by hash: %v; want the breaker closed", err)
+			}
+
+			for _, burst := range []int{2, 1} {
+				limited := newAPQPeer(t, apqserve.On)
+				inv := newInvoker(t, apqConfig(path, limited.URL(), func(s *env.SourceSchema) {
+					s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 0.001, Burst: burst}
+				}))
+				_, err := call(inv, apqBody)
+				switch burst {
+				case 2:
+					if err != nil {
+						t.Fatalf("burst 2: the refused call and its resend: %v", err)
+					}
+					if _, err := call(inv, apqBody); !errors.Is(err, fault.ErrRateLimited) {
+						t.Errorf("burst 2, the next call: %v, want fault.ErrRateLimited: the resend took the second turn", err)
+					}
+				case 1:
+					if !errors.Is(err, fault.ErrRateLimited) {
+						t.Errorf("burst 1: %v, want fault.ErrRateLimited: the resend needs a turn of its own", err)
+					}
+				}
+				checkWire(t, limited, 0, fmt.Sprintf("burst %d", burst), []string{"POST " + apqHashOnly, "POST " + apqWithHash}[:burst]...)
+			}
+		})
+	}
 }
