@@ -31,6 +31,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 	"github.com/fusiongo/transport/internal/testsupport/wirecount"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // benchmarkRouterConfig is the benchmark's four source schemas (the SDLs of
@@ -349,34 +350,7 @@ func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed
 	if latency > 0 {
 		args = append(args, "-latency", latency.String())
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	urls := map[string]string{}
-	sc := bufio.NewScanner(out)
-	for len(urls) < 4 && sc.Scan() {
-		name, u, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			t.Fatalf("schemas: unexpected line %q", sc.Text())
-		}
-		urls[name] = u
-	}
-	if len(urls) < 4 {
-		t.Fatalf("schemas: got %v", urls)
-	}
-	go io.Copy(io.Discard, out)
-	return urls
+	return wiretest.StartSchemaProcess(t, exec.Command(bin, args...), 4)
 }
 
 // loadResult is the load command's result line (its load.Result).

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -19,7 +18,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/corpus"
@@ -27,6 +25,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
 	"github.com/fusiongo/transport/internal/testsupport/wirecount"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 var (
@@ -161,33 +160,7 @@ func startAPQChild(t *testing.T) map[string]string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestAPQSchemasChild$")
 	cmd.Env = append(os.Environ(), apqChildVar+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	urls := map[string]string{}
-	sc := bufio.NewScanner(out)
-	deadline := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-	defer deadline.Stop()
-	for len(urls) < 4 && sc.Scan() {
-		if name, u, ok := strings.Cut(sc.Text(), " "); ok {
-			urls[name] = u
-		}
-	}
-	if len(urls) < 4 {
-		t.Fatalf("the schemas' process printed %v", urls)
-	}
-	go io.Copy(io.Discard, out)
-	return urls
+	return wiretest.StartSchemaProcess(t, cmd, 4)
 }
 
 // spreadOf is a median with the smallest and largest value.

@@ -98,6 +98,19 @@ func (h *Handler) Forget() {
 	h.mu.Unlock()
 }
 
+// StatsOf returns the counts of each handler of handlers by its name,
+// nil if there is none (servers without persisted queries).
+func StatsOf(handlers map[string]*Handler) map[string]Stats {
+	if len(handlers) == 0 {
+		return nil
+	}
+	out := make(map[string]Stats, len(handlers))
+	for name, h := range handlers {
+		out[name] = h.Stats()
+	}
+	return out
+}
+
 // Stats returns the counts so far.
 func (h *Handler) Stats() Stats {
 	h.mu.Lock()

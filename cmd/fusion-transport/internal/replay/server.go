@@ -264,14 +264,7 @@ func (s *Servers) Learnt() int {
 // so far (the requests answered by hash, refused as not found, ...); nil
 // with apqserve.Off.
 func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
-	if len(s.persisted) == 0 {
-		return nil
-	}
-	out := make(map[string]apqserve.Stats, len(s.persisted))
-	for name, h := range s.persisted {
-		out[name] = h.Stats()
-	}
-	return out
+	return apqserve.StatsOf(s.persisted)
 }
 
 // Close stops the servers, closing listeners and connections at once, and

@@ -186,14 +186,7 @@ func (s *Servers) ForgetPersistedQueries() {
 // PersistedQueryStats returns what each schema did with persisted queries
 // so far; nil with apqserve.Off.
 func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
-	if len(s.persisted) == 0 {
-		return nil
-	}
-	out := make(map[string]apqserve.Stats, len(s.persisted))
-	for name, h := range s.persisted {
-		out[name] = h.Stats()
-	}
-	return out
+	return apqserve.StatsOf(s.persisted)
 }
 
 // Close stops the servers, closing their listeners and connections at once,
