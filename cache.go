@@ -43,6 +43,13 @@ func (inv *Transport) cacheOf(st *state, name string, settings env.Settings, url
 	case remote && st.redis == nil:
 		// Validate refuses it; a Config built by hand may still say so.
 		return schemaCache{}, fmt.Errorf("source_schemas.%s.response_cache.store: redis needs redis.url", name)
+	case remote && s.LocalMaxBytes > 0:
+		clock := inv.o.cacheClock
+		if clock == nil {
+			clock = time.Now
+		}
+		store = respcache.NewLayered(respcache.NewMemory(s.LocalMaxBytes).(*respcache.Memory), respcache.NewRedis(st.redis, name).(*respcache.Redis),
+			st.hub, name, s.LocalTTL, clock)
 	case remote:
 		store = respcache.NewRedis(st.redis, name)
 	default:
@@ -79,12 +86,13 @@ func (inv *Transport) redisFor(cfg *env.Config, old *state, st *state) (made *re
 	}
 	st.redisSettings = cfg.EffectiveRedis()
 	if old != nil && old.redis != nil && old.redisSettings == st.redisSettings {
-		st.redis = old.redis
+		st.redis, st.hub = old.redis, old.hub
 		return nil, nil
 	}
-	if st.redis, err = redisclient.New(st.redisSettings, inv.log); err != nil {
+	if st.redis, err = redisclient.NewWithBreaker(st.redisSettings, inv.log, redisclient.Breaker{Pause: inv.o.redisPause}); err != nil {
 		return nil, err
 	}
+	st.hub = respcache.NewHub(st.redis, inv.peerInvalidation)
 	return st.redis, nil
 }
 
@@ -123,7 +131,8 @@ func policyOf(s env.ResponseCacheSettings) respcache.Policy {
 
 func equalCacheSettings(a, b env.ResponseCacheSettings) bool {
 	return a.Enabled == b.Enabled && a.Mode == b.Mode && a.Store == b.Store && a.MaxBytes == b.MaxBytes && a.MaxEntryBytes == b.MaxEntryBytes &&
-		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
+		a.DefaultTTL == b.DefaultTTL && a.MaxTTL == b.MaxTTL && a.StaleIfError == b.StaleIfError &&
+		a.LocalMaxBytes == b.LocalMaxBytes && a.LocalTTL == b.LocalTTL && a.Shared == b.Shared && slices.Equal(a.Vary, b.Vary)
 }
 
 // cacheEvent records a cache event in the telemetry.
@@ -134,6 +143,24 @@ func (inv *Transport) cacheEvent(ctx context.Context, schema string, ev respcach
 	}
 	if ev.Kind == respcache.StoreError && ev.Err != nil {
 		inv.log.Debug("response cache store error", "source_schema", schema, "op", ev.Reason, "error", ev.Err)
+	}
+}
+
+// peerInvalidation is the hub's onPeer: the invalidation of schema that a
+// replica published (this one's too) reached this replica's memory levels.
+func (inv *Transport) peerInvalidation(schema string) {
+	if inv.o.cacheHook != nil {
+		inv.o.cacheHook(schema, "peer_invalidation", "")
+	}
+}
+
+// closeRedis closes a configuration's Redis client and its hub.
+func closeRedis(c *redisclient.Client, hub *respcache.Hub) {
+	if hub != nil {
+		hub.Close()
+	}
+	if c != nil {
+		c.Close()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // redisConfig is cachedConfig on the Redis store r.
@@ -164,5 +166,96 @@ func TestResponseCacheRedisDown(t *testing.T) {
 	}
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("%d calls failed, the first with %v: the cache must never fail a call", n, firstErr.Load())
+	}
+}
+
+// TestResponseCacheTwoLevels: with a memory level in front of Redis, a
+// replica answers its repeated calls from memory (the Redis store sees no
+// lookup: its commands are counted), another replica fills its memory
+// level from Redis, and an invalidation on one replica reaches the other's
+// memory level: its next call is sent.
+func TestResponseCacheTwoLevels(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			prefix := r.Prefix + "levels:" + string(path) + ":"
+			replica := func() (*transport.Transport, cacheEvents) {
+				cfg := redisConfig(path, s.URL, r, func(c *env.ResponseCacheSettings) { c.LocalMaxBytes = 1 << 20 })
+				cfg.Redis.KeyPrefix = prefix
+				events := make(cacheEvents, 256)
+				return newInvoker(t, cfg, transport.WithCacheEventHook(events.hook)), events
+			}
+			a, aEvents := replica()
+			b, bEvents := replica()
+			first, _ := postBody(t, a, context.Background(), cacheQuery)
+			aEvents.await(t, "stored")
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got != first {
+					t.Fatalf("replica b got %q, want a's stored %q", got, first)
+				}
+			}
+			if n := s.requests(); n != 1 {
+				t.Fatalf("the source schema got %d requests, want 1", n)
+			}
+			// An invalidation on a reaches b's memory level: b's next call
+			// is sent.
+			if n, err := a.InvalidateCache(context.Background(), "products"); err != nil || n != 1 {
+				t.Fatalf("InvalidateCache on a = %d, %v; want 1", n, err)
+			}
+			bEvents.await(t, "peer_invalidation")
+			if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+				t.Fatalf("after a's invalidation b got %q after %d requests; want a fresh answer, 2 requests", got, s.requests())
+			}
+			bEvents.await(t, "stored")
+			// b's entry is in its memory level: with Redis stopped, b still
+			// answers from there, unsent.
+			r.Stop()
+			for range 3 {
+				if got, _ := postBody(t, b, context.Background(), cacheQuery); got == first || s.requests() != 2 {
+					t.Fatalf("with Redis stopped b got %q after %d requests; want its memory level's answer", got, s.requests())
+				}
+			}
+			r.Start()
+		})
+	}
+}
+
+// TestResponseCacheRedisSilent: a Redis that accepts connections and never
+// answers: each lookup is a miss after redis.timeout, every call is
+// answered by the source schema, the store's breaker pauses it, and the
+// URL's password shows in no log line, error or status page.
+func TestResponseCacheRedisSilent(t *testing.T) {
+	const password = "s3cret-redis-pw-77"
+	addr := wiretest.SilentListener(t)
+	s := newCacheServer(t, cacheControl("max-age=60"))
+	cfg := cachedConfig(pathH1, s.URL, func(c *env.ResponseCacheSettings) { c.Store = env.StoreRedis })
+	cfg.Redis = env.RedisSettings{URL: "redis://gateway:" + password + "@" + addr + "/0", Timeout: 20 * time.Millisecond}
+	var logs logBuffer
+	events := make(cacheEvents, 256)
+	inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		transport.WithCacheEventHook(events.hook))
+	for i := range 12 {
+		body, _ := postBody(t, inv, context.Background(), cacheQuery)
+		if want := fmt.Sprintf(`{"data":{"n":%d}}`, i+1); body != want {
+			t.Fatalf("call %d got %q, want the schema's %q", i, body, want)
+		}
+	}
+	js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json")
+	if !strings.Contains(string(js), `"health": "redis open`) {
+		t.Errorf("the status page does not show the silent store paused: %s", js)
+	}
+	if n, err := inv.InvalidateCache(context.Background(), "products"); err == nil {
+		t.Errorf("InvalidateCache on a silent Redis = %d, nil; want an error", n)
+	} else if strings.Contains(err.Error(), password) {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	for what, text := range map[string]string{"log": logs.String(), "status page": string(js)} {
+		if strings.Contains(text, password) {
+			t.Errorf("the %s shows the password:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "redis keeps failing") {
+		t.Errorf("no log line says the store is paused:\n%s", logs.String())
 	}
 }

@@ -951,3 +951,44 @@ func TestResponseCacheShadowMode(t *testing.T) {
 		})
 	}
 }
+
+// TestResponseCacheRequestDirectives: a request's own Cache-Control: with
+// no-cache it is sent and its answer refreshes the entry the next calls
+// get; with no-store it is sent and its answer is not stored.
+func TestResponseCacheRequestDirectives(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil))
+			do := func(cc string) string {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(cacheQuery))
+				req.Header.Set("Content-Type", "application/json")
+				if cc != "" {
+					req.Header.Set("Cache-Control", cc)
+				}
+				resp, err := inv.Do(context.Background(), "products", req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return readAll(t, resp)
+			}
+			steps := []struct {
+				cc, want string
+			}{
+				{"", `{"data":{"n":1}}`},         // stored
+				{"", `{"data":{"n":1}}`},         // answered
+				{"no-cache", `{"data":{"n":2}}`}, // sent, refreshes the entry
+				{"", `{"data":{"n":2}}`},         // the refreshed entry
+				{"max-age=0", `{"data":{"n":3}}`},
+				{"no-store", `{"data":{"n":4}}`}, // sent, not stored
+				{"", `{"data":{"n":3}}`},         // the entry before it
+			}
+			for i, st := range steps {
+				if got := do(st.cc); got != st.want {
+					t.Fatalf("step %d (Cache-Control %q) got %q, want %q", i, st.cc, got, st.want)
+				}
+			}
+		})
+	}
+}

@@ -169,8 +169,10 @@ func (inv *Transport) canaryPost(ctx context.Context, name string, body []byte) 
 	}
 	s := e.judge
 	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
+		inv.countStartup(e, env.PathLegacy)
 		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.primary.post(ctx, body) })
 	}
+	inv.countStartup(e, env.PathSockets)
 	// One guard over both attempts: a re-send spends what is left of the
 	// header and request bounds, it never starts them again.
 	g, bctx := e.primary.spanBounds(ctx, http.MethodPost, e.primary.url)
@@ -212,8 +214,10 @@ func (inv *Transport) canaryDo(ctx context.Context, name string, req *http.Reque
 	}
 	s := e.judge
 	if s == nil || !s.Sockets(inv.canary.key(ctx)) {
+		inv.countStartup(e, env.PathLegacy)
 		return canaryLegacy(ctx, s, func() (*http.Response, error) { return e.primary.do(ctx, req) })
 	}
+	inv.countStartup(e, env.PathSockets)
 	g, bctx := e.primary.spanBounds(ctx, req.Method, req.URL)
 	start := s.Start()
 	resp, err := e.candidate.do(bctx, req)

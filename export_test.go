@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/fleetlimit"
 )
 
 // WithQueueHook calls hook on each event of a sockets pool's wait queue,
@@ -35,4 +36,41 @@ func WithCacheClock(now func() time.Time) Option {
 // without polling.
 func WithCacheEventHook(hook func(schema, kind, reason string)) Option {
 	return func(o *options) { o.cacheHook = hook }
+}
+
+// WithRedisPause makes d the pause of the Redis client's breaker (5 s by
+// default), so that a test sees the client try Redis again soon.
+func WithRedisPause(d time.Duration) Option {
+	return func(o *options) { o.redisPause = d }
+}
+
+// The events of a shared rate limit, as WithRateLimitEventHook reports
+// them.
+const (
+	LimitStoreError = "store_error"
+	LimitFellBack   = "fell_back"
+	LimitReturned   = "returned"
+)
+
+// WithRateLimitEventHook calls hook with every event of a shared rate
+// limit (rate_limit.store: redis): the schema and LimitStoreError,
+// LimitFellBack or LimitReturned, so that a test waits for a fall back or
+// a return without polling. hook must not block.
+func WithRateLimitEventHook(hook func(schema, event string)) Option {
+	return func(o *options) {
+		o.limitHook = func(schema string, ev fleetlimit.Event) {
+			hook(schema, map[fleetlimit.Event]string{fleetlimit.StoreError: LimitStoreError, fleetlimit.FellBack: LimitFellBack, fleetlimit.Returned: LimitReturned}[ev])
+		}
+	}
+}
+
+// RolloutPath returns the path the runtime rollout gives a Post of body to
+// source schema name with ctx, as Post chooses it, without sending: ""
+// when the startup switch decides. For the decision's benchmark.
+func (inv *Transport) RolloutPath(ctx context.Context, name string, body []byte) (string, error) {
+	r, _, err := inv.rolloutRoute(ctx, name, body, "")
+	if r == nil {
+		return "", err
+	}
+	return string(r.path), err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/backend"
+	"github.com/fusiongo/transport/internal/fleetlimit"
 	"github.com/fusiongo/transport/internal/meters"
 	"github.com/fusiongo/transport/shadow"
 	"github.com/fusiongo/transport/sockets"
@@ -44,6 +45,10 @@ type options struct {
 	canaryHook     func(canary.Event)    // see WithCanaryHook (canary.go)
 	resilienceHook func(ResilienceEvent) // see WithResilienceHook (resilience.go)
 
+	rolloutFlags RolloutFlags   // see WithRollout (rollout.go); nil: the startup switch alone
+	rollout      RolloutOptions // WithRollout's settings, before defaults
+	rolloutSet   bool           // WithRollout was given (checkRollout refuses nil flags)
+
 	// queueHook is set by tests only (WithQueueHook, export_test.go); it
 	// becomes backend.Schema.OnQueue.
 	queueHook func(ctx context.Context, event backend.QueueEvent)
@@ -60,6 +65,14 @@ type options struct {
 	// cacheHook is set by tests only (WithCacheEventHook, export_test.go):
 	// called with every response cache event after the telemetry.
 	cacheHook func(schema, kind, reason string)
+
+	// redisPause is set by tests only (WithRedisPause, export_test.go):
+	// how long the Redis client's breaker pauses it. Zero: its default.
+	redisPause time.Duration
+	// limitHook is set by tests only (WithRateLimitEventHook,
+	// export_test.go): called with every event of a shared rate limit
+	// after the telemetry.
+	limitHook func(schema string, ev fleetlimit.Event)
 }
 
 // SchemaOptions are the Go-only settings of one source schema, the ones a
@@ -238,7 +251,8 @@ func WithRequestLog(l *slog.Logger) Option {
 // (OpenTelemetry; see package telemetry), and records in t's instruments
 // what the transport does: its connections and addresses, reloads, the
 // canary's share, breakers, retry budgets, hedges, ejections, compression,
-// rate limits, and in shadow mode the comparisons, mismatches and drops
+// rate limits, the runtime rollout's fallbacks, and in shadow mode the
+// comparisons, mismatches and drops
 // (beside WithShadowPublisher's Publisher, not instead of it). Each
 // measurement that a request causes carries that request's context; the
 // package telemetry doc lists the metrics. Default: none.

@@ -45,18 +45,32 @@ import (
 // the garbage collector. Anywhere else PostFunc costs what Post does, with
 // the same guarantees.
 func (inv *Transport) PostFunc(ctx context.Context, name string, body []byte, fn func(*http.Response) error) error {
-	if inv.canary != nil || inv.shadow != nil {
+	var r *route
+	var e *entry
+	if inv.rollout != nil {
+		// The runtime rollout's choice (rollout.go); nil when the
+		// startup switch decides.
+		var err error
+		if r, e, err = inv.rolloutRoute(ctx, name, body, ""); err != nil {
+			return err
+		}
+	}
+	if r == nil && (inv.canary != nil || inv.shadow != nil) {
 		// The canary and shadow choose a route per call and may send on
 		// two: their responses are Post's own.
-		resp, err := inv.Post(ctx, name, body)
+		resp, err := inv.postStartup(ctx, name, body, e)
 		if err != nil {
 			return err
 		}
 		return callBack(name, resp, fn, nil)
 	}
-	r, err := inv.lookup(name, false)
-	if err != nil {
-		return err
+	if r == nil {
+		e, err := inv.entryOf(name)
+		if err != nil {
+			return err
+		}
+		r = e.primary
+		inv.countStartup(e, r.path)
 	}
 	if !r.lends {
 		resp, err := r.post(ctx, body)

@@ -53,8 +53,13 @@ const (
 // reloadKeySkips are the keys of setting.Keys that the test does not
 // reload, each with the reason.
 var reloadKeySkips = map[string]string{
+	"response_cache.local_max_bytes": "a memory level stands in front of the redis store only (refused with memory), which " +
+		"the run's configurations do not have (TestResponseCacheTwoLevels covers it)",
+	"response_cache.local_ttl": "inert without response_cache.local_max_bytes (see there; TestResponseCacheTwoLevels covers it)",
 	"response_cache.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +
 		"do not have (the Redis store's tests cover the key)",
+	"rate_limit.store": "its other value, redis, needs a Redis server and redis.url, which the run's configurations " +
+		"do not have (TestRateLimitRedisFleet, TestRateLimitRedisDown and TestRateLimitRedisReload cover the key)",
 	"hedge.enabled": "a hedge sends a query twice, which the run's per-request accounting does not expect " +
 		"(TestResilienceHedge and TestResilienceReloadKeepsBreaker cover hedging and the reload of the resilience keys)",
 	"unix_socket": "a value sends the schema's connections to a Unix socket instead of its host: the loopback servers " +
@@ -194,6 +199,11 @@ func reloadKeyTable(f reloadTLSFiles) []reloadKey {
 		pair("rate_limit.requests_per_second", func(s *env.Settings) *float64 { return &s.RateLimit.RequestsPerSecond }, 1e6, env.RatioOff),
 		pair("rate_limit.burst", func(s *env.Settings) *int { return &s.RateLimit.Burst }, 10000, 20000),
 		d("rate_limit.wait", func(s *env.Settings) *time.Duration { return &s.RateLimit.Wait }, env.Off, 10*time.Millisecond),
+		// The store's keys are inert on the local store (rate_limit.store
+		// is skipped), which the reload must take all the same.
+		pair("rate_limit.on_store_error", func(s *env.Settings) *string { return &s.RateLimit.OnStoreError }, env.OnStoreErrorDeny, env.OnStoreErrorAllow),
+		pair("rate_limit.local_share", func(s *env.Settings) *float64 { return &s.RateLimit.LocalShare }, 0.5, 1),
+		d("rate_limit.store_timeout", func(s *env.Settings) *time.Duration { return &s.RateLimit.StoreTimeout }, 20*time.Millisecond, 50*time.Millisecond),
 		// The run's answers carry no Cache-Control: a cache on stores
 		// nothing, and every request still reaches its server; the
 		// reload must build or keep the caches all the same

@@ -48,11 +48,39 @@ func (inv *Transport) lookup(name string, candidate bool) (*route, error) {
 	return e.primary, nil
 }
 
+// lookupLike returns the route of r's schema in the state in force that
+// plays r's part: the serving one, the candidate, or the alt.
+func (inv *Transport) lookupLike(r *route) (*route, error) {
+	if !r.alt {
+		return inv.lookup(r.name, r.candidate)
+	}
+	e, err := inv.entryOf(r.name)
+	if err != nil {
+		return nil, err
+	}
+	if e.alt == nil {
+		return nil, fmt.Errorf("source schema %q: no route on the %s path: %w", r.name, r.path, fault.ErrUnknownSchema)
+	}
+	return e.alt, nil
+}
+
 // Do sends req for source schema name; see Invoker.Do.
 func (inv *Transport) Do(ctx context.Context, name string, req *http.Request) (*http.Response, error) {
 	if req == nil || req.URL == nil {
 		gqlhttp.CloseBody(req)
 		return nil, fmt.Errorf("source schema %q: nil request or URL", name)
+	}
+	var e *entry
+	if inv.rollout != nil {
+		r, re, err := inv.rolloutRoute(ctx, name, nil, req.URL.RawQuery) // rollout.go
+		if err != nil {
+			gqlhttp.CloseBody(req)
+			return nil, err
+		}
+		if r != nil {
+			return r.do(ctx, req)
+		}
+		e = re
 	}
 	if inv.canary != nil {
 		return inv.canaryDo(ctx, name, req) // canary.go
@@ -62,6 +90,7 @@ func (inv *Transport) Do(ctx context.Context, name string, req *http.Request) (*
 		gqlhttp.CloseBody(req)
 		return nil, err
 	}
+	inv.countStartup(e, r.path)
 	if inv.shadow != nil {
 		return inv.shadow.Do(ctx, name, req)
 	}
@@ -70,6 +99,24 @@ func (inv *Transport) Do(ctx context.Context, name string, req *http.Request) (*
 
 // Post sends body to source schema name's URL; see Invoker.Post.
 func (inv *Transport) Post(ctx context.Context, name string, body []byte) (*http.Response, error) {
+	var e *entry
+	if inv.rollout != nil {
+		r, re, err := inv.rolloutRoute(ctx, name, body, "") // rollout.go
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			return r.post(ctx, body)
+		}
+		e = re
+	}
+	return inv.postStartup(ctx, name, body, e)
+}
+
+// postStartup is Post as the startup switch routes it; e is the schema's
+// entry when the runtime rollout looked it up (to count the path taken),
+// else nil.
+func (inv *Transport) postStartup(ctx context.Context, name string, body []byte, e *entry) (*http.Response, error) {
 	if inv.canary != nil {
 		return inv.canaryPost(ctx, name, body) // canary.go
 	}
@@ -77,6 +124,7 @@ func (inv *Transport) Post(ctx context.Context, name string, body []byte) (*http
 	if err != nil {
 		return nil, err
 	}
+	inv.countStartup(e, r.path)
 	if inv.shadow != nil {
 		return inv.shadow.Post(ctx, name, body)
 	}
@@ -289,7 +337,7 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 		case backend.Moved:
 			// Nothing was sent: the same request follows its schema to the
 			// pool of the configuration in force.
-			next, lerr := r.inv.lookup(r.name, r.candidate)
+			next, lerr := r.inv.lookupLike(r)
 			if lerr != nil {
 				gqlhttp.CloseBody(req)
 				return nil, errors.Unwrap(lerr)

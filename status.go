@@ -19,8 +19,12 @@ import (
 // StatusHandler serves the state of inv for people and for machines, on one
 // URL: per source schema its path, the engine, the canary share with its
 // windows and recent changes, each route's circuit breaker, pool
-// connections and addresses (in-flight requests, ejections), and the
-// latest canary and resilience events. A browser gets an HTML page that
+// connections and addresses (in-flight requests, ejections), its response
+// cache and its rate limit (the store, shared or fallen back, the counts),
+// under WithRollout the share of calls on each path in the last minute and
+// where the decision came from (the startup switch, the flag with its
+// variant and the provider's reason, or the kill switch), and the latest
+// canary, resilience and rollout events. A browser gets an HTML page that
 // refreshes itself every few seconds; a request with "Accept:
 // application/json" (and not text/html), or with ?format=json, gets the
 // same state as JSON. ?format=html forces the page.
@@ -37,10 +41,12 @@ func (inv *Transport) StatusHandler() http.Handler {
 
 // status is the document StatusHandler serves.
 type status struct {
-	Path    string         `json:"path"` // the startup switch's path: legacy, sockets, mixed
-	Mode    string         `json:"mode"` // plain, shadow or canary
-	At      time.Time      `json:"at"`
-	Closed  bool           `json:"closed,omitempty"`
+	Path   string    `json:"path"` // the startup switch's path: legacy, sockets, mixed
+	Mode   string    `json:"mode"` // plain, shadow or canary
+	At     time.Time `json:"at"`
+	Closed bool      `json:"closed,omitempty"`
+	// Rollout is the runtime rollout (WithRollout); nil without it.
+	Rollout *rolloutStatus `json:"rollout,omitempty"`
 	Schemas []schemaStatus `json:"schemas"`
 	Events  []statusEvent  `json:"events"`
 }
@@ -57,6 +63,11 @@ type schemaStatus struct {
 	// PersistedQueries is the schema's automatic persisted queries; nil
 	// when persisted_queries.mode is off.
 	PersistedQueries *persistedStatus `json:"persisted_queries,omitempty"`
+	// Rollout is the schema's share of calls on each path in the last
+	// minute and its last decision, under WithRollout; nil without it.
+	Rollout *rolloutSchemaStatus `json:"rollout,omitempty"`
+	// RateLimit is the schema's rate limit; nil when it is off.
+	RateLimit *rateLimitStatus `json:"rate_limit,omitempty"`
 }
 
 // persistedStatus is a schema's automatic persisted queries since the
@@ -66,6 +77,25 @@ type persistedStatus struct {
 	On  bool   `json:"on"`
 	Off string `json:"off,omitempty"` // why they went off: not_supported, no_apq
 	middleware.PersistedQueryCounts
+}
+
+// rateLimitStatus is a schema's rate limit: where it is kept, whether
+// the fleet's limit answers now, and its counts since it was built (a
+// reload that keeps it keeps them).
+type rateLimitStatus struct {
+	Store             string  `json:"store"` // local or redis
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	Burst             int     `json:"burst"`
+	// State is "local" (the local store: this replica's bucket),
+	// "shared" (the redis store answers) or "fallen_back" (its last check
+	// failed: the calls are decided by OnStoreError until one succeeds).
+	State        string     `json:"state"`
+	OnStoreError string     `json:"on_store_error,omitempty"` // the redis store's
+	Since        *time.Time `json:"since,omitempty"`          // when State last changed; nil: never
+	Limited      int64      `json:"limited"`                  // calls refused, unsent
+	StoreErrors  int64      `json:"store_errors"`             // calls whose check failed
+	Fallbacks    int64      `json:"fallbacks"`                // times the limit fell back
+	LastError    string     `json:"last_error,omitempty"`     // the last failed check's cause, no secret in it
 }
 
 // cacheStatus is a schema's response cache: its counters since it was
@@ -114,7 +144,7 @@ type shareChange struct {
 // routeStatus is one route of a schema: the serving one, and a shadow's
 // or canary's candidate.
 type routeStatus struct {
-	Role    string          `json:"role"` // primary or candidate
+	Role    string          `json:"role"` // primary, candidate, or rollout (the serving route only the runtime rollout uses)
 	Path    string          `json:"path"`
 	Engine  string          `json:"engine,omitempty"`
 	Breaker string          `json:"breaker"` // closed, half_open, open; "off" without a breaker
@@ -139,7 +169,7 @@ type addressStatus struct {
 
 // statusNow gathers the state in force.
 func (inv *Transport) statusNow() status {
-	s := status{Path: string(inv.path), Mode: "plain", At: time.Now().UTC(), Events: inv.recent.snapshot()}
+	s := status{Path: string(inv.path), Mode: "plain", At: time.Now().UTC(), Events: inv.recent.snapshot(), Rollout: inv.rollout.status()}
 	switch {
 	case inv.canary != nil:
 		s.Mode = "canary"
@@ -158,13 +188,15 @@ func (inv *Transport) statusNow() status {
 	for _, name := range slices.Sorted(maps.Keys(st.schemas)) {
 		e := st.schemas[name]
 		ss := schemaStatus{Name: name, URL: plainURL(e.primary)}
-		for _, r := range []*route{e.primary, e.candidate} {
-			if r != nil {
-				ss.Routes = append(ss.Routes, routeStatusOf(r))
-			}
+		for _, r := range e.routes() {
+			ss.Routes = append(ss.Routes, routeStatusOf(r))
 		}
+		ss.Rollout = e.share.status()
 		if c := e.cache; c.cache != nil {
 			ss.Cache = cacheStatusOf(c)
+		}
+		if l := e.limit; l.limiter != nil {
+			ss.RateLimit = rateLimitStatusOf(l)
 		}
 		if p := e.apq; p != nil {
 			ss.PersistedQueries = &persistedStatus{GET: p.GET(), On: p.On(), Off: p.Off(), PersistedQueryCounts: p.Counts()}
@@ -192,6 +224,26 @@ func cacheStatusOf(c schemaCache) *cacheStatus {
 	return cs
 }
 
+// rateLimitStatusOf is the status of l.
+func rateLimitStatusOf(l rateLimit) *rateLimitStatus {
+	ls := &rateLimitStatus{Store: l.settings.Store, RequestsPerSecond: l.settings.RequestsPerSecond, Burst: l.settings.Burst,
+		State: "local", Limited: l.limited.Load()}
+	if l.fleet == nil {
+		return ls
+	}
+	h := l.fleet.Health()
+	ls.State, ls.OnStoreError = "shared", l.settings.OnStoreError
+	if !h.Shared {
+		ls.State = "fallen_back"
+	}
+	if !h.Since.IsZero() {
+		since := h.Since.UTC()
+		ls.Since = &since
+	}
+	ls.StoreErrors, ls.Fallbacks, ls.LastError = h.StoreErrors, h.Fallbacks, h.LastError
+	return ls
+}
+
 // plainURL is r's URL as the status page may show it.
 func plainURL(r *route) string {
 	if r == nil || r.url == nil {
@@ -202,8 +254,11 @@ func plainURL(r *route) string {
 
 func routeStatusOf(r *route) routeStatus {
 	rs := routeStatus{Role: "primary", Path: string(r.path), Engine: r.engine, Breaker: "off"}
-	if r.candidate {
+	switch {
+	case r.candidate:
 		rs.Role = "candidate"
+	case r.alt:
+		rs.Role = "rollout"
 	}
 	if b := r.res.breaker; b != nil {
 		rs.Breaker = b.State().String()

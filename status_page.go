@@ -69,13 +69,23 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 <td class="n" data-k="fallbacks">{{.Fallbacks}}</td><td>{{with .CooldownUntil}}{{.Format "15:04:05"}}{{else}}-{{end}}</td>
 {{else}}<td colspan="5">no canary</td>{{end}}</tr>
 {{end}}</tbody></table>
-<h2>Response caches</h2>
+{{with .S.Rollout}}<h2>Runtime rollout</h2>
+<p id="rollout">flag <b>{{.Flag}}</b>, kill switch <b>{{.KillFlag}}</b> <b id="killed"{{if .Killed}} class="open"{{end}}>{{if .Killed}}pulled: every new call on legacy{{else}}not pulled{{end}}</b>, startup switch <b>{{.StartupSwitch}}</b>{{with .TargetingHeader}}, targeting key from header <b>{{.}}</b>{{end}}; fallbacks to the startup switch:
+{{range $r, $n := .Fallbacks}}<span data-k="{{$r}}">{{$r}} {{$n}}</span> {{end}}</p>
+<table id="rollout-schemas"><thead><tr><th>schema</th><th>legacy calls (1 min)</th><th>sockets calls (1 min)</th><th>sockets share</th><th>by startup</th><th>by flag</th><th>by kill</th><th>last decision</th><th>value</th><th>variant</th><th>reason</th><th>fallback</th></tr></thead><tbody>
+{{range $s := $.S.Schemas}}{{with .Rollout}}<tr class="rollout" data-schema="{{$s.Name}}"><td>{{$s.Name}}</td><td class="n" data-k="legacy">{{.Legacy}}</td><td class="n" data-k="sockets">{{.Sockets}}</td><td class="n" data-k="sockets_share">{{share .SocketsShare}}</td><td class="n">{{index .BySource "startup"}}</td><td class="n">{{index .BySource "flag"}}</td><td class="n">{{index .BySource "kill"}}</td>
+{{with .Decision}}<td data-k="source">{{.Source}}</td><td>{{.Value}}</td><td>{{.Variant}}</td><td>{{.Reason}}</td><td{{if .Fallback}} class="open"{{end}} title="{{.Cause}}">{{or .Fallback "-"}}</td>{{else}}<td colspan="5">no call yet</td>{{end}}</tr>
+{{end}}{{end}}</tbody></table>
+{{end}}<h2>Response caches</h2>
 <table id="caches"><thead><tr><th>schema</th><th>mode</th><th>store</th><th>health</th><th>hit ratio</th><th>hits</th><th>misses</th><th>bypasses</th><th>stored</th><th>not stored</th><th>store errors</th><th>stale</th><th>refreshes</th><th>entries</th><th>bytes</th></tr></thead><tbody>
 {{range $s := .S.Schemas}}{{with .Cache}}<tr class="cache" data-schema="{{$s.Name}}"><td>{{$s.Name}}</td><td data-k="mode">{{.Mode}}</td><td data-k="store">{{.Store}}</td><td data-k="health"{{if ne .Health "ok"}} class="open"{{end}}>{{.Health}}</td><td class="n" data-k="hit_ratio">{{ratio .HitRatio}}</td><td class="n" data-k="hits">{{.Hits}}</td><td class="n" data-k="misses">{{.Misses}}</td><td class="n" data-k="bypasses">{{.Bypasses}}</td><td class="n" data-k="stored">{{.Stored}}</td><td class="n" data-k="not_stored">{{.NotStored}}</td><td class="n" data-k="store_errors">{{.StoreErrors}}</td><td class="n" data-k="stale">{{.Stale}}</td><td class="n" data-k="refreshes">{{.Refreshes}}</td><td class="n" data-k="entries">{{with .Entries}}{{.}}{{else}}-{{end}}</td><td class="n" data-k="bytes">{{with .Bytes}}{{.}}{{else}}-{{end}}</td></tr>
 {{end}}{{end}}</tbody></table>
 <h2>Persisted queries</h2>
 <table id="persisted-queries"><thead><tr><th>schema</th><th>state</th><th>GET</th><th>by hash</th><th>not found</th><th>not supported</th><th>request errors</th></tr></thead><tbody>
 {{range $s := .S.Schemas}}{{with .PersistedQueries}}<tr class="persisted" data-schema="{{$s.Name}}"><td>{{$s.Name}}</td><td data-k="state"{{if not .On}} class="open"{{end}}>{{if .On}}on{{else}}off ({{.Off}}){{end}}</td><td data-k="get">{{.GET}}</td><td class="n" data-k="by_hash">{{.ByHash}}</td><td class="n" data-k="not_found">{{.NotFound}}</td><td class="n" data-k="not_supported">{{.NotSupported}}</td><td class="n" data-k="request_errors">{{.RequestErrors}}</td></tr>
+<h2>Rate limits</h2>
+<table id="rate-limits"><thead><tr><th>schema</th><th>store</th><th>limit</th><th>state</th><th>on store error</th><th>since</th><th>limited</th><th>store errors</th><th>fallbacks</th><th>last error</th></tr></thead><tbody>
+{{range $s := .S.Schemas}}{{with .RateLimit}}<tr class="rate-limit" data-schema="{{$s.Name}}"><td>{{$s.Name}}</td><td data-k="store">{{.Store}}</td><td class="n" data-k="limit">{{.RequestsPerSecond}}/s, burst {{.Burst}}</td><td data-k="state"{{if eq .State "fallen_back"}} class="open"{{end}}>{{.State}}</td><td data-k="on_store_error">{{or .OnStoreError "-"}}</td><td>{{with .Since}}{{.Format "15:04:05"}}{{else}}-{{end}}</td><td class="n" data-k="limited">{{.Limited}}</td><td class="n" data-k="store_errors">{{.StoreErrors}}</td><td class="n" data-k="fallbacks">{{.Fallbacks}}</td><td data-k="last_error">{{or .LastError "-"}}</td></tr>
 {{end}}{{end}}</tbody></table>
 <h2>Response cache shadow differences</h2>
 <table id="cache-differences"><thead><tr><th>schema</th><th>at</th><th>entry age (s)</th><th>kinds</th><th>paths</th></tr></thead><tbody>

@@ -76,6 +76,7 @@ type Transport struct {
 	backends  map[env.Path]backend.Backend // immutable set after New (switch.go); their methods run under mu
 	shadow    *shadow.Shadow               // immutable; nil unless shadowing
 	canary    *canaryRouter                // immutable; nil unless canary (canary.go)
+	rollout   *rollout                     // immutable; nil without WithRollout (rollout.go)
 	unobserve []func() error               // set in New; called in Close under mu
 
 	recent recentEvents // the latest canary and resilience events, for the status page (status_events.go)
@@ -100,6 +101,7 @@ type state struct {
 	// equal settings keeps it.
 	redis         *redisclient.Client
 	redisSettings env.RedisSettings
+	hub           *respcache.Hub // redis's invalidation channel, for the memory levels in front of it
 }
 
 // entry is one source schema in one state.
@@ -116,6 +118,15 @@ type entry struct {
 	// apq is the schema's automatic persisted queries, shared by its
 	// routes, made anew by every build (persisted.go); nil: off.
 	apq *middleware.PersistedQueries
+	// With WithRollout (rollout.go): byPath is the serving route on
+	// legacy and on sockets (pathIndex), among primary, a canary's
+	// candidate and alt; alt is the serving route that only the rollout
+	// uses, on the path the startup switch gave the schema no serving
+	// route on; share counts the schema's calls per path, kept by a
+	// reload. All nil without the option.
+	byPath [2]*route
+	alt    *route
+	share  *shareWindow
 }
 
 // route is one source schema on one path in one configuration: every
@@ -126,6 +137,7 @@ type route struct {
 	path           env.Path // the path the route sends on
 	engine         string   // the engine serving it (its pool's Description); empty on legacy
 	candidate      bool     // the shadow candidate, not the serving route
+	alt            bool     // entry.alt: the serving route only the runtime rollout uses
 	url            *url.URL
 	target         string        // scheme://host:port, lower case, for Do on a bound backend
 	postTemplate   *http.Request // template of Post's requests: method, URL, Host
@@ -172,6 +184,9 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if err := unusedSchemaHooks(o.schemas); err != nil {
 		return nil, err
 	}
+	if err := checkRollout(&o); err != nil {
+		return nil, err
+	}
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
@@ -179,6 +194,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
+	inv.rollout = newRollout(inv)
 	inv.warnUnknownSchemaOptions(&cfg)
 	shadowed := inv.choosePaths(&cfg)
 	if shadowed {
@@ -207,6 +223,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	}
 	inv.canary.attach(st)
 	inv.state.Store(st)
+	inv.rollout.start(st)
 	for _, p := range slices.Sorted(maps.Keys(inv.backends)) {
 		unobserve, err := o.meters.ObserveConnections(string(p), inv.connections(p))
 		if err != nil {
@@ -232,13 +249,14 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 	st = &state{schemas: make(map[string]*entry, len(cfg.SourceSchemas)), invalidationToken: cfg.ResponseCache.InvalidationToken}
 	var caches []*respcache.Cache
 	var redis *redisclient.Client // made for st, not old's
+	building := st                // st is nil by the time a failed build's defer runs
 	defer func() {
 		if err != nil {
 			for _, c := range caches {
 				c.Close()
 			}
 			if redis != nil {
-				redis.Close()
+				closeRedis(redis, building.hub)
 			}
 		}
 	}()
@@ -253,7 +271,9 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		primary, candidate := inv.assign(name)
 		e := &entry{}
 		settings, _ := cfg.Effective(name)
-		e.limit = inv.limitOf(name, settings.RateLimit, prev)    // shaping.go
+		if e.limit, err = inv.limitOf(st, name, settings.RateLimit, prev); err != nil { // shaping.go
+			return nil, fresh, err
+		}
 		e.apq = inv.persistedOf(name, settings.PersistedQueries) // persisted.go
 		if e.cache, err = inv.cacheOf(st, name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
@@ -277,12 +297,30 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 				fresh = append(fresh, opened)
 			}
 		}
+		if err == nil && inv.rollout != nil {
+			opened, err = inv.servingRoutes(cfg, e, prev)
+			if opened != nil {
+				fresh = append(fresh, opened)
+			}
+		}
 		if err != nil {
 			return nil, fresh, err
 		}
 		st.schemas[name] = e
 	}
 	return st, fresh, nil
+}
+
+// routes returns e's routes: the serving one, and the candidate and alt
+// when it has them.
+func (e *entry) routes() []*route {
+	rs := make([]*route, 0, 3)
+	for _, r := range []*route{e.primary, e.candidate, e.alt} {
+		if r != nil {
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }
 
 func (e *entry) route(candidate bool) *route {
@@ -522,11 +560,12 @@ func (inv *Transport) Reload(cfg env.Config) error {
 	}
 	inv.canary.attach(st)
 	inv.state.Store(st)
+	inv.rollout.setSchemas(st)
 	inv.warnUnknownSchemaOptions(&cfg)
 	kept, replaced, removed := retire(old, st)
 	closeCaches(old, st)
 	if old.redis != nil && old.redis != st.redis {
-		old.redis.Close() // its caches are closed: nothing uses it
+		closeRedis(old.redis, old.hub) // its caches are closed: nothing uses it
 	}
 	inv.o.meters.RecordReload(kept, replaced, removed)
 	inv.log.Info("transport reloaded", "path", string(inv.path), "kept", kept, "replaced", replaced, "removed", removed, "added", len(st.schemas)-kept-replaced)
@@ -538,9 +577,8 @@ func (inv *Transport) Reload(cfg env.Config) error {
 func retire(old, st *state) (kept, replaced, removed int) {
 	inUse := map[backend.Pool]bool{}
 	for _, e := range st.schemas {
-		inUse[e.primary.pool] = true
-		if e.candidate != nil {
-			inUse[e.candidate.pool] = true
+		for _, r := range e.routes() {
+			inUse[r.pool] = true
 		}
 	}
 	for name, e := range old.schemas {
@@ -552,8 +590,8 @@ func retire(old, st *state) (kept, replaced, removed int) {
 		default:
 			replaced++
 		}
-		for _, r := range []*route{e.primary, e.candidate} {
-			if r != nil && !inUse[r.pool] {
+		for _, r := range e.routes() {
+			if !inUse[r.pool] {
 				r.pool.Drain()
 				inUse[r.pool] = true // drained once
 			}
@@ -580,6 +618,7 @@ func (inv *Transport) Close() error {
 	if inv.shadow != nil {
 		inv.shadow.Close()
 	}
+	inv.rollout.close()
 	st := inv.state.Swap(nil)
 	var errs []error
 	for _, u := range inv.unobserve {
@@ -587,9 +626,7 @@ func (inv *Transport) Close() error {
 	}
 	retire(st, &state{})
 	closeCaches(st, &state{})
-	if st.redis != nil {
-		st.redis.Close()
-	}
+	closeRedis(st.redis, st.hub)
 	inv.upgrades.closeAll()
 	inv.closeBackends()
 	return errors.Join(errs...)
@@ -610,8 +647,8 @@ func (inv *Transport) routesOn(path env.Path) iter.Seq2[string, *route] {
 			return
 		}
 		for name, e := range st.schemas {
-			for _, r := range []*route{e.primary, e.candidate} {
-				if r != nil && r.path == path && !yield(name, r) {
+			for _, r := range e.routes() {
+				if r.path == path && !yield(name, r) {
 					return
 				}
 			}
@@ -661,7 +698,7 @@ func (inv *Transport) logIgnored(cfg *env.Config) {
 		sub := *cfg
 		sub.SourceSchemas = map[string]env.SourceSchema{}
 		for name, sc := range cfg.SourceSchemas {
-			if primary, candidate := inv.assign(name); primary == p || candidate == p {
+			if primary, candidate := inv.assign(name); primary == p || candidate == p || inv.rollout != nil {
 				sub.SourceSchemas[name] = sc
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,6 +76,16 @@ type Options struct {
 	// bodies compare, which header values are redacted and whether timing
 	// counts. The zero value: see Rules.
 	Rules Rules
+
+	// Cached lets the sides answer from their response caches. Off (the
+	// default), every request is really sent on both sides: a transport's
+	// response cache neither answers nor stores (transport's
+	// response_cache), so that what is compared is the paths. On, a side
+	// whose cache holds an answer gives it: the way to prove that a cache
+	// changes no answer (a side with the cache against one without, the
+	// corpus run twice so that the second run is answered from the cache);
+	// the Age header a cached answer carries is then not compared.
+	Cached bool
 
 	// Progress, if not nil, is called after each request has been
 	// compared, with the number compared so far and the corpus size. Calls
@@ -162,6 +173,11 @@ func Run(ctx context.Context, corpus []Request, a, b Side, opts Options) (*Repor
 		return nil, fmt.Errorf("compare: rules: %w", err)
 	}
 
+	if opts.Cached {
+		// An answer from a cache says how old it is; the side that sent
+		// its request has no Age. That is the cache, not a difference.
+		rules.IgnoreHeaders = append(slices.Clip(rules.IgnoreHeaders), "Age")
+	}
 	c := newComparer(a.Name, b.Name, &rules, opts.maxBodyBytes(), opts.maxPaths())
 	results := make([]Result, len(corpus))
 	var (
@@ -277,8 +293,10 @@ func send(ctx context.Context, inv answer.Sender, req *Request, target *url.URL,
 		gw.Header.Set(name, value)
 	}
 	ctx = gateway.WithRequest(ctx, gw) // as transport.WithGatewayRequest does
-	// Both sides are really sent: neither answers from a response cache.
-	ctx = respcache.WithoutCache(ctx)
+	if !opts.Cached {
+		// Both sides are really sent: neither answers from a response cache.
+		ctx = respcache.WithoutCache(ctx)
+	}
 
 	var (
 		resp  *http.Response

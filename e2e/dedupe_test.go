@@ -20,11 +20,11 @@ import (
 // the request does come, the wait ends at once.
 const joinWindow = 2 * time.Second
 
-// withHeaderTemplate returns routerConfig with a fetch header name: "{{
-// .request.headers.<name> }}" on every subgraph: the engine then renders
-// the gateway request's header into each fetch's input, which is what its
-// subgraph request deduplication keys on.
-func withHeaderTemplate(t *testing.T, routerConfig []byte, name string) []byte {
+// withHeaderTemplate returns routerConfig with a fetch header NAME: "{{
+// .request.headers.NAME }}" for each of names on every subgraph: the
+// engine then renders the gateway request's headers into each fetch's
+// input, which is what its subgraph request deduplication keys on.
+func withHeaderTemplate(t *testing.T, routerConfig []byte, names ...string) []byte {
 	t.Helper()
 	var rc map[string]any
 	if err := json.Unmarshal(routerConfig, &rc); err != nil {
@@ -36,7 +36,11 @@ func withHeaderTemplate(t *testing.T, routerConfig []byte, name string) []byte {
 	}
 	for _, ds := range sources {
 		fetch := ds.(map[string]any)["customGraphql"].(map[string]any)["fetch"].(map[string]any)
-		fetch["header"] = map[string]any{name: map[string]any{"values": []any{map[string]any{"staticVariableContent": "{{ .request.headers." + name + " }}"}}}}
+		header := map[string]any{}
+		for _, name := range names {
+			header[name] = map[string]any{"values": []any{map[string]any{"staticVariableContent": "{{ .request.headers." + name + " }}"}}}
+		}
+		fetch["header"] = header
 	}
 	out, err := json.Marshal(rc)
 	if err != nil {

@@ -71,14 +71,28 @@ type subgraphs struct {
 
 func startSubgraphs(t *testing.T, accountsHandler http.Handler) *subgraphs {
 	t.Helper()
+	return startSubgraphsWrapped(t, accountsHandler, nil)
+}
+
+// startSubgraphsWrapped is startSubgraphs with each subgraph's handler
+// wrapped in wrap (nil: none), inside the recorder: what wrap answers is
+// what the subgraph answers.
+func startSubgraphsWrapped(t *testing.T, accountsHandler http.Handler, wrap func(schema string, h http.Handler) http.Handler) *subgraphs {
+	t.Helper()
 	if accountsHandler == nil {
 		accountsHandler = accounts.GraphQLEndpointHandler(accounts.TestOptions)
 	}
+	if wrap == nil {
+		wrap = func(_ string, h http.Handler) http.Handler { return h }
+	}
 	rec := &recorder{}
+	serve := func(schema string, h http.Handler) *httptest.Server {
+		return httptest.NewServer(rec.wrap(schema, wrap(schema, h)))
+	}
 	sg := &subgraphs{
-		accounts: httptest.NewServer(rec.wrap("accounts", accountsHandler)),
-		products: httptest.NewServer(rec.wrap("products", products.GraphQLEndpointHandler(products.TestOptions))),
-		reviews:  httptest.NewServer(rec.wrap("reviews", reviews.GraphQLEndpointHandler(reviews.TestOptions))),
+		accounts: serve("accounts", accountsHandler),
+		products: serve("products", products.GraphQLEndpointHandler(products.TestOptions)),
+		reviews:  serve("reviews", reviews.GraphQLEndpointHandler(reviews.TestOptions)),
 		rec:      rec,
 	}
 	t.Cleanup(func() {

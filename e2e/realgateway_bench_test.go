@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -55,7 +57,16 @@ var (
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
 	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
 	realBenchProfile   = flag.String("realbench.profile", "", "write a CPU profile of the gateway (this process) for each side's measured window of the last round to `dir`/SIDE.cpu.pprof (':' written '-')")
-	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, and each of the last three with +apq (automatic persisted queries on for every source schema, which the schemas serve); the first is the one the others are compared with")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, the last three also with +cache (the transport's response cache on) or +apq (automatic persisted queries on for every source schema, which the schemas serve); the first is the one the others are compared with (with -realbench.cache, unless set: "+realCacheSides+")")
+	realBenchCache     = flag.Bool("realbench.cache", false, "the cache mode: the source schemas answer Cache-Control: "+realCacheControl+", every virtual user sends its own Authorization (fusion-transport load -users), which the transport forwards and the router config names in every fetch's headers; the table adds the calls that reached the source schemas per request and the hit ratio")
+)
+
+// The cache mode's source schema answers and default sides: the sockets
+// path (h1) without and with the response cache, and legacy without, the
+// baseline users have today.
+const (
+	realCacheControl = "public, max-age=60"
+	realCacheSides   = "legacy,sockets:h1,sockets:h1+cache"
 )
 
 // TestRealGatewayBench is a benchmark, not a test; it runs only with
@@ -73,15 +84,31 @@ var (
 // CPU per request (this process's, getrusage: the schemas and the load run
 // in other processes), subgraph calls per request. It asserts no figure.
 //
+// With -realbench.cache the source schemas answer
+// "Cache-Control: public, max-age=60", each virtual user sends its own
+// Authorization (forwarded by the transport, named in every fetch's
+// headers so that the engine merges no two users' fetches), the sides
+// default to legacy, sockets:h1 and sockets:h1+cache (the transport's
+// response cache on, in memory, shared), and the table adds the calls that
+// reached the source schemas (their own counts) per gateway request and
+// the hit ratio (1 - calls reaching them / calls the engine made), and the
+// ratio of each +cache side to the same side without.
+//
 //	cd e2e && go test -run TestRealGatewayBench -timeout 30m -v -args -realbench
 //	cd e2e && go test -run TestRealGatewayBench -v -args -realbench -realbench.latency 4ms
+//	cd e2e && go test -run TestRealGatewayBench -timeout 30m -v -args -realbench -realbench.cache -realbench.distinct -realbench.rounds 4
 func TestRealGatewayBench(t *testing.T) {
 	if !*realBench {
 		t.Skip("a benchmark: run with -args -realbench")
 	}
-	sides := strings.Split(*realBenchSides, ",")
+	list := *realBenchSides
+	if *realBenchCache && !flagSet("realbench.sides") {
+		list = realCacheSides
+	}
+	sides := strings.Split(list, ",")
 	for _, s := range sides {
-		if base, apq := strings.CutSuffix(s, "+apq"); !slices.Contains([]string{"default", "legacy", "sockets:nethttp", "sockets:h1"}, base) || apq && base == "default" {
+		base, _ := strings.CutSuffix(s, "+apq")
+		if base, _ = strings.CutSuffix(base, "+cache"); !slices.Contains([]string{"legacy", "sockets:nethttp", "sockets:h1"}, base) && s != "default" {
 			t.Fatalf("-realbench.sides: unknown side %q", s)
 		}
 	}
@@ -94,12 +121,19 @@ func TestRealGatewayBench(t *testing.T) {
 	for name, u := range urls {
 		routerConfig = bytes.ReplaceAll(routerConfig, []byte("http://"+name+"-url-placeholder"), []byte(u))
 	}
+	// As a Cosmo header rule forwards a client header: the engine renders
+	// it into each fetch's input, from which it keys its deduplication, so
+	// requests with distinct ids, or of distinct users, are never
+	// collapsed (TestConcurrentUsers shows both on the wire).
+	var templated []string
 	if *realBenchDistinct {
-		// As a Cosmo header rule forwards a client header: the engine
-		// renders it into each fetch's input, from which it keys its
-		// deduplication, so requests with distinct ids are never collapsed
-		// (TestConcurrentUsers shows both on the wire).
-		routerConfig = withHeaderTemplate(t, routerConfig, "X-Request-Id")
+		templated = append(templated, "X-Request-Id")
+	}
+	if *realBenchCache {
+		templated = append(templated, "Authorization")
+	}
+	if templated != nil {
+		routerConfig = withHeaderTemplate(t, routerConfig, templated...)
 	}
 
 	samples := map[string][]realSample{}
@@ -111,8 +145,8 @@ func TestRealGatewayBench(t *testing.T) {
 				profile = filepath.Join(*realBenchProfile, strings.ReplaceAll(side, ":", "-")+".cpu.pprof")
 			}
 			s := runRealSide(t, bin, routerConfig, urls, side, profile)
-			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load, %.2f ms in flight per call, %d errors",
-				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.callMS, s.errors)
+			t.Logf("round %d/%d %s: %.0f req/s, p95 %.1f ms, %.3f ms CPU/request, %.1f calls one at a time, %.2f calls/request under load (%.3f reaching the source schemas, hit ratio %.3f), %.2f ms in flight per call, %d errors",
+				round, *realBenchRounds, side, s.rps, s.p95, s.cpuMS, s.planCalls, s.calls, s.reached, s.hitRatio, s.callMS, s.errors)
 			samples[side] = append(samples[side], s)
 		}
 	}
@@ -122,10 +156,20 @@ func TestRealGatewayBench(t *testing.T) {
 	if *realBenchDistinct {
 		fmt.Fprintf(&out, "Requests: distinct (every one its own X-Request-Id, forwarded to every source schema by the gateway).\n")
 	}
+	if *realBenchCache {
+		fmt.Fprintf(&out, "Cache mode: the source schemas answer Cache-Control: %s; every virtual user sends its own Authorization, forwarded to every source schema; the sides named +cache run the transport's response cache (memory, shared).\n", realCacheControl)
+	}
 	fmt.Fprintf(&out, "Machine: %d CPUs, %s %s/%s; source schemas, gateway and load share them. Run time: %s.\n\n",
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Second))
-	writeRealTable(&out, sides, samples)
+	writeRealTable(&out, sides, samples, *realBenchCache)
 	fmt.Println(out.String())
+}
+
+// flagSet reports whether the flag name was set on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func subgraphsNote(s string) string {
@@ -142,6 +186,8 @@ type realSample struct {
 	callMS             float64 // mean time a subgraph call was in flight under load
 	bytesPerCall       float64 // request bytes written to the subgraphs per call, heads and bodies
 	planCalls          float64 // of one request alone, before the load
+	reached            float64 // calls that reached the source schemas (their counts) per request under load
+	hitRatio           float64 // 1 - reached/calls, within [0, 1]
 	errors             int64
 }
 
@@ -199,12 +245,23 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	default:
 		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
 		opts := []transport.Option{transport.WithLookupEnv(func(string) (string, bool) { return "", false })}
+		path, apq := strings.CutSuffix(side, "+apq")
+		path, cache := strings.CutSuffix(path, "+cache")
 		for name, u := range urls {
-			cfg.SourceSchemas[name] = env.SourceSchema{URL: u}
+			s := env.SourceSchema{URL: u}
+			if cache {
+				s.ResponseCache = sharedCache()
+			}
+			cfg.SourceSchemas[name] = s
 			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: wire.Dial}))
 		}
-		base, apq := strings.CutSuffix(side, "+apq")
-		if engine, ok := strings.CutPrefix(base, "sockets:"); ok {
+		if *realBenchCache {
+			cfg.ForwardHeaders = append(cfg.ForwardHeaders, "Authorization")
+		}
+		if *realBenchDistinct {
+			cfg.ForwardHeaders = append(cfg.ForwardHeaders, "X-Request-Id")
+		}
+		if engine, ok := strings.CutPrefix(path, "sockets:"); ok {
 			cfg.Path = env.PathSockets
 			cfg.Defaults.Engine = engine
 		}
@@ -241,23 +298,33 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	}
 	planCalls := float64(calls.Load()-before) / alone
 
-	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1 int64
+	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1, reached0, reached1 int64
 	var bytes0, bytes1 uint64
 	var prof *os.File
+	var countErr error
 	res := runBenchLoad(t, bin, srv.URL,
 		func() {
-			cpu0, calls0, req0, flight0, bytes0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load(), wire.Total()
+			cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			reached0, countErr = schemaCalls(urls)
+			bytes0 = wire.Total()
 			if profile != "" {
 				prof = startCPUProfile(t, profile)
 			}
 		},
 		func() {
-			cpu1, calls1, req1, flight1, bytes1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load(), wire.Total()
+			cpu1, calls1, req1, flight1 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
+			var err error
+			reached1, err = schemaCalls(urls)
+			countErr = cmp.Or(countErr, err)
+			bytes1 = wire.Total()
 			if prof != nil {
 				pprof.StopCPUProfile()
 				prof.Close()
 			}
 		})
+	if countErr != nil {
+		t.Fatalf("%s: %v", side, countErr)
+	}
 	n := req1 - req0
 	if n == 0 {
 		t.Fatalf("%s: the gateway answered no request in the window (load: %+v)", side, res)
@@ -267,11 +334,40 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 		cpuMS: float64(cpu1-cpu0) / float64(n) / 1e6, calls: float64(calls1-calls0) / float64(n),
 		planCalls: planCalls,
 	}
+	sample.reached = float64(reached1-reached0) / float64(n)
 	if c := calls1 - calls0; c > 0 {
 		sample.callMS = float64(flight1-flight0) / float64(c) / 1e6
 		sample.bytesPerCall = float64(bytes1-bytes0) / float64(c)
+		// The engine counts a call when it makes it, a schema when it
+		// arrives, a moment later: at the window's edges a few calls fall
+		// on one side only.
+		sample.hitRatio = min(max(1-float64(reached1-reached0)/float64(c), 0), 1)
 	}
 	return sample
+}
+
+// schemaCalls sums the requests the source schemas at urls have received,
+// as each of fusion-transport schemas' servers counts them at
+// /debug/calls (its schemas.CallsPath).
+func schemaCalls(urls map[string]string) (int64, error) {
+	var sum int64
+	for name, u := range urls {
+		resp, err := http.Get(strings.TrimSuffix(u, "/graphql") + "/debug/calls")
+		if err != nil {
+			return 0, fmt.Errorf("%s's call count: %w", name, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s's call count: %d %q %v", name, resp.StatusCode, b, err)
+		}
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s's call count: %w", name, err)
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // startCPUProfile starts a CPU profile of this process into the file at
@@ -350,6 +446,9 @@ func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed
 	if latency > 0 {
 		args = append(args, "-latency", latency.String())
 	}
+	if *realBenchCache {
+		args = append(args, "-cache-control", realCacheControl)
+	}
 	return wiretest.StartSchemaProcess(t, exec.Command(bin, args...), 4)
 }
 
@@ -373,6 +472,9 @@ func runBenchLoad(t *testing.T, bin, url string, onMeasure, onWindowEnd func()) 
 		"-duration", realBenchDuration.String(), "-warmup", realBenchWarmup.String()}
 	if *realBenchDistinct {
 		args = append(args, "-distinct")
+	}
+	if *realBenchCache {
+		args = append(args, "-users")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -406,13 +508,16 @@ func runBenchLoad(t *testing.T, bin, url string, onMeasure, onWindowEnd func()) 
 }
 
 // writeRealTable writes the medians [min–max] per side and each side's
-// ratio of medians to the first.
-func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample) {
-	rows := []struct {
+// ratio of medians to the first, and of each +cache side to the same side
+// without (when that is not the first); with cache, the cache mode's rows
+// too.
+func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample, cache bool) {
+	type row struct {
 		name string
 		get  func(realSample) float64
 		unit string
-	}{
+	}
+	rows := []row{
 		{"req/s", func(s realSample) float64 { return s.rps }, ""},
 		{"p50 latency", func(s realSample) float64 { return s.p50 }, " ms"},
 		{"p95 latency", func(s realSample) float64 { return s.p95 }, " ms"},
@@ -424,14 +529,29 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		{"request bytes/subgraph call", func(s realSample) float64 { return s.bytesPerCall }, " B"},
 		{"load errors", func(s realSample) float64 { return float64(s.errors) }, ""},
 	}
+	if cache {
+		rows = slices.Insert(rows, 7,
+			row{"subgraph calls/request reaching the source schemas", func(s realSample) float64 { return s.reached }, ""},
+			row{"response cache hit ratio", func(s realSample) float64 { return s.hitRatio }, ""})
+	}
+	type ratio struct{ side, base string }
+	var ratios []ratio
+	for _, s := range sides[1:] {
+		ratios = append(ratios, ratio{s, sides[0]})
+	}
+	for _, s := range sides[1:] {
+		if base, ok := strings.CutSuffix(s, "+cache"); ok && base != sides[0] && slices.Contains(sides, base) {
+			ratios = append(ratios, ratio{s, base})
+		}
+	}
 	header := "| Metric |"
 	sep := "|---|"
 	for _, s := range sides {
 		header += " " + s + " |"
 		sep += "---|"
 	}
-	for _, s := range sides[1:] {
-		header += " " + s + "/" + sides[0] + " |"
+	for _, r := range ratios {
+		header += " " + r.side + "/" + r.base + " |"
 		sep += "---|"
 	}
 	fmt.Fprintln(w, header)
@@ -456,12 +576,15 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 			}
 			line += " " + cell + " |"
 		}
-		for _, s := range sides[1:] {
-			if med[sides[0]] == 0 {
+		for _, ra := range ratios {
+			switch {
+			case r.name == "response cache hit ratio":
+				line += " |" // a ratio of two shares says nothing
+			case med[ra.base] == 0:
 				line += " – |"
-				continue
+			default:
+				line += fmt.Sprintf(" %.3f |", med[ra.side]/med[ra.base])
 			}
-			line += fmt.Sprintf(" %.3f |", med[s]/med[sides[0]])
 		}
 		fmt.Fprintln(w, line)
 	}

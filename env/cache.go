@@ -64,6 +64,18 @@ type ResponseCacheSettings struct {
 	// Default: Off.
 	StaleIfError time.Duration
 
+	// LocalMaxBytes, with Store StoreRedis, puts a memory level of this
+	// many bytes in front of Redis: a lookup it answers fresh costs no
+	// round trip, and an invalidation on any replica reaches every
+	// replica's memory level through Redis pub/sub. NoLimit (0 or off in
+	// files): none. Refused with StoreMemory. Default: none.
+	LocalMaxBytes int
+
+	// LocalTTL is the longest an entry stays in the memory level: the bound
+	// on an invalidation that this replica missed while its subscription
+	// was broken. Positive. Default: 30s.
+	LocalTTL time.Duration
+
 	// Vary names request headers that are in every shared entry's key, as
 	// if every answer's Vary named them (a tenant header the source schema
 	// should have put in Vary). Each must be a valid header name, not "*".
@@ -95,26 +107,27 @@ var cacheStores = []string{StoreMemory, StoreRedis}
 func (s ResponseCacheSettings) On() bool { return s.Enabled.On() }
 
 // RedisSettings configure the transport's one Redis client, shared by the
-// response caches whose store is StoreRedis (and later by other features
-// that keep state for a fleet). A zero field means the default.
+// response caches and the rate limits whose store is StoreRedis. A zero
+// field means the default.
 type RedisSettings struct {
 	// URL is the server: redis://[user:password@]host[:port][/db] or
 	// rediss:// for TLS, with a host, and no query (the keys below are the
 	// client's options). Its password never appears in an error, a log
 	// line, the status page or the config command's output. Required when
-	// a schema's cache uses StoreRedis; "": no Redis.
+	// a schema's cache or rate limit uses StoreRedis; "": no Redis.
 	URL string
 
 	// KeyPrefix starts every key the transport writes, so that several
 	// deployments can share one Redis; the replicas of one fleet use the
-	// same prefix to share their entries. "" means the default (so no
-	// prefix at all cannot be asked for). Default: DefaultRedisKeyPrefix
-	// ("fusion:").
+	// same prefix to share their entries and rate limits. "" means the
+	// default (so no prefix at all cannot be asked for). Default:
+	// DefaultRedisKeyPrefix ("fusion:").
 	KeyPrefix string
 
-	// Timeout bounds each lookup and each write: a lookup that takes longer
-	// is a miss. Positive; 0 means the default. Default:
-	// DefaultRedisTimeout (100ms).
+	// Timeout bounds each round trip: a cache lookup that takes longer is
+	// a miss. A rate limit's check is bounded by its own
+	// RateLimitSettings.StoreTimeout too, the shorter of the two winning.
+	// Positive; 0 means the default. Default: DefaultRedisTimeout (100ms).
 	Timeout time.Duration
 
 	// PoolSize is the most connections the client keeps open; 0 or more.
@@ -151,6 +164,7 @@ const (
 	DefaultCacheMaxBytes      = 64 << 20
 	DefaultCacheMaxEntryBytes = 1 << 20
 	DefaultCacheMaxTTL        = time.Hour
+	DefaultCacheLocalTTL      = 30 * time.Second
 	DefaultRedisKeyPrefix     = "fusion:"
 	DefaultRedisTimeout       = 100 * time.Millisecond
 )
@@ -281,6 +295,12 @@ func validateCache(errs *errorList, prefix string, s Settings) {
 	if c.MaxTTL < 0 {
 		errs.add(prefix+".response_cache.max_ttl", "off", nil, "invalid value off: the response cache needs a positive duration")
 	}
+	if c.LocalTTL < 0 {
+		errs.add(prefix+".response_cache.local_ttl", "off", nil, "invalid value off: the memory level needs a positive duration")
+	}
+	if c.LocalMaxBytes < NoLimit {
+		errs.add(prefix+".response_cache.local_max_bytes", c.LocalMaxBytes, nil, "invalid value %d: want a whole number, or 0 for no memory level", c.LocalMaxBytes)
+	}
 	for i, n := range c.Vary {
 		switch {
 		case n == "*":
@@ -298,6 +318,11 @@ func validateCache(errs *errorList, prefix string, s Settings) {
 // again: the error under defaults names the cause once.
 func validateCacheStore(errs *errorList, key string, own, eff Settings, redisURL string) {
 	rc := eff.ResponseCache
+	if rc.On() && rc.Store != StoreRedis && rc.LocalMaxBytes > 0 && own.ResponseCache.LocalMaxBytes > 0 {
+		// A level in front of a store in memory: refused, not ignored.
+		errs.add(key+".response_cache.local_max_bytes", rc.LocalMaxBytes, nil,
+			"invalid value %d: a memory level stands in front of the redis store; the store here is %s", rc.LocalMaxBytes, rc.Store)
+	}
 	if !rc.On() || rc.Store != StoreRedis || redisURL != "" {
 		return
 	}

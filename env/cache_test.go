@@ -63,13 +63,13 @@ source_schemas:
 		want   env.ResponseCacheSettings
 	}{
 		{"products", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreRedis, MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: env.Off, Shared: env.Enabled, Vary: []string{"X-Tenant"}}},
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Enabled, Vary: []string{"X-Tenant"}}},
 		{"reviews", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}}},
+			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{}}},
 		{"accounts", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-User", "X-Tenant-Id"}}},
+			DefaultTTL: env.Off, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{"X-User", "X-Tenant-Id"}}},
 		{"inventory", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 1 << 20, MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
-			DefaultTTL: 30 * time.Second, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-Tenant"}}},
+			DefaultTTL: 30 * time.Second, MaxTTL: env.DefaultCacheMaxTTL, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: env.DefaultCacheLocalTTL, Shared: env.Disabled, Vary: []string{"X-Tenant"}}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {
 			s, _ := cfg.Effective(tc.schema)
@@ -134,6 +134,8 @@ func TestResponseCacheVariables(t *testing.T) {
 		{"response_cache.default_ttl", "5s", "off"},
 		{"response_cache.max_ttl", "1m", "2m"},
 		{"response_cache.stale_if_error", "10m", "off"},
+		{"response_cache.local_max_bytes", "4096", "0"},
+		{"response_cache.local_ttl", "5s", "10s"},
 		{"response_cache.shared", "true", "false"},
 		{"response_cache.vary", "x-tenant", "X-A, x-b"},
 	}
@@ -181,10 +183,10 @@ source_schemas:
 		origin func(key string) string
 	}{
 		{"reviews", env.ResponseCacheSettings{Enabled: env.Enabled, Mode: env.CacheModeShadow, Store: env.StoreRedis, MaxBytes: 1024, MaxEntryBytes: 512,
-			DefaultTTL: 5 * time.Second, MaxTTL: time.Minute, StaleIfError: 10 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant"}},
+			DefaultTTL: 5 * time.Second, MaxTTL: time.Minute, StaleIfError: 10 * time.Minute, LocalMaxBytes: 4096, LocalTTL: 5 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant"}},
 			func(key string) string { return "environment " + env.EnvVar("", key) + " (defaults)" }},
 		{"product-catalog", env.ResponseCacheSettings{Enabled: env.Disabled, Mode: env.CacheModeOn, Store: env.StoreMemory, MaxBytes: 2048, MaxEntryBytes: 256,
-			DefaultTTL: env.Off, MaxTTL: 2 * time.Minute, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{"X-A", "X-B"}},
+			DefaultTTL: env.Off, MaxTTL: 2 * time.Minute, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 10 * time.Second, Shared: env.Disabled, Vary: []string{"X-A", "X-B"}},
 			func(key string) string { return "environment " + env.EnvVar("product-catalog", key) }},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {

@@ -325,8 +325,9 @@ type Settings struct {
 	// Default: off. See RequestCompressionSettings.
 	RequestCompression RequestCompressionSettings
 
-	// RateLimit bounds the rate of requests to the source schema from this
-	// gateway replica, on both paths. Default: off. See RateLimitSettings.
+	// RateLimit bounds the rate of requests to the source schema, from this
+	// gateway replica or, with the redis store, from every replica on the
+	// same Redis, on both paths. Default: off. See RateLimitSettings.
 	RateLimit RateLimitSettings
 
 	// ResponseCache stores answers to queries and answers later calls from
@@ -355,27 +356,75 @@ type RequestCompressionSettings struct {
 }
 
 // RateLimitSettings configure a source schema's rate limit
-// (middleware.RateLimit), a token bucket kept per schema and per gateway
-// replica: a fleet of N replicas sends up to N times the rate. A request
-// beyond the limit waits up to Wait for its turn, never past its own
-// deadline, or fails at once, unsent (fault.ErrRateLimited). Every
-// attempt counts: a retry and a hedge each take a token. Every zero field
-// inherits.
+// (middleware.RateLimiter). With Store StoreLocal it is a token bucket kept
+// per schema and per gateway replica: a fleet of N replicas sends up to N
+// times the rate. With StoreRedis it is one limit per schema shared by
+// every replica on the same Redis and key prefix (Config.Redis), kept in
+// Redis by GCRA on the server's clock; OnStoreError says what a replica
+// does while Redis cannot be asked. A request beyond the limit waits up to
+// Wait for its turn, never past its own deadline, or fails at once, unsent
+// (fault.ErrRateLimited). Every attempt counts: a retry and a hedge each
+// take a turn. Every zero field inherits.
 type RateLimitSettings struct {
-	// RequestsPerSecond is the bucket's refill rate, positive; RatioOff
-	// (off in files) turns the limit off. Default: off.
+	// RequestsPerSecond is the limit's rate, positive; RatioOff (off in
+	// files) turns the limit off. Default: off.
 	RequestsPerSecond float64
 
-	// Burst is the bucket's size: how many requests may go at once after
-	// a quiet spell; at least 1. Default (0 at every level):
-	// RequestsPerSecond rounded up, one second's worth.
+	// Burst is how many requests may go at once after a quiet spell; at
+	// least 1. Default (0 at every level): RequestsPerSecond rounded up,
+	// one second's worth.
 	Burst int
 
 	// Wait is the longest a request waits for its turn, served in order;
 	// Off (0 in files) fails a request beyond the limit at once.
 	// Default: Off.
 	Wait time.Duration
+
+	// Store is where the limit is kept: StoreLocal (this replica's token
+	// bucket) or StoreRedis (shared by the fleet; needs Config.Redis.URL);
+	// "" inherits. Default: StoreLocal.
+	Store string
+
+	// OnStoreError is what the redis store does with a call whose check
+	// failed or took longer than StoreTimeout: OnStoreErrorLocal (a token
+	// bucket of this replica, LocalShare of the rate, until Redis answers
+	// again), OnStoreErrorAllow (no limit) or OnStoreErrorDeny (refuse the
+	// call); "" inherits. The local store does not read it.
+	// Default: OnStoreErrorLocal.
+	OnStoreError string
+
+	// LocalShare is the share of RequestsPerSecond and Burst that the
+	// fallback bucket of OnStoreErrorLocal holds, above 0 and at most 1: a
+	// fleet of N replicas that all fall back sends up to N × LocalShare
+	// times the rate. 0 inherits. Default: 1.
+	LocalShare float64
+
+	// StoreTimeout bounds each check of the redis store, from the call's
+	// arrival to Redis's answer; a slower check is a store error. Separate
+	// from Config.Redis.Timeout, which bounds the response cache's round
+	// trips. Positive; 0 inherits. Default: DefaultRateLimitStoreTimeout.
+	StoreTimeout time.Duration
 }
+
+// The values of RateLimitSettings.Store (StoreRedis is the response
+// cache's too) and of RateLimitSettings.OnStoreError.
+const (
+	StoreLocal = "local"
+
+	OnStoreErrorLocal = "local"
+	OnStoreErrorAllow = "allow"
+	OnStoreErrorDeny  = "deny"
+)
+
+// limitStores and onStoreErrors are the values of RateLimitSettings.Store
+// and RateLimitSettings.OnStoreError.
+var (
+	limitStores   = []string{StoreLocal, StoreRedis}
+	onStoreErrors = []string{OnStoreErrorLocal, OnStoreErrorAllow, OnStoreErrorDeny}
+)
+
+// DefaultRateLimitStoreTimeout is RateLimitSettings.StoreTimeout's default.
+const DefaultRateLimitStoreTimeout = 20 * time.Millisecond
 
 // Codecs of RequestCompressionSettings.Codec; gzip and zstd are also the
 // content codings of Settings.Decompression. CodecGzip and CodecZstd are
@@ -813,6 +862,10 @@ var builtin = Settings{
 	RateLimit: RateLimitSettings{
 		RequestsPerSecond: RatioOff,
 		Wait:              Off,
+		Store:             StoreLocal,
+		OnStoreError:      OnStoreErrorLocal,
+		LocalShare:        1,
+		StoreTimeout:      DefaultRateLimitStoreTimeout,
 	},
 	ResponseCache: ResponseCacheSettings{
 		Enabled:       Disabled,
@@ -823,6 +876,8 @@ var builtin = Settings{
 		DefaultTTL:    Off,
 		MaxTTL:        DefaultCacheMaxTTL,
 		StaleIfError:  Off,
+		LocalMaxBytes: NoLimit,
+		LocalTTL:      DefaultCacheLocalTTL,
 		Shared:        Disabled,
 		Vary:          []string{},
 	},

@@ -107,6 +107,10 @@ var settingFields = []field{
 	ratioField("rate_limit.requests_per_second", true, func(s *Settings) *float64 { return &s.RateLimit.RequestsPerSecond }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	burstField("rate_limit.burst", func(s *Settings) *int { return &s.RateLimit.Burst }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("rate_limit.wait", func(s *Settings) *time.Duration { return &s.RateLimit.Wait }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("rate_limit.store", limitStores, func(s *Settings) *string { return &s.RateLimit.Store }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	enumField("rate_limit.on_store_error", onStoreErrors, func(s *Settings) *string { return &s.RateLimit.OnStoreError }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	ratioField("rate_limit.local_share", false, func(s *Settings) *float64 { return &s.RateLimit.LocalShare }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("rate_limit.store_timeout", func(s *Settings) *time.Duration { return &s.RateLimit.StoreTimeout }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	// The response cache is route state, as the breaker is: a change builds
 	// the schema's cache anew and never a pool or the shared client.
 	toggleField("response_cache.enabled", func(s *Settings) *Toggle { return &s.ResponseCache.Enabled }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
@@ -118,6 +122,8 @@ var settingFields = []field{
 	durationField("response_cache.max_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.MaxTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	toggleField("response_cache.shared", func(s *Settings) *Toggle { return &s.ResponseCache.Shared }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("response_cache.stale_if_error", func(s *Settings) *time.Duration { return &s.ResponseCache.StaleIfError }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	limitField("response_cache.local_max_bytes", func(s *Settings) *int { return &s.ResponseCache.LocalMaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	durationField("response_cache.local_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.LocalTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	headerListField("response_cache.vary", func(s *Settings) *[]string { return &s.ResponseCache.Vary }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	// Persisted queries are route state: a change, as any reload, builds
 	// the schema's state anew (persisted queries on again), never a pool.

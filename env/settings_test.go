@@ -75,6 +75,9 @@ defaults:
     requests_per_second: 200
     burst: 20
     wait: 5ms
+    store: redis
+    on_store_error: deny
+    local_share: 0.5
   response_cache:
     enabled: true
     max_bytes: 1048576
@@ -107,6 +110,7 @@ source_schemas:
       codec: zstd
     rate_limit:
       requests_per_second: 50.5
+      store_timeout: 50ms
     response_cache:
       store: redis
       max_entry_bytes: 65536
@@ -152,9 +156,10 @@ source_schemas:
 			OpenFor: 2 * time.Second, HalfOpenRequests: 3, Statuses: []int{502, 503}},
 		Hedge:              env.HedgeSettings{Enabled: env.Enabled, Delay: env.HedgeDelay{After: 40 * time.Millisecond}, MaxExtra: 2},
 		RequestCompression: env.RequestCompressionSettings{Codec: "zstd", MinBytes: 2048},
-		RateLimit:          env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond},
+		RateLimit: env.RateLimitSettings{RequestsPerSecond: 50.5, Burst: 20, Wait: 5 * time.Millisecond, Store: "redis", OnStoreError: "deny",
+			LocalShare: 0.5, StoreTimeout: 50 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Mode: "on", Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
-			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
+			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
 		PersistedQueries: env.PersistedQueriesSettings{Mode: "apq", GET: env.Enabled, MaxURLBytes: 4096},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -186,9 +191,10 @@ func TestBuiltInSettings(t *testing.T) {
 			OpenFor: 5 * time.Second, HalfOpenRequests: 1, Statuses: []int{500, 502, 503, 504}},
 		Hedge:              env.HedgeSettings{Enabled: env.Disabled, Delay: env.HedgeDelay{Quantile: 0.95}, MaxExtra: 1},
 		RequestCompression: env.RequestCompressionSettings{Codec: "off", MinBytes: 1024},
-		RateLimit:          env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off},
+		RateLimit: env.RateLimitSettings{RequestsPerSecond: env.RatioOff, Wait: env.Off, Store: "local", OnStoreError: "local",
+			LocalShare: 1, StoreTimeout: 20 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Mode: "on", Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
-			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, Shared: env.Disabled, Vary: []string{}},
+			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Disabled, Vary: []string{}},
 		PersistedQueries: env.PersistedQueriesSettings{Mode: "off", GET: env.Disabled, MaxURLBytes: 8192},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

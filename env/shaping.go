@@ -26,4 +26,38 @@ func validateShaping(errs *errorList, prefix string, s Settings) {
 	if r.Wait < Off {
 		errs.add(prefix+".rate_limit.wait", r.Wait.String(), nil, "invalid value %s: want a positive duration, or 0 to fail at once", r.Wait)
 	}
+	validateLimitStoreKeys(errs, prefix, r)
+}
+
+// validateLimitStoreKeys checks the rate limit's store keys set at one
+// level.
+func validateLimitStoreKeys(errs *errorList, prefix string, r RateLimitSettings) {
+	if r.Store != "" && !contains(limitStores, r.Store) {
+		errs.add(prefix+".rate_limit.store", r.Store, nil, "invalid value %q: allowed %s", r.Store, strings.Join(limitStores, ", "))
+	}
+	if r.OnStoreError != "" && !contains(onStoreErrors, r.OnStoreError) {
+		errs.add(prefix+".rate_limit.on_store_error", r.OnStoreError, nil, "invalid value %q: allowed %s", r.OnStoreError, strings.Join(onStoreErrors, ", "))
+	}
+	if share := r.LocalShare; share < 0 || share > 1 || math.IsNaN(share) {
+		errs.add(prefix+".rate_limit.local_share", share, nil, "invalid value %v: want a number above 0, at most 1", share)
+	}
+	if r.StoreTimeout < 0 {
+		errs.add(prefix+".rate_limit.store_timeout", "off", nil, "invalid value off: want a positive duration (a check of the redis store needs a bound)")
+	}
+}
+
+// validateLimitStore refuses a rate limit on the redis store without a
+// Redis, as validateCacheStore does for the response cache: at key,
+// "defaults" or "source_schemas.NAME", whose own settings are own and
+// effective settings eff. A schema that inherits both the limit and its
+// store from defaults is reported once, under defaults.
+func validateLimitStore(errs *errorList, key string, own, eff Settings, redisURL string) {
+	r := eff.RateLimit
+	if !r.On() || r.Store != StoreRedis || redisURL != "" {
+		return
+	}
+	if key != "defaults" && own.RateLimit.RequestsPerSecond == 0 && own.RateLimit.Store == "" {
+		return // both inherited: the defaults' own error names the cause
+	}
+	errs.add(key+".rate_limit.store", r.Store, nil, "invalid value %q: the redis store needs redis.url, which is not set", r.Store)
 }

@@ -53,6 +53,7 @@ func (c Config) Validate() error {
 	headerNames(&errs, "forward_headers", c.ForwardHeaders)
 	validateSettings(&errs, "defaults", c.Defaults)
 	validateCacheStore(&errs, "defaults", c.Defaults, c.EffectiveDefaults(), c.Redis.URL)
+	validateLimitStore(&errs, "defaults", c.Defaults, c.EffectiveDefaults(), c.Redis.URL)
 	names := make([]string, 0, len(c.SourceSchemas))
 	for name := range c.SourceSchemas {
 		names = append(names, name)
@@ -71,6 +72,7 @@ func (c Config) Validate() error {
 		validateSettings(&errs, key, s.Settings)
 		eff, _ := c.Effective(name)
 		validateCacheStore(&errs, key, s.Settings, eff, c.Redis.URL)
+		validateLimitStore(&errs, key, s.Settings, eff, c.Redis.URL)
 		if u, err := url.Parse(s.URL); err == nil && checkURL(s.URL) == nil {
 			validateEffective(&errs, key, u, eff)
 		}

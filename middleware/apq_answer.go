@@ -63,7 +63,7 @@ func judge(resp *http.Response) (verdict, *http.Response) {
 	}
 	pb.rest.Close()
 	pb.rest = nil
-	return refusal(b), resp
+	return verdictOf(b), resp
 }
 
 // startsWithData reports whether head, the start of a JSON answer, opens
@@ -124,11 +124,11 @@ func readSmall(body io.Reader, cl int64) (b []byte, whole bool, err error) {
 // errorsMember is in every answer with errors, as JSON writes the key.
 var errorsMember = []byte(`"errors"`)
 
-// refusal is the verdict of b, an answer's whole body: a refusal needs
+// verdictOf is the verdict of b, an answer's whole body: a refusal needs
 // errors and no data (absent or null); then an error coded or worded as
 // PersistedQueryNotFound or PersistedQueryNotSupported says which, and
 // otherwise the answer is a request error when no error is at a path.
-func refusal(b []byte) verdict {
+func verdictOf(b []byte) verdict {
 	if !bytes.Contains(b, errorsMember) {
 		return answered // most answers: no decoding
 	}

@@ -63,12 +63,21 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		return s.next.RoundTrip(c.req)
 	}
 	if !s.cache.Shadow() {
-		if er, isEntities := respcache.ParseEntityRequest(c.body); isEntities {
+		if er, isEntities := respcache.ParseValidEntityRequest(c.body); isEntities {
 			if resp, err, ok := s.entities(req, c.req, c.body, er, asked.NoCache); ok {
 				return resp, err
 			}
 		}
 	}
+	return s.cached(req, c, asked.NoCache)
+}
+
+// cached looks the call up and answers it: fresh, stale within
+// stale-while-revalidate, or sent (once for all the callers of its key in
+// flight) and then, if the schema fails it, stale within stale-if-error.
+// noCache: the request asked for no lookup; its answer may be stored.
+func (s *cacher) cached(req *http.Request, c classified, noCache bool) (*http.Response, error) {
+	ctx := req.Context()
 	sc := lookups.Get().(*lookup)
 	defer sc.put()
 	varies := s.cache.Varies()
@@ -80,7 +89,7 @@ func (s *cacher) RoundTrip(req *http.Request) (*http.Response, error) {
 		return s.next.RoundTrip(c.req)
 	}
 	n := len(keys)
-	if asked.NoCache {
+	if noCache {
 		n = 0 // sent, and its answer may refresh the entry
 	}
 	found := sc.found[:n]

@@ -287,3 +287,164 @@ func TestRateLimitBurstAndObserved(t *testing.T) {
 		})
 	}
 }
+
+// fakeShared is a SharedLimit that answers every Take with its fields and
+// records the until it was given.
+type fakeShared struct {
+	delay time.Duration
+	ok    bool
+	err   error
+	until chan time.Time // cap ≥ the calls
+}
+
+func (f *fakeShared) Take(_ context.Context, until time.Time) (time.Duration, bool, error) {
+	f.until <- until
+	return f.delay, f.ok, f.err
+}
+
+// TestRateLimitShared: a limiter with a shared limit sends what the
+// shared limit gives a turn (at once, or after waiting for it), refuses
+// unsent what it gives none, naming the limit as shared; when the shared
+// limit cannot tell, the call is decided by OnStoreError: a local bucket
+// of LocalShare of the burst, every call sent, or every call refused with
+// its own error. Each refusal calls OnLimited.
+func TestRateLimitShared(t *testing.T) {
+	storeDown := errors.New("redis: connection refused")
+	for _, tc := range []struct {
+		name      string
+		shared    fakeShared
+		mode      string
+		calls     int
+		wantSent  int
+		wantErr   string // the refusals' text; "" for none
+		wantWaits int
+	}{
+		{"turn at once", fakeShared{ok: true}, "", 3, 3, "", 0},
+		{"turn after a wait", fakeShared{ok: true, delay: 5 * time.Millisecond}, "", 2, 2, "", 2},
+		{"no turn", fakeShared{}, "", 2, 0, `rate limit exceeded for source schema "products" (100/s, burst 4, shared; no turn within the 1s wait or the deadline): not sent`, 0},
+		{"store error, local half", fakeShared{err: storeDown}, middleware.OnStoreErrorLocal, 4, 2, `rate limit exceeded for source schema "products" (100/s, burst 4, shared; no turn within the 1s wait or the deadline): not sent`, 0},
+		{"store error, default local", fakeShared{err: storeDown}, "", 4, 2, `(100/s, burst 4, shared; no turn`, 0},
+		{"store error, allow", fakeShared{err: storeDown}, middleware.OnStoreErrorAllow, 5, 5, "", 0},
+		{"store error, deny", fakeShared{err: storeDown}, middleware.OnStoreErrorDeny, 3, 0, `rate limit exceeded for source schema "products" (100/s, burst 4, shared; its store could not be asked, and on a store error the limit denies): not sent`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent, limited atomic.Int32
+			shared := tc.shared
+			shared.until = make(chan time.Time, tc.calls)
+			// LocalShare 0.5 of 100/s, burst 4: a bucket of 50/s, burst 2,
+			// and a wait it cannot meet (its turns are 20ms apart, the
+			// caller's deadline is 1ms away).
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 100, Burst: 4, Wait: time.Second,
+				Shared: &shared, OnStoreError: tc.mode, LocalShare: 0.5, OnLimited: func(context.Context) { limited.Add(1) }})
+			waits := 0
+			middleware.SetWaitingHook(l, func() { waits++ })
+			rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			}))
+			refused := 0
+			for i := range tc.calls {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				if tc.wantWaits > 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+				}
+				resp, err := rt.RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+				cancel()
+				switch {
+				case err == nil:
+					resp.Body.Close()
+				case errors.Is(err, fault.ErrRateLimited) && tc.wantErr != "" && strings.Contains(err.Error(), tc.wantErr):
+					refused++
+				default:
+					t.Fatalf("call %d: %v, want success or a refusal %q", i, err, tc.wantErr)
+				}
+			}
+			if int(sent.Load()) != tc.wantSent || refused != tc.calls-tc.wantSent || int(limited.Load()) != refused || waits != tc.wantWaits {
+				t.Errorf("%d sent, %d refused, %d counted as limited, %d waited; want %d sent, the rest refused and counted, %d waited",
+					sent.Load(), refused, limited.Load(), waits, tc.wantSent, tc.wantWaits)
+			}
+		})
+	}
+}
+
+// TestRateLimitSharedUntil: the shared limit is asked for a turn by now
+// without a wait, by now + wait with one, and by the deadline when that
+// comes first; a caller whose context has ended is not asked for.
+func TestRateLimitSharedUntil(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		wait     time.Duration
+		deadline time.Duration // 0: none
+		want     time.Duration // until - the call's start, at most
+		atLeast  time.Duration
+	}{
+		{"no wait", 0, 0, 0, 0},
+		{"wait", time.Second, 0, time.Second, time.Second - 100*time.Millisecond},
+		{"deadline first", time.Hour, 200 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared := &fakeShared{ok: true, until: make(chan time.Time, 1)}
+			l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 100, Wait: tc.wait, Shared: shared})
+			rt := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, _ := fakeResponse(req, 200, "{}")
+				return resp, nil
+			}))
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			resp, err := rt.RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			// The call took its own time before it asked: until is within
+			// that much of start + want.
+			took := time.Since(start)
+			got := (<-shared.until).Sub(start)
+			if got > tc.want+took || got < tc.atLeast {
+				t.Errorf("asked for a turn by start + %v, want within [%v, %v + %v]", got, tc.atLeast, tc.want, took)
+			}
+		})
+	}
+	shared := &fakeShared{ok: true, until: make(chan time.Time, 1)}
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 100, Shared: shared})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Middleware()(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		t.Error("a call whose context had ended was sent")
+		return nil, errors.New("sent")
+	})).RoundTrip(newRequest(t, ctx, "http://products.test/graphql", queryBody, true))
+	if !errors.Is(err, context.Canceled) || len(shared.until) != 0 {
+		t.Errorf("a call whose context had ended: %v, asked for a turn %d times; want context.Canceled, never asked", err, len(shared.until))
+	}
+}
+
+// TestRateLimitDenyNotRetried: a call the shared limit's deny refuses
+// (its store could not be asked) is a refusal like any other: Retry does
+// not send it again and a breaker does not count it.
+func TestRateLimitDenyNotRetried(t *testing.T) {
+	shared := &fakeShared{err: errors.New("redis: connection refused"), until: make(chan time.Time, 16)}
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 100, Shared: shared, OnStoreError: middleware.OnStoreErrorDeny})
+	b := middleware.NewBreaker(middleware.BreakerConfig{Schema: "products", MinRequests: 1, FailureRatio: 0.5})
+	rt := middleware.Chain(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		t.Error("a denied call was sent")
+		return nil, errors.New("sent")
+	}), middleware.Retry(fastRetry(3)), b.Middleware(), l.Middleware())
+	for i := range 4 {
+		_, err := rt.RoundTrip(newRequest(t, context.Background(), "http://products.test/graphql", queryBody, true))
+		if !errors.Is(err, fault.ErrRateLimited) {
+			t.Fatalf("call %d: %v, want ErrRateLimited", i, err)
+		}
+	}
+	if n := len(shared.until); n != 4 {
+		t.Errorf("the shared limit was asked %d times for 4 calls, want 4: a refusal was retried", n)
+	}
+	if s := b.State(); s != middleware.BreakerClosed {
+		t.Errorf("breaker %v after denials, want closed", s)
+	}
+}

@@ -37,8 +37,8 @@
 // Middleware records the request metrics (the first four rows). The others
 // are recorded by the transport that the Telemetry is given to, with
 // transport.WithTelemetry: they measure its connections, reloads, canary,
-// resilience, traffic shaping and shadow comparison, and this package has
-// no method for them.
+// resilience, traffic shaping, shadow comparison and the runtime rollout's
+// fallbacks, and this package has no method for them.
 //
 //	Name                                            Instrument           Unit          Attributes
 //	http.client.request.duration                    Float64Histogram     s             R
@@ -66,11 +66,15 @@
 //	fusion.transport.request_compression.requests   Int64Counter         {request}     S, P
 //	fusion.transport.request_compression.bytes_saved Int64Counter        By            S, P
 //	fusion.transport.rate_limit.limited             Int64Counter         {request}     S, P
+//	fusion.transport.rate_limit.store_errors        Int64Counter         {request}     S
+//	fusion.transport.rate_limit.fallbacks           Int64Counter         {fallback}    S
+//	fusion.transport.rate_limit.returns             Int64Counter         {return}      S
 //	fusion.transport.shadow.comparisons             Int64Counter         {comparison}  S, fusion.shadow.equal
 //	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
 //	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
 //	fusion.transport.cache.events                   Int64Counter         {event}       S, fusion.cache.status, fusion.cache.reason
 //	fusion.transport.persisted_queries.resends      Int64Counter         {request}     S, fusion.persisted_query.reason
+//	fusion.transport.rollout.fallbacks              Int64Counter         {request}     fusion.rollout.reason
 //
 // S is fusion.source_schema, P fusion.transport.path. B, the attributes
 // known before sending: S, P, http.request.method, server.address,
@@ -103,7 +107,11 @@
 // counter counts the addresses that outlier detection took out of service.
 // The traffic shaping counters count the request bodies sent compressed
 // and the bytes that saved, and the requests a source schema's rate limit
-// refused.
+// refused. With the rate limit's redis store (one limit for the fleet),
+// the store counters count the requests whose check failed or outlived
+// rate_limit.store_timeout (each decided by rate_limit.on_store_error),
+// and the limit's falls back and returns: one each per outage, however
+// many requests it spans.
 //
 // The persisted query counter counts the requests that went again with
 // their query text because the source schema refused them by their hash,
@@ -123,10 +131,12 @@
 // it, the one the gateway passed to the transport: the request metrics,
 // and the breaker transition that a request's outcome caused, the retry or
 // hedge that the budget refused, the hedge sent or won, the body
-// compressed, the request the rate limit refused, the ejection that a
-// request's failure caused, the shadow comparison of a request (its
-// context without its cancellation: the comparison ends after the
-// caller's answer). So a MeterProvider whose exemplar filter is
+// compressed, the request the rate limit refused, the request whose check
+// of the shared limit failed (and the fall back or return that a check
+// caused, with the context of the first request it carried), the
+// ejection that a request's failure caused, the shadow comparison of a
+// request (its context without its cancellation: the comparison ends
+// after the caller's answer). So a MeterProvider whose exemplar filter is
 // trace-based (the SDK's default) links these measurements to the
 // request's trace, and baggage is at hand to a view or a processor. The
 // events that no request causes are recorded with an empty context: a

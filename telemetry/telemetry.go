@@ -62,6 +62,9 @@ const (
 	MetricCompressedRequests    = meters.MetricCompressedRequests
 	MetricCompressionBytesSaved = meters.MetricCompressionBytesSaved
 	MetricRateLimited           = meters.MetricRateLimited
+	MetricRateLimitStoreErrors  = meters.MetricRateLimitStoreErrors
+	MetricRateLimitFallbacks    = meters.MetricRateLimitFallbacks
+	MetricRateLimitReturns      = meters.MetricRateLimitReturns
 
 	// Shadow comparison (FUSION_SOCKETS_TRANSPORT=shadow).
 	MetricShadowComparisons = meters.MetricShadowComparisons
@@ -73,6 +76,8 @@ const (
 
 	// Automatic persisted queries (persisted_queries).
 	MetricPersistedQueryResends = meters.MetricPersistedQueryResends
+	// The runtime rollout (transport.WithRollout).
+	MetricRolloutFallbacks = meters.MetricRolloutFallbacks
 )
 
 // EventPersistedQueryResend is the event on a call's span for each time
@@ -118,6 +123,10 @@ const (
 	// text: "not_found", "not_supported" or "request_error"
 	// (middleware.PersistedQueryNotFound, ...).
 	AttrPersistedQueryReason = meters.AttrPersistedQueryReason
+	// AttrRolloutReason is why the startup switch decided a gateway
+	// request's path instead of the rollout flag: "provider_error",
+	// "timeout", "busy", "invalid_variant", "not_built" or "no_value".
+	AttrRolloutReason = meters.AttrRolloutReason
 
 	AttrRequestMethod         = attribute.Key("http.request.method")
 	AttrRequestMethodOriginal = attribute.Key("http.request.method_original")

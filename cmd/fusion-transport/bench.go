@@ -24,13 +24,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	htmlFile := fs.String("html", "", "also write the report as a self-contained HTML page to `file`: per mode the latency percentile curves, CPU and allocations per round, the targets")
 	profileDir := fs.String("profile", "", "write CPU and allocation profiles of the gateway, per mode and path, from the last round to `dir`")
 	gatewayConfig := fs.String("config", "", "YAML configuration `file` for every gateway (docs/configuration.md), e.g. to tune a path; the source schemas' URLs are set over it")
-	sidesList := "legacy,sockets"
-	fs.StringVar(&sidesList, "sides", sidesList, "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+"; the first is the one the others are compared with (as compare -sides)")
+	sidesList := ""
+	fs.StringVar(&sidesList, "sides", sidesList, "the `sides` each round runs, comma-separated, two or three of "+benchrun.SideNames+", each with +cache or not (its gateway's response cache on); the first is the one the others are compared with (as compare -sides) (default \"legacy,sockets\"; with -cache \"sockets,sockets+cache\")")
 	fs.StringVar(&sidesList, "paths", sidesList, "the old name of -sides, still read")
 	afterSwitch := fs.String("after-switch", "", "FUSION_SOCKETS_TRANSPORT `value` of the sockets sides instead of 1 (sockets), e.g. canary:0.5; the report still calls them as -sides does")
 	subgraphs := fs.String("subgraphs", string(benchrun.SubgraphsReplay), "the source `schemas` the gateways call: replay (the embedded schemas' recorded answers, costing next to nothing) or schemas (the embedded schemas, executing every request)")
-	apq := fs.Bool("apq", false, "run each side twice per round, without and with automatic persisted queries (SIDE and SIDE+apq; the source schemas serve them), and report the request bytes per source schema call and the targets of APQ (bytes ≤ 0.3 ×, CPU ≤ 1.0 × without)")
+	apq := fs.Bool("apq", false, "run each side twice per round, without and with automatic persisted queries (SIDE and SIDE+apq; the source schemas serve them), and report the request bytes per source schema call and the targets of APQ (bytes ≤ 0.3 ×, CPU ≤ 1.0 × without); -sides may then name one side")
 	distinct := fs.Bool("distinct", false, "every gateway request its own X-Request-Id, forwarded to the source schemas, so that none is identical to another in flight (real traffic); default: all the same, as the public benchmark")
+	cache := fs.Bool("cache", false, "the cache mode: the source schemas answer Cache-Control: "+benchrun.CacheControl+", every virtual user sends its own Authorization (forwarded), and the sides default to sockets,sockets+cache (a side named +cache runs its gateway with the response cache on); the table adds the calls that reached the source schemas per request, the hit ratio and the cache targets")
 	bin := fs.String("bin", "", "the fusion-transport `binary` that runs the source schemas, gateways and load (default: this executable)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport bench [flags]
@@ -55,6 +56,14 @@ and the table has a column per side, the ratio of each to the first and
 sockets:h1/sockets:nethttp; the targets are checked for each sockets side
 against legacy.
 
+-cache measures the response cache: the source schemas answer every request
+with Cache-Control: public, max-age=60 and each virtual user sends its own
+Authorization, which the gateways forward; by default the sides are sockets
+and sockets+cache (the same gateway with its response cache on, in memory,
+shared), and the table adds the calls that reached the source schemas per
+gateway request (their own counts), the hit ratio, and the cache targets of
+the side with the cache against the side without.
+
 With no flags it takes about 2 minutes: 2 modes x 2 rounds x 2 paths x 12s.
 
 Flags:
@@ -69,14 +78,18 @@ Flags:
 		fmt.Fprintf(stderr, "bench: -modes: %v\n", err)
 		return 2
 	}
+	var sides []benchrun.Side // nil: the mode's default
+	sidesSet := false
+	fs.Visit(func(f *flag.Flag) { sidesSet = sidesSet || f.Name == "sides" || f.Name == "paths" })
 	parse := benchrun.ParseSides
 	if *apq {
 		parse = benchrun.ParseAPQSides
 	}
-	sides, err := parse(sidesList)
-	if err != nil {
-		fmt.Fprintf(stderr, "bench: -sides %q: %v\n", sidesList, err)
-		return 2
+	if sidesSet {
+		if sides, err = parse(sidesList); err != nil {
+			fmt.Fprintf(stderr, "bench: -sides %q: %v\n", sidesList, err)
+			return 2
+		}
 	}
 	subgraphList, err := benchrun.ParseSubgraphs(*subgraphs)
 	if err != nil {
@@ -107,6 +120,7 @@ Flags:
 		Sides:         sides,
 		Subgraphs:     subgraphList,
 		Distinct:      *distinct,
+		Cache:         *cache,
 		APQ:           *apq,
 		Progress:      stderr,
 		Command:       strings.TrimSpace("fusion-transport bench " + strings.Join(args, " ")),

@@ -69,7 +69,8 @@ type compareSide struct {
 const defaultSides = "legacy,sockets"
 
 // parseSides parses -sides with the grammar bench's -sides shares
-// (benchrun.ParseSides): two or three side names, each at most once.
+// (benchrun.ParseSides): two or three side names, each at most once, none
+// with the response cache (+cache).
 func parseSides(list string) ([]compareSide, error) {
 	parsed, err := benchrun.ParseSides(list)
 	if err != nil {
@@ -77,6 +78,10 @@ func parseSides(list string) ([]compareSide, error) {
 	}
 	sides := make([]compareSide, len(parsed))
 	for i, p := range parsed {
+		if p.Cache {
+			// The harness sends both sides of every request for real.
+			return nil, fmt.Errorf("side %q: compare never answers from a response cache; +cache is bench's", p.Name)
+		}
 		sides[i] = compareSide{name: p.Name, path: p.Path(), engine: p.Engine}
 	}
 	return sides, nil

@@ -30,6 +30,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	configFile := fs.String("config", "", "YAML configuration `file` (docs/configuration.md); FUSION_* variables apply over it")
 	countWire := fs.Bool("count-wire", false, "count the request bytes written to the source schemas (a counting dialer per schema) and report them in /debug/stats as source_schema_request_bytes")
 	engine := fs.String("engine", "", "the sockets path's `engine` for the defaults and every source schema, over the configuration: "+strings.Join(setting.Engines(), " or ")+" (default: the configuration's own)")
+	cache := fs.Bool("cache", false, "turn the response cache on for every source schema, over the configuration: in memory, shared (an answer marked public answers every caller), at most 1h per entry")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport gateway [flags]
 
@@ -65,6 +66,9 @@ Flags:
 	}
 	if *engine != "" {
 		cfg = withEngine(cfg, *engine)
+	}
+	if *cache {
+		cfg = withCache(cfg)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []transport.Option{transport.WithLogger(log)}
@@ -108,7 +112,11 @@ Flags:
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
-	fmt.Fprintf(stderr, "gateway: %s path%s, answering the deep-recursion query at http://%s/graphql\n", cfg.EffectivePath(), engineNote(cfg), ln.Addr())
+	cacheNote := ""
+	if *cache {
+		cacheNote = ", response cache on"
+	}
+	fmt.Fprintf(stderr, "gateway: %s path%s%s, answering the deep-recursion query at http://%s/graphql\n", cfg.EffectivePath(), engineNote(cfg), cacheNote, ln.Addr())
 
 	select {
 	case err := <-served:
@@ -132,6 +140,27 @@ func withEngine(cfg env.Config, engine string) env.Config {
 	schemas := make(map[string]env.SourceSchema, len(cfg.SourceSchemas))
 	for name, s := range cfg.SourceSchemas {
 		s.Engine = engine
+		schemas[name] = s
+	}
+	cfg.SourceSchemas = schemas
+	return cfg
+}
+
+// withCache returns cfg with the response cache on for every source
+// schema (gateway -cache): in memory, shared, every setting given so that
+// none depends on what the schema or the defaults say; cfg's map of
+// source schemas is left as it is.
+func withCache(cfg env.Config) env.Config {
+	schemas := make(map[string]env.SourceSchema, len(cfg.SourceSchemas))
+	for name, s := range cfg.SourceSchemas {
+		s.ResponseCache = env.ResponseCacheSettings{
+			Enabled:       env.Enabled,
+			Store:         env.StoreMemory,
+			MaxBytes:      env.DefaultCacheMaxBytes,
+			MaxEntryBytes: env.DefaultCacheMaxEntryBytes,
+			MaxTTL:        env.DefaultCacheMaxTTL,
+			Shared:        env.Enabled,
+		}
 		schemas[name] = s
 	}
 	cfg.SourceSchemas = schemas

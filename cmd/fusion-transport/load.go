@@ -23,6 +23,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bodyFile := fs.String("body", "", "`file` with the request: a JSON request object, sent as it is, or a GraphQL document (default: the deep-recursion query)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "bound on one request; one that runs out counts as an error")
 	distinct := fs.Bool("distinct", false, "give every request its own "+load.RequestIDHeader+" header, so that no two in flight are identical (a gateway that forwards it cannot deduplicate them)")
+	users := fs.Bool("users", false, "give every virtual user its own "+load.UserHeader+" header (\""+load.UserPrefix+"vuNNN\"), as distinct users send their own credentials (a gateway that forwards it keys per user what it keys by headers)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: fusion-transport load -url URL [flags]
 
@@ -55,6 +56,7 @@ Flags:
 		Warmup:      *warmup,
 		Timeout:     *timeout,
 		Distinct:    *distinct,
+		Users:       *users,
 		OnMeasure:   func() { fmt.Fprintf(stderr, "%s for %s\n", load.MeasureLine, *duration) },
 		OnWindowEnd: func() { fmt.Fprintln(stderr, load.WindowEndLine) },
 	}

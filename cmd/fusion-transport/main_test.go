@@ -20,7 +20,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"-h"}, 0, []string{"compare", "schemas"}},
 		{[]string{"nope"}, 2, []string{`unknown command "nope"`}},
 		{[]string{"compare", "-h"}, 0, []string{"-config", "-corpus", "-concurrency", "-timeout", "1 when they did not"}},
-		{[]string{"schemas", "-h"}, 0, []string{"-latency"}},
+		{[]string{"schemas", "-h"}, 0, []string{"-latency", "-cache-control"}},
+		{[]string{"bench", "-h"}, 0, []string{"-cache", "sockets,sockets+cache", "each with +cache or not"}},
+		{[]string{"gateway", "-h"}, 0, []string{"-cache", "-engine"}},
+		{[]string{"load", "-h"}, 0, []string{"-users", "-distinct"}},
 		{[]string{"compare", "-bogus"}, 2, []string{"flag provided but not defined"}},
 		{[]string{"compare", "extra"}, 2, []string{"unexpected arguments"}},
 	} {

@@ -370,6 +370,7 @@ func TestCompareSidesInvalid(t *testing.T) {
 		{"sockets:h1,sockets:h1", `side "sockets:h1" is listed twice`},
 		{"legacy,,sockets", "an empty side between commas"},
 		{"", "an empty side between commas"},
+		{"sockets,sockets+cache", `side "sockets+cache": compare never answers from a response cache; +cache is bench's`},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			code, stdout, stderr := runCmd("compare", "-sides", tc.value)

@@ -1,7 +1,7 @@
 // Package meters holds the instruments that package telemetry creates for
 // the transport's own events (resilience, traffic shaping, canary,
 // addresses, connections, reloads, shadow comparisons, the response cache,
-// persisted queries) and records them.
+// persisted queries, the runtime rollout) and records them.
 // Package telemetry keeps a *Set in each Telemetry, out of its API; the
 // root package reaches it with Of.
 //
@@ -25,15 +25,16 @@ import (
 // telemetry exports each under the same name (telemetry.AttrSourceSchema is
 // AttrSourceSchema).
 const (
-	AttrSourceSchema = attribute.Key("fusion.source_schema")
-	AttrPath         = attribute.Key("fusion.transport.path")
-	AttrBreakerState = attribute.Key("fusion.breaker.state")
-	AttrAddress      = attribute.Key("fusion.transport.address")
-	AttrShadowEqual  = attribute.Key("fusion.shadow.equal")
-	AttrShadowKind   = attribute.Key("fusion.shadow.kind")
-	AttrShadowReason = attribute.Key("fusion.shadow.reason")
-	AttrCacheStatus  = attribute.Key("fusion.cache.status")
-	AttrCacheReason  = attribute.Key("fusion.cache.reason")
+	AttrSourceSchema  = attribute.Key("fusion.source_schema")
+	AttrPath          = attribute.Key("fusion.transport.path")
+	AttrBreakerState  = attribute.Key("fusion.breaker.state")
+	AttrAddress       = attribute.Key("fusion.transport.address")
+	AttrShadowEqual   = attribute.Key("fusion.shadow.equal")
+	AttrShadowKind    = attribute.Key("fusion.shadow.kind")
+	AttrShadowReason  = attribute.Key("fusion.shadow.reason")
+	AttrCacheStatus   = attribute.Key("fusion.cache.status")
+	AttrCacheReason   = attribute.Key("fusion.cache.reason")
+	AttrRolloutReason = attribute.Key("fusion.rollout.reason")
 
 	AttrPersistedQueryReason = attribute.Key("fusion.persisted_query.reason")
 )
@@ -64,6 +65,7 @@ type Set struct {
 	shadow     shadowInstruments
 	cache      cacheInstruments
 	persisted  persistedInstruments
+	rollout    rolloutInstruments
 }
 
 // New creates every instrument of a Set on m; check receives each
@@ -80,6 +82,7 @@ func New(m metric.Meter, check func(error)) *Set {
 	s.shadow = newShadowInstruments(m, check)
 	s.cache = newCacheInstruments(m, check)
 	s.persisted = newPersistedInstruments(m, check)
+	s.rollout = newRolloutInstruments(m, check)
 	return s
 }
 

@@ -29,10 +29,15 @@ const (
 	MetricCompressedRequests    = "fusion.transport.request_compression.requests"
 	MetricCompressionBytesSaved = "fusion.transport.request_compression.bytes_saved"
 	MetricRateLimited           = "fusion.transport.rate_limit.limited"
+	MetricRateLimitStoreErrors  = "fusion.transport.rate_limit.store_errors"
+	MetricRateLimitFallbacks    = "fusion.transport.rate_limit.fallbacks"
+	MetricRateLimitReturns      = "fusion.transport.rate_limit.returns"
 
 	MetricShadowComparisons = "fusion.transport.shadow.comparisons"
 	MetricShadowMismatches  = "fusion.transport.shadow.mismatches"
 	MetricShadowDropped     = "fusion.transport.shadow.dropped"
+
+	MetricRolloutFallbacks = "fusion.transport.rollout.fallbacks"
 
 	MetricCacheEvents = "fusion.transport.cache.events"
 

@@ -1,7 +1,7 @@
 // Package redisclient is the transport's one Redis client (redis.* in the
-// configuration), shared by every response cache whose store is redis and
-// by later features that keep state for a fleet. It is go-redis with the
-// transport's rules around it:
+// configuration), shared by every response cache and every rate limit
+// whose store is redis. It is go-redis with the transport's rules around
+// it:
 //
 //   - every round trip is bounded by redis.timeout (dial, read, write and
 //     the context), and nothing is retried: a slow Redis is a miss, not a
@@ -129,7 +129,7 @@ func New(s env.RedisSettings, log *slog.Logger) (*Client, error) {
 // the defaults): for tests, which move the breaker's clock.
 func NewWithBreaker(s env.RedisSettings, log *slog.Logger, b Breaker) (*Client, error) {
 	if s.URL == "" {
-		return nil, errors.New("redis.url: empty; a response cache with store redis needs it")
+		return nil, errors.New("redis.url: empty; a response cache or a rate limit with store redis needs it")
 	}
 	shown := redact.URL(s.URL)
 	u, err := redact.Parse(s.URL)
@@ -292,12 +292,32 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cm
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	err := fn(tctx, c.rdb)
 	cancel()
+	return c.outcome(err, ctx.Err() != nil)
+}
+
+// DoBounded is Do for a caller whose ctx carries its own bound, a
+// deadline, as a rate limit's check does: the client adds no context of
+// its own (none to allocate), and each read and write is still bounded by
+// redis.timeout. A failure once ctx's deadline has passed counts against
+// Redis, as a timeout of Do's does: a Redis too slow for its callers is
+// paused for all; a failure because ctx was cancelled does not.
+func (c *Client) DoBounded(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
+	if err := c.admit(); err != nil {
+		return err
+	}
+	err := fn(ctx, c.rdb)
+	return c.outcome(err, errors.Is(ctx.Err(), context.Canceled))
+}
+
+// outcome records a call's end, err, in the breaker (nothing if the
+// caller gave up), and returns err named and scrubbed.
+func (c *Client) outcome(err error, gaveUp bool) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		c.succeeded()
 		return err
 	}
 	err = scrub(err, c.secrets)
-	if ctx.Err() != nil {
+	if gaveUp {
 		c.abandoned()
 	} else {
 		c.failed(err)
@@ -334,7 +354,7 @@ func (c *Client) succeeded() {
 		return
 	}
 	now := c.now()
-	c.log.Info("redis answers again: the response caches on it are back in use",
+	c.log.Info("redis answers again: the response caches and rate limits on it are back in use",
 		"redis", c.shown, "paused_for", now.Sub(c.opened).String())
 	c.state, c.since, c.trialOut = Closed, now, false
 }
@@ -359,7 +379,8 @@ func (c *Client) failed(err error) {
 		}
 		c.state, c.since = Open, c.now()
 		c.opened = c.since
-		c.log.Warn("redis keeps failing: the response caches on it are paused (each call a miss) and it is tried again after the pause",
+		c.log.Warn("redis keeps failing: paused, it is tried again after the pause; meanwhile the response caches on it miss "+
+			"and the rate limits on it do as their on_store_error says",
 			"redis", c.shown, "failures", c.fails, "pause", c.pause.String(), "error", c.lastErr)
 	case HalfOpen:
 		// The trial failed: paused again, logged once already.
@@ -410,3 +431,9 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.text }
 
 func (e *scrubbed) Is(target error) bool { return errors.Is(e.cause, target) }
+
+// Subscribe subscribes to channel (under no breaker: the subscription
+// reconnects by itself, go-redis's). The caller closes it.
+func (c *Client) Subscribe(ctx context.Context, channel string) *redis.PubSub {
+	return c.rdb.Subscribe(ctx, channel)
+}

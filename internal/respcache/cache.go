@@ -40,8 +40,8 @@ type Cache struct {
 	stopBG         context.CancelFunc // immutable
 	refreshing     sync.Map           // Key -> struct{}: a refresh in flight
 	refreshMu      sync.Mutex         // orders refreshes.Add before Close's Wait
-	stopped        bool               // Close has begun: no refresh starts; guarded by refreshMu
-	refreshes      sync.WaitGroup
+	stopped        bool               // Close has begun: no refresh or remote write starts; guarded by refreshMu
+	refreshes      sync.WaitGroup     // the refreshes and remote writes in flight
 }
 
 // VaryList is the sorted request header names one shared entry was keyed
@@ -192,7 +192,16 @@ func (c *Cache) Put(ctx context.Context, k Key, e *Entry, ttl time.Duration, seq
 		c.event(ctx, Event{Kind: StoreError, Reason: "writes-full"})
 		return
 	}
+	c.refreshMu.Lock()
+	if c.stopped {
+		c.refreshMu.Unlock()
+		<-c.writes
+		return
+	}
+	c.refreshes.Add(1) // Close waits for writes as for refreshes
+	c.refreshMu.Unlock()
 	go func() {
+		defer c.refreshes.Done()
 		defer func() { <-c.writes }()
 		c.put(ctx, k, e, ttl, seq)
 	}()

@@ -3,6 +3,7 @@ package respcache
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/fusiongo/transport/internal/jsonscan"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,15 +17,16 @@ import (
 // lacks. This file takes those requests and answers apart and puts them
 // back together; the stage (package middleware) decides what to send.
 
-// EntityRequest is an _entities query's body taken apart. Immutable once
-// parsed.
+// EntityRequest is an _entities query's body taken apart: slices of the
+// body, which it does not copy. Immutable once parsed.
 type EntityRequest struct {
-	top  map[string]json.RawMessage // the body's members, as sent
-	vars map[string]json.RawMessage // its variables, as sent
-	// Reps are variables.representations, each as sent.
+	body []byte // the request's body
+	reps []byte // variables.representations, the array as sent
+	// Reps are its elements, each as sent.
 	Reps []json.RawMessage
 	// base is what every entity's key holds besides its representation:
-	// the query, the operation name and the other variables.
+	// the query, the operation name, the other variables and the
+	// extensions, as sent.
 	base []byte
 }
 
@@ -37,36 +39,61 @@ var (
 // object whose query names _entities and whose variables hold a non-empty
 // representations array. ok is false for any other body.
 func ParseEntityRequest(body []byte) (r *EntityRequest, ok bool) {
+	if !bytes.Contains(body, entitiesField) || !bytes.Contains(body, repsField) || !json.Valid(body) {
+		return nil, false
+	}
+	return ParseValidEntityRequest(body)
+}
+
+// ParseValidEntityRequest is ParseEntityRequest for a body known to be
+// valid JSON (a query that operation.Classify has read): it walks the body
+// once more (internal/jsonscan) and decodes nothing.
+func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	if !bytes.Contains(body, entitiesField) || !bytes.Contains(body, repsField) {
 		return nil, false
 	}
-	r = &EntityRequest{}
-	if json.Unmarshal(body, &r.top) != nil {
-		return nil, false
-	}
-	var query string
-	if json.Unmarshal(r.top["query"], &query) != nil || !bytes.Contains([]byte(query), entitiesField) {
-		return nil, false
-	}
-	if json.Unmarshal(r.top["variables"], &r.vars) != nil {
-		return nil, false
-	}
-	if json.Unmarshal(r.vars["representations"], &r.Reps) != nil || len(r.Reps) == 0 {
-		return nil, false
-	}
-	others := make(map[string]json.RawMessage, len(r.vars))
-	for k, v := range r.vars {
-		if k != "representations" {
-			others[k] = v
+	var query, opName, vars, ext []byte
+	if !jsonscan.Members(body, func(key, value []byte) bool {
+		switch string(key) {
+		case `"query"`:
+			query = value
+		case `"operationName"`:
+			opName = value
+		case `"variables"`:
+			vars = value
+		case `"extensions"`:
+			ext = value
 		}
+		return true
+	}) || len(query) == 0 || query[0] != '"' || !bytes.Contains(query, entitiesField) {
+		return nil, false
 	}
-	base, err := json.Marshal(struct {
-		Query         string                     `json:"query"`
-		OperationName json.RawMessage            `json:"operationName,omitempty"`
-		Variables     map[string]json.RawMessage `json:"variables"`
-		Extensions    json.RawMessage            `json:"extensions,omitempty"`
-	}{query, r.top["operationName"], others, r.top["extensions"]})
-	if err != nil {
+	r = &EntityRequest{body: body}
+	base := make([]byte, 0, len(query)+len(opName)+len(ext)+64)
+	base = append(base, query...)
+	base = append(base, 0)
+	base = append(base, opName...)
+	base = append(base, 0)
+	base = append(base, ext...)
+	if !jsonscan.Members(vars, func(key, value []byte) bool {
+		if string(key) == `"representations"` {
+			r.reps = value
+			return true
+		}
+		// The other variables, in their order: two calls that write them
+		// in another order do not share (a miss, never a wrong answer).
+		base = append(base, 0)
+		base = append(base, key...)
+		base = append(base, ':')
+		base = append(base, value...)
+		return true
+	}) || r.reps == nil {
+		return nil, false
+	}
+	if !jsonscan.Elements(r.reps, func(elem []byte) bool {
+		r.Reps = append(r.Reps, elem)
+		return true
+	}) || len(r.Reps) == 0 {
 		return nil, false
 	}
 	r.base = base
@@ -78,55 +105,97 @@ func ParseEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 const entityMark = "\x00entity\x00"
 
 // EntityBody returns the body that representation i's key is taken over,
-// in place of the request's body: the query, operation name and other
-// variables, and the representation with its members in sorted order (the
-// order of a representation's members is not significant). ok is false if
-// the representation is not JSON.
+// in place of the request's body: the query, operation name, other
+// variables and extensions, and the representation in canonical form: its
+// members sorted, no white space (the order of a representation's members
+// is not significant). A representation already so written (as gateways
+// write them) is used as it is; another is decoded and encoded again. ok
+// is false if the representation is not JSON.
 func (r *EntityRequest) EntityBody(i int) (body []byte, ok bool) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(r.Reps[i]))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return nil, false
+	rep := []byte(r.Reps[i])
+	if !canonical(rep) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(rep))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		canon, err := json.Marshal(v) // maps marshal with sorted keys
+		if err != nil {
+			return nil, false
+		}
+		rep = canon
 	}
-	canon, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
-		return nil, false
-	}
-	b := make([]byte, 0, len(entityMark)+len(r.base)+1+len(canon))
+	b := make([]byte, 0, len(entityMark)+len(r.base)+1+len(rep))
 	b = append(b, entityMark...)
 	b = append(b, r.base...)
 	b = append(b, 0)
-	return append(b, canon...), true
+	return append(b, rep...), true
+}
+
+// canonical reports whether v, valid JSON, is written as json.Marshal
+// writes the value it decodes to: no white space, every object's members
+// in sorted order of their names (names without escapes, compared as
+// bytes), no escape in a string that Marshal would not write. A false
+// answer only costs the slower path.
+func canonical(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch v[0] {
+	case '{':
+		var last []byte
+		ok := jsonscan.Members(v, func(key, value []byte) bool {
+			if bytes.IndexByte(key, '\\') >= 0 || (last != nil && bytes.Compare(last, key) >= 0) || !canonical(value) {
+				return false
+			}
+			last = key
+			return true
+		})
+		return ok && noSpace(v)
+	case '[':
+		return jsonscan.Elements(v, canonical) && noSpace(v)
+	case '"':
+		return bytes.IndexByte(v, '\\') < 0 && !bytes.ContainsAny(v, "<>&") // Marshal escapes these
+	default:
+		return true // numbers and literals: as written
+	}
+}
+
+// noSpace reports whether v, valid JSON, has no white space outside its
+// strings.
+func noSpace(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ' ', '\t', '\r', '\n':
+			return false
+		case '"':
+			i = jsonscan.SkipString(v, i) - 1
+		}
+	}
+	return true
 }
 
 // Only returns the body of the request with only the representations at
-// idx, in that order; the query text and the other members are unchanged
-// (a body's members come out in sorted order).
+// idx, in that order: the body as sent, its representations array
+// replaced.
 func (r *EntityRequest) Only(idx []int) ([]byte, error) {
-	reps := make([]json.RawMessage, len(idx))
+	at := jsonscan.Offset(r.body, r.reps)
+	size := len(r.body) - len(r.reps) + 2
+	for _, i := range idx {
+		size += len(r.Reps[i]) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, r.body[:at]...)
+	b = append(b, '[')
 	for j, i := range idx {
-		reps[j] = r.Reps[i]
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.Reps[i]...)
 	}
-	list, err := json.Marshal(reps)
-	if err != nil {
-		return nil, err
-	}
-	vars := make(map[string]json.RawMessage, len(r.vars))
-	for k, v := range r.vars {
-		vars[k] = v
-	}
-	vars["representations"] = list
-	vb, err := json.Marshal(vars)
-	if err != nil {
-		return nil, err
-	}
-	top := make(map[string]json.RawMessage, len(r.top))
-	for k, v := range r.top {
-		top[k] = v
-	}
-	top["variables"] = vb
-	return json.Marshal(top)
+	b = append(b, ']')
+	return append(b, r.body[at+len(r.reps):]...), nil
 }
 
 // EntityAnswer is an _entities answer taken apart. Immutable once parsed.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,10 +113,22 @@ func (s *Bench) cpu(b *testing.B) int64 {
 	return ns
 }
 
+// Measured is what Measure measured, per call.
+type Measured struct {
+	// ClientCPU is this process's CPU time in nanoseconds; with an
+	// in-process responder, both sides'.
+	ClientCPU float64
+	// Allocs is the heap allocations of this process (runtime.MemStats
+	// Mallocs, as the testing package counts allocs/op).
+	Allocs float64
+}
+
 // Measure runs call warm times, then in a b.Loop, and reports allocations
 // and CPU per call: client-cpu-ns/op (this process) and cpu-ns/op (both
-// processes), or cpu-ns/op alone with an in-process responder.
-func (s *Bench) Measure(b *testing.B, warm int, call func() error) {
+// processes), or cpu-ns/op alone with an in-process responder. It returns
+// the client's figures, for a benchmark that reports one side's against
+// another's of the same run.
+func (s *Bench) Measure(b *testing.B, warm int, call func() error) Measured {
 	b.Helper()
 	for range warm {
 		if err := call(); err != nil {
@@ -123,7 +136,14 @@ func (s *Bench) Measure(b *testing.B, warm int, call func() error) {
 		}
 	}
 	b.ReportAllocs()
-	self0, peer0 := CPUTime(), s.cpu(b)
+	// Each reading outside the others' windows: the responder's CPU
+	// (which allocates), the allocations (which stop the world), this
+	// process's CPU.
+	peer0 := s.cpu(b)
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	mallocs0 := mem.Mallocs
+	self0 := CPUTime()
 	n := 0
 	for b.Loop() {
 		if err := call(); err != nil {
@@ -131,14 +151,18 @@ func (s *Bench) Measure(b *testing.B, warm int, call func() error) {
 		}
 		n++
 	}
-	self, peer := CPUTime()-self0, s.cpu(b)-peer0
+	self := CPUTime() - self0
+	runtime.ReadMemStats(&mem)
+	peer := s.cpu(b) - peer0
+	m := Measured{ClientCPU: float64(self) / float64(n), Allocs: float64(mem.Mallocs-mallocs0) / float64(n)}
 	if s.child == nil {
 		// In-process responder: RUSAGE_SELF holds both sides.
-		b.ReportMetric(float64(self)/float64(n), "cpu-ns/op")
-		return
+		b.ReportMetric(m.ClientCPU, "cpu-ns/op")
+		return m
 	}
-	b.ReportMetric(float64(self)/float64(n), "client-cpu-ns/op")
+	b.ReportMetric(m.ClientCPU, "client-cpu-ns/op")
 	b.ReportMetric(float64(self+peer)/float64(n), "cpu-ns/op")
+	return m
 }
 
 // ServeChild is the body of a Bench's child test: it skips unless env is

@@ -198,6 +198,28 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// writeTable returns rep's table.
+func writeTable(t *testing.T, rep *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// checkRows wants each of rows, whole, among the table rows of out (keyed
+// by their first cell).
+func checkRows(t *testing.T, out string, rows [][]string) {
+	t.Helper()
+	got := tableRows(out)
+	for _, want := range rows {
+		if diff := cmp.Diff(want, got[want[0]]); diff != "" {
+			t.Errorf("row %q mismatch (-want +got):\n%s\n%s", want[0], diff, out)
+		}
+	}
+}
+
 // tableRows maps the first cell of every Markdown table row to its cells.
 func tableRows(out string) map[string][]string {
 	rows := map[string][]string{}
@@ -239,12 +261,23 @@ func TestParseSides(t *testing.T) {
 	if got, err := ParseSides("legacy,sockets"); err != nil || !cmp.Equal(DefaultSides, got) {
 		t.Errorf("ParseSides(legacy,sockets) = %v, %v; want DefaultSides", got, err)
 	}
+	if got, err := ParseSides("sockets,sockets+cache"); err != nil || !cmp.Equal(DefaultCacheSides, got) {
+		t.Errorf("ParseSides(sockets,sockets+cache) = %v, %v; want DefaultCacheSides", got, err)
+	}
+	got, err = ParseSides("legacy+cache,sockets:h1,sockets:h1+cache")
+	want = []Side{{Name: "legacy+cache", Switch: "0", Cache: true}, {Name: "sockets:h1", Switch: "1", Engine: "h1"}, {Name: "sockets:h1+cache", Switch: "1", Engine: "h1", Cache: true}}
+	if diff := cmp.Diff(want, got); diff != "" || err != nil {
+		t.Errorf("ParseSides with +cache: %v; mismatch (-want +got):\n%s", err, diff)
+	}
 	for bad, want := range map[string]string{
 		"legacy": "1 side: want two or three",
 		"legacy,sockets,sockets:h1,sockets:nethttp": "4 sides: want two or three",
 		"legacy,sockets:h2":                         `unknown side "sockets:h2"`,
 		"sockets,sockets":                           `side "sockets" is listed twice`,
 		"legacy,,sockets":                           "an empty side between commas",
+		"legacy,+cache":                             `unknown side "+cache": want legacy, sockets (the configuration's own engine), sockets:nethttp or sockets:h1, each with +cache or not`,
+		"legacy,sockets+cached":                     `unknown side "sockets+cached"`,
+		"sockets+cache,sockets+cache":               `side "sockets+cache" is listed twice`,
 	} {
 		if _, err := ParseSides(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseSides(%q) = %v, want an error with %q", bad, err, want)
@@ -291,6 +324,33 @@ func TestGatewayCommand(t *testing.T) {
 	}
 	if got := (Options{}).sides(); !cmp.Equal(DefaultSides, got) {
 		t.Errorf("default sides %v", got)
+	}
+
+	// Cache: the sides default to sockets and sockets+cache, whose gateway
+	// runs with -cache; every gateway forwards the load's users'
+	// Authorization (and the request id with Distinct).
+	o = Options{Environ: []string{"HOME=/h"}, Cache: true}
+	if got := o.sides(); !cmp.Equal(DefaultCacheSides, got) {
+		t.Errorf("default sides of the cache mode %v", got)
+	}
+	for _, tc := range []struct {
+		distinct bool
+		side     Side
+		args     []string
+		forward  string
+	}{
+		{false, DefaultCacheSides[0], nil, "Authorization"},
+		{false, DefaultCacheSides[1], []string{"-cache"}, "Authorization"},
+		{true, DefaultCacheSides[1], []string{"-cache"}, "X-Request-Id,Authorization"},
+	} {
+		o.Distinct = tc.distinct
+		args, environ := gatewayCommand(o, "accounts=u", tc.side)
+		if diff := cmp.Diff(append([]string{"gateway", "-addr", "127.0.0.1:0", "-schemas", "accounts=u"}, tc.args...), args); diff != "" {
+			t.Errorf("%s, distinct %v: args (-want +got):\n%s", tc.side.Name, tc.distinct, diff)
+		}
+		if diff := cmp.Diff([]string{"HOME=/h", "FUSION_SOCKETS_TRANSPORT=1", "FUSION_FORWARD_HEADERS=" + tc.forward}, environ); diff != "" {
+			t.Errorf("%s, distinct %v: environment (-want +got):\n%s", tc.side.Name, tc.distinct, diff)
+		}
 	}
 }
 
@@ -374,8 +434,78 @@ func TestWriteTableSides(t *testing.T) {
 	}
 }
 
+// testReportCache is a cache mode's report: legacy, sockets:h1 and
+// sockets:h1+cache.
+func testReportCache() *Report {
+	rep := testReport()
+	rep.Cache = true
+	mr := &rep.Modes[0]
+	cached := func(round int, rps, cpu, reached float64) Sample {
+		s := sample("sockets:h1+cache", round, rps, 5, cpu, 9000, 99e6)
+		s.SchemaCallsPerRequest, s.HitRatio = reached, 1-reached/6
+		return s
+	}
+	uncached := func(s Sample) Sample { s.SchemaCallsPerRequest = 6; return s }
+	mr.Samples = []Sample{
+		uncached(sample("legacy", 1, 3300, 19.4, 0.790, 26000, 100e6)),
+		uncached(sample("sockets:h1", 1, 3500, 18.0, 0.600, 15000, 98e6)),
+		cached(1, 9000, 0.300, 0.000),
+		uncached(sample("legacy", 2, 3380, 19.5, 0.780, 26020, 100e6)),
+		uncached(sample("sockets:h1", 2, 3520, 18.2, 0.620, 15020, 98e6)),
+		cached(2, 9400, 0.320, 0.12),
+	}
+	rep.Sides = []string{"legacy", "sockets:h1", "sockets:h1+cache"}
+	mr.summarize(rep.Sides)
+	return rep
+}
+
+// TestWriteTableCache: the cache mode's table has the calls reaching the
+// source schemas and the hit ratio, the ratio of the side with the cache
+// to the same side without, the sockets path's targets of the side
+// without the cache only, and the cache targets of the side with it.
+func TestWriteTableCache(t *testing.T) {
+	out := writeTable(t, testReportCache())
+	checkRows(t, out, [][]string{
+		{"Metric", "legacy", "sockets:h1", "sockets:h1+cache", "sockets:h1/legacy", "sockets:h1+cache/legacy", "sockets:h1+cache/sockets:h1"},
+		{"req/s", "3,340 [3,300–3,380]", "3,510 [3,500–3,520]", "9,200 [9,000–9,400]", "1.051", "2.754", "2.621"},
+		{"gateway CPU/request", "0.785 ms [0.780–0.790]", "0.610 ms [0.600–0.620]", "0.310 ms [0.300–0.320]", "0.777", "0.395", "0.508"},
+		{"source schema calls/request reaching them", "6.000", "6.000", "0.060 [0.000–0.120]", "1.000", "0.010", "0.010"},
+		{"response cache hit ratio", "0.000", "0.000", "0.990 [0.980–1.000]", "", "", ""},
+	})
+	var cacheTargets []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| sockets:h1+cache ") {
+			cacheTargets = append(cacheTargets, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	if diff := cmp.Diff([]string{
+		"| sockets:h1+cache | source schema calls/request reaching them ≤ 0.05 | 0.060 | missed by 0.010 |",
+		"| sockets:h1+cache | req/s ≥ 1.5 × sockets:h1 | 2.621 × sockets:h1 | met |",
+		"| sockets:h1+cache | CPU/request ≤ 0.7 × sockets:h1 | 0.508 × sockets:h1 | met |",
+	}, cacheTargets); diff != "" {
+		t.Errorf("cache targets (-want +got):\n%s\n%s", diff, out)
+	}
+	if !strings.Contains(out, "Cache mode: the source schemas answer Cache-Control: public, max-age=60") {
+		t.Errorf("the table does not say it is the cache mode:\n%s", out)
+	}
+	var sides []string
+	for _, tg := range testReportCache().Modes[0].Targets {
+		sides = append(sides, tg.Side)
+	}
+	want := []string{"sockets:h1", "sockets:h1", "sockets:h1", "sockets:h1", "sockets:h1", "sockets:h1+cache", "sockets:h1+cache", "sockets:h1+cache"}
+	if diff := cmp.Diff(want, sides); diff != "" {
+		t.Errorf("targets' sides (-want +got):\n%s", diff)
+	}
+
+	// Without the cache mode, no cache rows.
+	out = writeTable(t, testReport())
+	if rows := tableRows(out); rows["response cache hit ratio"] != nil || rows["source schema calls/request reaching them"] != nil {
+		t.Errorf("cache rows outside the cache mode:\n%s", out)
+	}
+}
+
 func TestWriteJSON(t *testing.T) {
-	for _, rep := range []*Report{testReport(), testReport3()} {
+	for _, rep := range []*Report{testReport(), testReport3(), testReportCache()} {
 		var b bytes.Buffer
 		if err := rep.WriteJSON(&b); err != nil {
 			t.Fatal(err)
@@ -441,7 +571,10 @@ func TestProgress(t *testing.T) {
 // TestRunSmoke runs the whole benchmark, very short, with a freshly built
 // binary: the default two sides, and three (legacy and both sockets
 // engines), each round running them in turn, against the replayed source
-// schemas (the default); and the two sides against the embedded schemas.
+// schemas (the default); the two sides against the embedded schemas; and
+// the cache mode's two sides, where no call of the side with the cache
+// reaches the source schemas in the window (the probe's request stored
+// every answer), and every call of the side without does.
 func TestRunSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs 10 gateways")
@@ -466,18 +599,20 @@ func TestRunSmoke(t *testing.T) {
 		profiles  []string // per mode, MODE-NAME
 		header    string
 		distinct  bool
+		cache     bool
 	}{
-		{"two", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false},
-		{"three", three, "", []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp", false},
-		{"schemas", nil, SubgraphsSchemas, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false},
-		{"distinct", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Requests: distinct", true},
+		{"two", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false, false},
+		{"three", three, "", []string{"legacy", "sockets:nethttp", "sockets:h1"}, []string{"legacy", "sockets-nethttp", "sockets-h1"}, "sockets:h1/sockets:nethttp", false, false},
+		{"schemas", nil, SubgraphsSchemas, []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Before (legacy)", false, false},
+		{"distinct", nil, "", []string{"legacy", "sockets"}, []string{"legacy", "sockets"}, "Requests: distinct", true, false},
+		{"cache", nil, "", []string{"sockets", "sockets+cache"}, []string{"sockets", "sockets+cache"}, "| response cache hit ratio ", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			profiles := t.TempDir()
 			var progress bytes.Buffer
 			rep, err := Run(context.Background(), Options{
 				Binary: bin, Rounds: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, VUs: 2,
-				ProfileDir: profiles, Progress: &progress, Sides: tc.sides, Subgraphs: tc.subgraphs, Distinct: tc.distinct,
+				ProfileDir: profiles, Progress: &progress, Sides: tc.sides, Subgraphs: tc.subgraphs, Distinct: tc.distinct, Cache: tc.cache,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -492,6 +627,16 @@ func TestRunSmoke(t *testing.T) {
 					if s.Requests == 0 || s.Errors != 0 || s.GatewayRequests == 0 || s.CallsPerRequest != 6 ||
 						s.AllocBytesPerRequest <= 0 || s.AllocObjectsPerRequest <= 0 || s.IdleRSS <= 0 || s.PeakRSS < s.IdleRSS || s.StartupMS <= 0 {
 						t.Errorf("%s %s: implausible sample %+v", mr.Mode, s.Path, s)
+					}
+					cached := strings.HasSuffix(s.Path, "+cache")
+					if cached && (s.SchemaCallsPerRequest != 0 || s.HitRatio != 1) {
+						t.Errorf("%s %s: %.3f calls/request reached the source schemas, hit ratio %.3f; want 0 and 1", mr.Mode, s.Path, s.SchemaCallsPerRequest, s.HitRatio)
+					}
+					// Without the cache, every call (the schemas count a
+					// call when it arrives, the gateway when its request is
+					// answered: at the window's edges a few differ).
+					if !cached && (abs(s.SchemaCallsPerRequest-6) > 1 || s.HitRatio > 1.0/6) {
+						t.Errorf("%s %s: %.3f calls/request reached the source schemas, hit ratio %.3f; want about 6 and 0", mr.Mode, s.Path, s.SchemaCallsPerRequest, s.HitRatio)
 					}
 				}
 				if diff := cmp.Diff(tc.want, order); diff != "" {

@@ -114,7 +114,8 @@ type Options struct {
 
 	// Sides are the configurations each round runs, in order (ABCABC...):
 	// two or three, the first the one the others are compared with. Nil:
-	// DefaultSides, legacy then sockets.
+	// DefaultSides, legacy then sockets; in the cache mode
+	// DefaultCacheSides, sockets then sockets+cache.
 	Sides []Side
 
 	// Subgraphs are the source schemas the gateways call: the embedded
@@ -131,6 +132,17 @@ type Options struct {
 	// same, as the public benchmark sends them.
 	Distinct bool
 
+	// Cache is the cache mode: the source schemas answer every request
+	// with Cache-Control CacheControl, every virtual user sends its own
+	// Authorization (load.Config.Users), which every gateway forwards (so
+	// that its answers are keyed per user unless marked public), and the
+	// report adds, per side, the calls that reached the source schemas
+	// per gateway request and the response cache's hit ratio, and checks
+	// the cache targets of each side with the cache against the same side
+	// without. The sides with the cache are named with "+cache"
+	// (ParseSides). Default: false.
+	Cache bool
+
 	// APQ runs each side twice per round, without and with automatic
 	// persisted queries (persisted_queries.mode: apq for every source
 	// schema; the source schemas serve them): the side as named, then
@@ -145,6 +157,14 @@ type Options struct {
 // APQSuffix ends the name of a side's twin with automatic persisted
 // queries (Options.APQ): "sockets:h1+apq".
 const APQSuffix = "+apq"
+
+// CacheControl is what the source schemas answer in the cache mode
+// (Options.Cache): every answer may be shared, for a minute.
+const CacheControl = "public, max-age=60"
+
+// cacheSuffix ends the name of a side whose gateway runs with the
+// response cache on (gateway -cache).
+const cacheSuffix = "+cache"
 
 // Side is one configuration of the benchmark: a gateway process on a path
 // and, on the sockets path, an engine.
@@ -161,11 +181,17 @@ type Side struct {
 	// FUSION_DEFAULTS__ENGINE), the built-in default unless they say
 	// otherwise.
 	Engine string
+	// Cache runs the gateway with the response cache on for every source
+	// schema (its -cache); the side's name ends in "+cache".
+	Cache bool
 	// APQ turns automatic persisted queries on for every source schema
 	// (FUSION_DEFAULTS__PERSISTED_QUERIES__MODE=apq); set on the twins
 	// that Options.APQ adds.
 	APQ bool
 }
+
+// uncached is the name of the side that is s without the cache.
+func (s Side) uncached() string { return strings.TrimSuffix(s.Name, cacheSuffix) }
 
 // Path is the path the side runs: legacy for Switch "0", else sockets.
 func (s Side) Path() env.Path {
@@ -179,11 +205,16 @@ func (s Side) Path() env.Path {
 // (legacy), then After (sockets).
 var DefaultSides = []Side{{Name: "legacy", Switch: "0"}, {Name: "sockets", Switch: "1"}}
 
-// SideNames lists the names ParseSides accepts.
+// DefaultCacheSides are the sides of a run in the cache mode whose
+// Options.Sides is nil: sockets without the cache, then with it.
+var DefaultCacheSides = []Side{{Name: "sockets", Switch: "1"}, {Name: "sockets" + cacheSuffix, Switch: "1", Cache: true}}
+
+// SideNames lists the names ParseSides accepts, each also with "+cache".
 const SideNames = "legacy, sockets (the configuration's own engine), sockets:" + env.EngineNetHTTP + " or sockets:" + env.EngineH1
 
 // ParseSides parses a comma-separated list of two or three side names,
-// each at most once: legacy, sockets, sockets:nethttp, sockets:h1.
+// each at most once: legacy, sockets, sockets:nethttp, sockets:h1, each
+// followed by "+cache" or not (the gateway's response cache on).
 func ParseSides(list string) ([]Side, error) { return parseSides(list, 2) }
 
 // ParseAPQSides parses the sides of a run with Options.APQ, where each
@@ -195,19 +226,24 @@ func parseSides(list string, least int) ([]Side, error) {
 	var out []Side
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)
+		base, cache := strings.CutSuffix(item, cacheSuffix)
 		var s Side
-		switch item {
+		switch base {
 		case "legacy":
-			s = Side{Name: item, Switch: "0"}
+			s = Side{Switch: "0"}
 		case "sockets":
-			s = Side{Name: item, Switch: "1"}
+			s = Side{Switch: "1"}
 		case "sockets:" + env.EngineNetHTTP, "sockets:" + env.EngineH1:
-			s = Side{Name: item, Switch: "1", Engine: strings.TrimPrefix(item, "sockets:")}
+			s = Side{Switch: "1", Engine: strings.TrimPrefix(base, "sockets:")}
 		case "":
+			if cache {
+				return nil, fmt.Errorf("unknown side %q: want %s, each with %s or not", item, SideNames, cacheSuffix)
+			}
 			return nil, errors.New("an empty side between commas")
 		default:
 			return nil, fmt.Errorf("unknown side %q: want %s", item, SideNames)
 		}
+		s.Name, s.Cache = item, cache
 		if slices.ContainsFunc(out, func(o Side) bool { return o.Name == item }) {
 			return nil, fmt.Errorf("side %q is listed twice", item)
 		}
@@ -231,7 +267,10 @@ func parseSides(list string, least int) ([]Side, error) {
 // followed by its twin with persisted queries.
 func (o Options) sides() []Side {
 	sides := o.Sides
-	if sides == nil {
+	switch {
+	case sides == nil && o.Cache:
+		sides = DefaultCacheSides
+	case sides == nil:
 		sides = DefaultSides
 	}
 	if o.APQ {

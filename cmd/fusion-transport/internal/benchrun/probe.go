@@ -18,29 +18,34 @@ import (
 
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/benchgw"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
+	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 )
 
-// probe reads a running gateway: its /debug endpoints and its /proc files.
+// probe reads a running gateway: its /debug endpoints and its /proc files;
+// and the source schemas' counts of the calls that reached them.
 type probe struct {
-	base   string // http://127.0.0.1:PORT
-	pid    int
-	client *http.Client
+	base    string // http://127.0.0.1:PORT
+	pid     int
+	schemas []string // the source schemas' endpoints
+	client  *http.Client
 }
 
-func newProbe(base string, pid int) *probe {
-	return &probe{base: base, pid: pid, client: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+func newProbe(base string, pid int, schemaURLs []string) *probe {
+	return &probe{base: base, pid: pid, schemas: schemaURLs, client: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 }
 
 // snapshot is the gateway's state at one moment.
 type snapshot struct {
-	cpu   time.Duration
-	stats benchgw.DebugStats
+	cpu         time.Duration
+	stats       benchgw.DebugStats
+	schemaCalls int64 // the requests the source schemas received, summed
 }
 
 func (s snapshot) allocBytes() uint64   { return s.stats.Metrics[benchgw.AllocBytesMetric] }
 func (s snapshot) allocObjects() uint64 { return s.stats.Metrics[benchgw.AllocObjectsMetric] }
 
-// snapshot reads the CPU time and then /debug/stats, back to back.
+// snapshot reads the CPU time, /debug/stats and the source schemas'
+// counts, back to back.
 func (p *probe) snapshot(ctx context.Context) (snapshot, error) {
 	var s snapshot
 	var err error
@@ -54,7 +59,8 @@ func (p *probe) snapshot(ctx context.Context) (snapshot, error) {
 	if err := json.Unmarshal(body, &s.stats); err != nil {
 		return s, fmt.Errorf("gateway /debug/stats: %w", err)
 	}
-	return s, nil
+	s.schemaCalls, err = schemas.Calls(ctx, p.client, p.schemas)
+	return s, err
 }
 
 // warm sends one gateway request and checks the answer.
@@ -148,6 +154,9 @@ func runLoad(ctx context.Context, o Options, url string, onMeasure, onWindowEnd 
 	args := []string{"load", "-url", url, "-vus", fmt.Sprint(o.vus()), "-duration", o.duration().String(), "-warmup", o.warmup().String()}
 	if o.Distinct {
 		args = append(args, "-distinct")
+	}
+	if o.Cache {
+		args = append(args, "-users")
 	}
 	cmd := exec.CommandContext(ctx, o.Binary, args...)
 	cmd.Env = o.Environ

@@ -29,6 +29,10 @@ type Report struct {
 	// forwarded to the source schemas.
 	Distinct bool `json:"distinct,omitempty"`
 
+	// Cache is Options.Cache: the source schemas answered CacheControl and
+	// every virtual user sent its own Authorization, forwarded.
+	Cache bool `json:"cache,omitempty"`
+
 	Rounds          int     `json:"rounds"`
 	VUs             int     `json:"vus"`
 	DurationSeconds float64 `json:"duration_s"`
@@ -99,10 +103,19 @@ type Sample struct {
 	AllocBytesPerRequest   float64 `json:"alloc_bytes_per_request"`
 	AllocObjectsPerRequest float64 `json:"alloc_objects_per_request"`
 	CallsPerRequest        float64 `json:"calls_per_request"`
+	// SchemaCallsPerRequest is the requests that reached the source
+	// schemas (their own counts, schemas.CallsPath) per gateway request:
+	// CallsPerRequest less the calls the gateway's response cache
+	// answered.
+	SchemaCallsPerRequest float64 `json:"schema_calls_per_request"`
 	// RequestBytesPerCall is the bytes the gateway wrote to the source
 	// schemas (request heads and bodies) per call, when it counted them
 	// (Options.APQ); 0 otherwise.
 	RequestBytesPerCall float64 `json:"request_bytes_per_call,omitempty"`
+	// HitRatio is the share of the gateway's source schema calls that did
+	// not reach the source schemas: 1 - SchemaCallsPerRequest /
+	// CallsPerRequest, within [0, 1].
+	HitRatio float64 `json:"hit_ratio"`
 
 	// Of the gateway process.
 	IdleRSS   int64   `json:"idle_rss_bytes"`

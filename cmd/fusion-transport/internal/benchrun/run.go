@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Sides:           sideNames(o.sides()),
 		Subgraphs:       o.subgraphs(),
 		Distinct:        o.Distinct,
+		Cache:           o.Cache,
 		Rounds:          o.rounds(),
 		VUs:             o.vus(),
 		DurationSeconds: o.duration().Seconds(),
@@ -93,8 +95,10 @@ func runMode(ctx context.Context, o Options, mode Mode, prog *progress) (ModeRep
 }
 
 // summarize fills in the mode's Summary per side from its Samples, and,
-// when the first side is legacy, the Targets of each sockets side against
-// it: they are the sockets path's targets, not an engine's.
+// when the first side is legacy, the Targets of each sockets side without
+// the cache against it: they are the sockets path's targets, not an
+// engine's; then the cache targets of each side with the cache against
+// the same side without, if it ran.
 func (mr *ModeReport) summarize(sides []string) {
 	mr.Summary = make(map[string]map[string]Summary, len(sides))
 	for _, name := range sides {
@@ -108,14 +112,11 @@ func (mr *ModeReport) summarize(sides []string) {
 	}
 	mr.Targets = nil
 	if len(sides) > 1 && strings.HasSuffix(sides[1], APQSuffix) {
-		mr.Targets = apqTargets(mr.Summary, sides)
-		return
-	}
-	if sides[0] != "legacy" {
+		mr.Targets = apqTargets(mr.Summary, sides) // Options.APQ: each twin against its side
 		return
 	}
 	for _, name := range sides[1:] {
-		if !strings.HasPrefix(name, "sockets") {
+		if sides[0] != "legacy" || !strings.HasPrefix(name, "sockets") || strings.HasSuffix(name, cacheSuffix) {
 			continue
 		}
 		ts := targets(mr.Summary[sides[0]], mr.Summary[name])
@@ -125,6 +126,12 @@ func (mr *ModeReport) summarize(sides []string) {
 			}
 		}
 		mr.Targets = append(mr.Targets, ts...)
+	}
+	for _, name := range sides {
+		base, ok := strings.CutSuffix(name, cacheSuffix)
+		if ok && slices.Contains(sides, base) {
+			mr.Targets = append(mr.Targets, cacheTargets(name, base, mr.Summary[base], mr.Summary[name])...)
+		}
 	}
 }
 
@@ -146,13 +153,22 @@ func sideLabel(name string) string {
 	return name + " side"
 }
 
+// schemaURLs are the running source schemas' endpoints.
+type schemaURLs struct {
+	flag string   // as the gateway's -schemas flag takes them
+	list []string // each schema's endpoint, for schemas.Calls
+}
+
 // startSchemas starts "fusion-transport schemas" (with -replay for
-// SubgraphsReplay) and returns the source
-// schemas' URLs, in the form the gateway's -schemas flag takes.
-func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), error) {
+// SubgraphsReplay, -cache-control in the cache mode) and returns the
+// source schemas' URLs.
+func startSchemas(ctx context.Context, o Options, mode Mode) (schemaURLs, func(), error) {
 	args := []string{"schemas"}
 	if o.subgraphs() == SubgraphsReplay {
 		args = append(args, "-replay")
+	}
+	if o.Cache {
+		args = append(args, "-cache-control", CacheControl)
 	}
 	if mode.Latency > 0 {
 		args = append(args, "-latency", mode.Latency.String())
@@ -162,47 +178,63 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (string, func(), er
 	}
 	c, err := startChild("source schemas", o.Binary, args, o.Environ)
 	if err != nil {
-		return "", nil, err
+		return schemaURLs{}, nil, err
 	}
 	urls := make(map[string]string)
 	for len(urls) < 4 {
 		line, err := c.readLine(ctx)
 		if err != nil {
 			c.stop()
-			return "", nil, err
+			return schemaURLs{}, nil, err
 		}
 		name, u, ok := strings.Cut(line, " ")
 		if !ok {
 			c.stop()
-			return "", nil, fmt.Errorf("source schemas: unexpected line %q: want NAME URL", line)
+			return schemaURLs{}, nil, fmt.Errorf("source schemas: unexpected line %q: want NAME URL", line)
 		}
 		urls[name] = u
 	}
-	var list []string
+	var su schemaURLs
+	var flag []string
 	for _, name := range []string{"accounts", "inventory", "products", "reviews"} {
 		u, ok := urls[name]
 		if !ok {
 			c.stop()
-			return "", nil, fmt.Errorf("source schemas: no URL for %s in %v", name, urls)
+			return schemaURLs{}, nil, fmt.Errorf("source schemas: no URL for %s in %v", name, urls)
 		}
-		list = append(list, name+"="+u)
+		flag = append(flag, name+"="+u)
+		su.list = append(su.list, u)
 	}
-	return strings.Join(list, ","), c.stop, nil
+	su.flag = strings.Join(flag, ",")
+	return su, c.stop, nil
 }
-
-// APQVar is the variable that turns persisted queries on for every source
-// schema of a gateway.
-const APQVar = "FUSION_DEFAULTS__PERSISTED_QUERIES__MODE"
 
 // gatewayCommand returns the arguments and the environment of side's
 // gateway: FUSION_SOCKETS_TRANSPORT picks the path, -engine the engine,
-// APQVar persisted queries.
+// -cache the response cache; FUSION_FORWARD_HEADERS forwards the load's
+// request id (Distinct) and its users' Authorization (Cache).
 func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []string) {
 	environ = append(withoutVar(o.Environ, "FUSION_SOCKETS_TRANSPORT"), "FUSION_SOCKETS_TRANSPORT="+side.Switch)
+	var forward []string
 	if o.Distinct {
-		environ = append(withoutVar(environ, "FUSION_FORWARD_HEADERS"), "FUSION_FORWARD_HEADERS="+load.RequestIDHeader)
+		forward = append(forward, load.RequestIDHeader)
+	}
+	if o.Cache {
+		forward = append(forward, load.UserHeader)
+	}
+	if forward != nil {
+		environ = append(withoutVar(environ, "FUSION_FORWARD_HEADERS"), "FUSION_FORWARD_HEADERS="+strings.Join(forward, ","))
 	}
 	args = []string{"gateway", "-addr", "127.0.0.1:0", "-schemas", schemaURLs}
+	if o.GatewayConfig != "" {
+		args = append(args, "-config", o.GatewayConfig)
+	}
+	if side.Engine != "" {
+		args = append(args, "-engine", side.Engine)
+	}
+	if side.Cache {
+		args = append(args, "-cache")
+	}
 	if o.APQ {
 		mode := "off" // whatever this process's environment says
 		if side.APQ {
@@ -211,19 +243,17 @@ func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []st
 		environ = append(withoutVar(environ, APQVar), APQVar+"="+mode)
 		args = append(args, "-count-wire") // on both twins, so that they pay alike
 	}
-	if o.GatewayConfig != "" {
-		args = append(args, "-config", o.GatewayConfig)
-	}
-	if side.Engine != "" {
-		args = append(args, "-engine", side.Engine)
-	}
 	return args, environ
 }
 
+// APQVar is the variable that turns persisted queries on for every source
+// schema of a gateway.
+const APQVar = "FUSION_DEFAULTS__PERSISTED_QUERIES__MODE"
+
 // runOne starts a gateway for side, measures it under load and stops it.
-func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side Side, profile bool) (Sample, error) {
+func runOne(ctx context.Context, o Options, urls schemaURLs, mode Mode, side Side, profile bool) (Sample, error) {
 	s := Sample{Path: side.Name}
-	args, environ := gatewayCommand(o, schemaURLs, side)
+	args, environ := gatewayCommand(o, urls.flag, side)
 	began := time.Now()
 	gw, err := startChild(side.Name+" gateway", o.Binary, args, environ)
 	if err != nil {
@@ -239,7 +269,7 @@ func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side S
 		return s, fmt.Errorf("gateway: unexpected first line %q: want ready URL", line)
 	}
 	s.StartupMS = float64(time.Since(began)) / float64(time.Millisecond)
-	probe := newProbe(base, gw.pid())
+	probe := newProbe(base, gw.pid(), urls.list)
 	defer probe.client.CloseIdleConnections()
 
 	// Idle: after one answered request, before any load.
@@ -290,10 +320,19 @@ func runOne(ctx context.Context, o Options, schemaURLs string, mode Mode, side S
 	s.CPUPerRequest = per(float64(after.cpu-before.cpu) / float64(time.Millisecond))
 	s.AllocBytesPerRequest = per(float64(after.allocBytes() - before.allocBytes()))
 	s.AllocObjectsPerRequest = per(float64(after.allocObjects() - before.allocObjects()))
-	calls := after.stats.SourceSchemaCalls - before.stats.SourceSchemaCalls
-	s.CallsPerRequest = per(float64(calls))
-	if calls > 0 {
-		s.RequestBytesPerCall = float64(after.stats.SourceSchemaRequestBytes-before.stats.SourceSchemaRequestBytes) / float64(calls)
+	made := float64(after.stats.SourceSchemaCalls - before.stats.SourceSchemaCalls)
+	reached := float64(after.schemaCalls - before.schemaCalls)
+	s.CallsPerRequest = per(made)
+	if made > 0 {
+		s.RequestBytesPerCall = float64(after.stats.SourceSchemaRequestBytes-before.stats.SourceSchemaRequestBytes) / made
+	}
+	s.SchemaCallsPerRequest = per(reached)
+	if made > 0 {
+		// The gateway counts a request's calls when it answers, the
+		// schemas each call when it arrives, a moment apart: at the
+		// window's edges a few calls fall on one side only, so the ratio
+		// is kept within [0, 1].
+		s.HitRatio = min(max(1-reached/made, 0), 1)
 	}
 	return s, nil
 }

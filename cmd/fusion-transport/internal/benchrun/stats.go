@@ -37,23 +37,26 @@ type metric struct {
 	// digits after the decimal point; thousands are grouped with commas.
 	digits int
 	value  func(Sample) float64
+	cache  bool // a row of the cache mode's table only
 }
 
 // metrics are the per-run rows of the table, in order.
 var metrics = []metric{
-	{"req_per_s", "req/s", "", 0, func(s Sample) float64 { return s.RequestsPerSecond }},
-	{"p50_ms", "p50 latency", " ms", 2, func(s Sample) float64 { return s.P50 }},
-	{"p95_ms", "p95 latency", " ms", 2, func(s Sample) float64 { return s.P95 }},
-	{"p99_ms", "p99 latency", " ms", 2, func(s Sample) float64 { return s.P99 }},
-	{"cpu_ms_per_request", "gateway CPU/request", " ms", 3, func(s Sample) float64 { return s.CPUPerRequest }},
-	{"alloc_bytes_per_request", "allocated B/request", "", 0, func(s Sample) float64 { return s.AllocBytesPerRequest }},
-	{"alloc_objects_per_request", "allocated objects/request", "", 0, func(s Sample) float64 { return s.AllocObjectsPerRequest }},
-	{"calls_per_request", "source schema calls/request", "", 2, func(s Sample) float64 { return s.CallsPerRequest }},
-	{"request_bytes_per_call", "request bytes/source schema call", " B", 0, func(s Sample) float64 { return s.RequestBytesPerCall }},
-	{"idle_rss_mb", "idle RSS", " MB", 1, func(s Sample) float64 { return mb(s.IdleRSS) }},
-	{"peak_rss_mb", "peak RSS", " MB", 1, func(s Sample) float64 { return mb(s.PeakRSS) }},
-	{"startup_ms", "startup (exec to ready)", " ms", 1, func(s Sample) float64 { return s.StartupMS }},
-	{"errors", "load errors", "", 0, func(s Sample) float64 { return float64(s.Errors) }},
+	{"req_per_s", "req/s", "", 0, func(s Sample) float64 { return s.RequestsPerSecond }, false},
+	{"p50_ms", "p50 latency", " ms", 2, func(s Sample) float64 { return s.P50 }, false},
+	{"p95_ms", "p95 latency", " ms", 2, func(s Sample) float64 { return s.P95 }, false},
+	{"p99_ms", "p99 latency", " ms", 2, func(s Sample) float64 { return s.P99 }, false},
+	{"cpu_ms_per_request", "gateway CPU/request", " ms", 3, func(s Sample) float64 { return s.CPUPerRequest }, false},
+	{"alloc_bytes_per_request", "allocated B/request", "", 0, func(s Sample) float64 { return s.AllocBytesPerRequest }, false},
+	{"alloc_objects_per_request", "allocated objects/request", "", 0, func(s Sample) float64 { return s.AllocObjectsPerRequest }, false},
+	{"calls_per_request", "source schema calls/request", "", 2, func(s Sample) float64 { return s.CallsPerRequest }, false},
+	{"schema_calls_per_request", "source schema calls/request reaching them", "", 3, func(s Sample) float64 { return s.SchemaCallsPerRequest }, true},
+	{"hit_ratio", "response cache hit ratio", "", 3, func(s Sample) float64 { return s.HitRatio }, true},
+	{"request_bytes_per_call", "request bytes/source schema call", " B", 0, func(s Sample) float64 { return s.RequestBytesPerCall }, false},
+	{"idle_rss_mb", "idle RSS", " MB", 1, func(s Sample) float64 { return mb(s.IdleRSS) }, false},
+	{"peak_rss_mb", "peak RSS", " MB", 1, func(s Sample) float64 { return mb(s.PeakRSS) }, false},
+	{"startup_ms", "startup (exec to ready)", " ms", 1, func(s Sample) float64 { return s.StartupMS }, false},
+	{"errors", "load errors", "", 0, func(s Sample) float64 { return float64(s.Errors) }, false},
 }
 
 // mb converts bytes to MB (10^6 bytes).

@@ -18,8 +18,10 @@ import (
 // legacy by default), After (the second, sockets) and After/Before; with
 // three, one per side, then the ratio of each later side to the first and,
 // when both sockets engines ran and nethttp is not the first,
-// sockets:h1/sockets:nethttp. The tables are Markdown, padded to line up in
-// a terminal.
+// sockets:h1/sockets:nethttp, and of each side with the cache to the same
+// side without when that is not the first. In the cache mode the table
+// adds the calls that reached the source schemas per request and the hit
+// ratio. The tables are Markdown, padded to line up in a terminal.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Gateway benchmark, %s: %d VUs, %d round(s) of %s after %s warm-up per path and mode; median [min–max] over the rounds.\n",
@@ -40,6 +42,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Distinct {
 		b.WriteString("Requests: distinct (every one its own X-Request-Id, forwarded to the source schemas).\n")
 	}
+	if r.Cache {
+		b.WriteString("Cache mode: the source schemas answer Cache-Control: " + CacheControl + "; every virtual user sends its own Authorization, forwarded; the sides named +cache run the gateway with its response cache on (memory, shared).\n")
+	}
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(&b, "Run time: %s\n", time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second))
 	}
@@ -47,10 +52,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, mr := range r.Modes {
 		b.WriteString("\n")
 		b.WriteString(mr.title() + "\n\n")
-		writeMarkdown(&b, mr.rows(sides, r.BinaryBytes))
+		writeMarkdown(&b, mr.rows(sides, r.BinaryBytes, r.Cache))
 		if len(mr.Targets) > 0 {
 			b.WriteString("\nTargets (" + mr.Mode + ")\n\n")
-			bySide := mr.Targets[0].Side != ""
+			bySide := slices.ContainsFunc(mr.Targets, func(t Target) bool { return t.Side != "" })
 			rows := [][]string{{"Target", "Got", "Result"}}
 			if bySide {
 				rows[0] = append([]string{"Side"}, rows[0]...)
@@ -118,25 +123,35 @@ func columns(sides []string) (header []string, ratios []sideRatio) {
 	if sides[0] != nethttp && slices.Contains(sides, nethttp) && slices.Contains(sides, h1) {
 		ratios = append(ratios, sideRatio{h1, nethttp})
 	}
+	for _, s := range sides[1:] {
+		if base, ok := strings.CutSuffix(s, cacheSuffix); ok && base != sides[0] && slices.Contains(sides, base) {
+			ratios = append(ratios, sideRatio{s, base})
+		}
+	}
 	for _, r := range ratios {
 		header = append(header, r.side+"/"+r.base)
 	}
 	return header, ratios
 }
 
-// rows returns the mode's table, header first.
-func (mr ModeReport) rows(sides []string, binaryBytes int64) [][]string {
+// rows returns the mode's table, header first; the cache mode's rows
+// with cache.
+func (mr ModeReport) rows(sides []string, binaryBytes int64, cache bool) [][]string {
 	header, ratios := columns(sides)
 	rows := [][]string{header}
 	for _, m := range metrics {
-		if m.key == "request_bytes_per_call" && !mr.measured(m.key, sides) {
-			continue // counted only with Options.APQ
+		if m.cache && !cache || m.key == "request_bytes_per_call" && !mr.measured(m.key, sides) {
+			continue // a row of the cache mode; request bytes, counted with Options.APQ only
 		}
 		row := []string{m.label}
 		for _, side := range sides {
 			row = append(row, cell(mr.Summary[side][m.key], m))
 		}
 		for _, r := range ratios {
+			if m.key == "hit_ratio" {
+				row = append(row, "") // a ratio of two shares says nothing
+				continue
+			}
 			row = append(row, ratio(mr.Summary[r.base][m.key].Median, mr.Summary[r.side][m.key].Median))
 		}
 		rows = append(rows, row)

@@ -23,42 +23,41 @@ type Target struct {
 	Result string `json:"result"`
 }
 
+// ratioTarget checks the ratio of the medians of key, after/over before,
+// against limit; atLeast says which side of the limit is good. base names
+// before in the result ("legacy").
+func ratioTarget(name, key, base string, before, after map[string]Summary, limit float64, atLeast bool) Target {
+	t := Target{Target: name}
+	b, a := before[key].Median, after[key].Median
+	if b == 0 {
+		t.Got, t.Result = "no "+base+" value", "not measured"
+		return t
+	}
+	r := a / b
+	t.Got = fmt.Sprintf("%.3f × %s", r, base)
+	t.Met = r >= limit
+	if !atLeast {
+		t.Met = r <= limit
+	}
+	t.Result = "met"
+	if !t.Met {
+		t.Result = fmt.Sprintf("missed by %.1f%% of %s", 100*abs(r-limit), base)
+	}
+	return t
+}
+
 // targets checks the targets of after, a sockets side, against before,
 // legacy: their medians in one mode.
 func targets(before, after map[string]Summary) []Target {
-	med := func(s map[string]Summary, key string) float64 { return s[key].Median }
-
-	// ratioTarget checks after/before against limit; atLeast says which
-	// side of the limit is good.
-	ratioTarget := func(name, key string, limit float64, atLeast bool) Target {
-		t := Target{Target: name}
-		b, a := med(before, key), med(after, key)
-		if b == 0 {
-			t.Got, t.Result = "no legacy value", "not measured"
-			return t
-		}
-		r := a / b
-		t.Got = fmt.Sprintf("%.3f × legacy", r)
-		t.Met = r >= limit
-		if !atLeast {
-			t.Met = r <= limit
-		}
-		t.Result = "met"
-		if !t.Met {
-			t.Result = fmt.Sprintf("missed by %.1f%% of legacy", 100*abs(r-limit))
-		}
-		return t
-	}
-
 	out := []Target{
-		ratioTarget("req/s ≥ 0.98 × legacy", "req_per_s", 0.98, true),
-		ratioTarget("p95 ≤ 1.02 × legacy", "p95_ms", 1.02, false),
-		ratioTarget("CPU/request ≤ legacy", "cpu_ms_per_request", 1.00, false),
+		ratioTarget("req/s ≥ 0.98 × legacy", "req_per_s", "legacy", before, after, 0.98, true),
+		ratioTarget("p95 ≤ 1.02 × legacy", "p95_ms", "legacy", before, after, 1.02, false),
+		ratioTarget("CPU/request ≤ legacy", "cpu_ms_per_request", "legacy", before, after, 1.00, false),
 	}
 
-	calls := med(before, "calls_per_request")
+	calls := before["calls_per_request"].Median
 	want := AllocSavingPerCall * calls
-	saved := med(before, "alloc_bytes_per_request") - med(after, "alloc_bytes_per_request")
+	saved := before["alloc_bytes_per_request"].Median - after["alloc_bytes_per_request"].Median
 	alloc := Target{
 		Target: fmt.Sprintf("allocated B/request ≥ %s lower (1.5 KB × %s calls)", formatNumber(want, 0), formatNumber(calls, 2)),
 		Got:    formatNumber(saved, 0) + " B lower",
@@ -68,7 +67,41 @@ func targets(before, after map[string]Summary) []Target {
 	if !alloc.Met {
 		alloc.Result = fmt.Sprintf("missed by %s B/request", formatNumber(want-saved, 0))
 	}
-	out = append(out, alloc, ratioTarget("peak RSS ≤ 1.02 × legacy", "peak_rss_mb", 1.02, false))
+	out = append(out, alloc, ratioTarget("peak RSS ≤ 1.02 × legacy", "peak_rss_mb", "legacy", before, after, 1.02, false))
+	return out
+}
+
+// The response cache's targets (issue 39, set for a federation gateway
+// over source schemas that answer CacheControl, distinct users), checked
+// in the cache mode for each side with the cache against the same side
+// without.
+const (
+	CacheMaxCallsPerRequest = 0.05 // calls reaching the source schemas per gateway request, at most
+	CacheMinThroughput      = 1.5  // req/s with the cache over without, at least
+	CacheMaxCPU             = 0.7  // CPU/request with the cache over without, at most
+)
+
+// cacheTargets checks the cache targets of side, with the cache, against
+// base, the same side without: their medians in one mode.
+func cacheTargets(side, base string, before, after map[string]Summary) []Target {
+	calls := after["schema_calls_per_request"].Median
+	reached := Target{
+		Target: fmt.Sprintf("source schema calls/request reaching them ≤ %.2f", CacheMaxCallsPerRequest),
+		Got:    formatNumber(calls, 3),
+		Met:    calls <= CacheMaxCallsPerRequest,
+		Result: "met",
+	}
+	if !reached.Met {
+		reached.Result = fmt.Sprintf("missed by %s", formatNumber(calls-CacheMaxCallsPerRequest, 3))
+	}
+	out := []Target{
+		reached,
+		ratioTarget(fmt.Sprintf("req/s ≥ %.1f × %s", CacheMinThroughput, base), "req_per_s", base, before, after, CacheMinThroughput, true),
+		ratioTarget(fmt.Sprintf("CPU/request ≤ %.1f × %s", CacheMaxCPU, base), "cpu_ms_per_request", base, before, after, CacheMaxCPU, false),
+	}
+	for i := range out {
+		out[i].Side = side
+	}
 	return out
 }
 

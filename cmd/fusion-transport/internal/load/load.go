@@ -63,6 +63,13 @@ const (
 // request, to a value such as "vu007-000000004711".
 const RequestIDHeader = "X-Request-Id"
 
+// UserHeader is the header that Config.Users sets on every request of a
+// virtual user, to UserPrefix and the user's number: "Bearer vu007".
+const (
+	UserHeader = "Authorization"
+	UserPrefix = "Bearer "
+)
+
 // Defaults of Config.
 const (
 	DefaultVUs      = 50
@@ -100,6 +107,13 @@ type Config struct {
 	// forwarded header, as real traffic from different users is. Default:
 	// false, every request the same bytes.
 	Distinct bool
+
+	// Users gives every virtual user its own UserHeader (a bearer token
+	// naming it), sent with each of its requests, as different users'
+	// requests carry different credentials: a gateway that forwards it
+	// sends each user's source schema requests with the user's own.
+	// Default: false, no such header.
+	Users bool
 
 	// Timeout bounds one request, from writing it to the end of the
 	// answer; a request that runs out counts as an error and its

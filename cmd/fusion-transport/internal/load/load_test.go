@@ -191,6 +191,55 @@ func TestRunDistinct(t *testing.T) {
 	}
 }
 
+// TestRunUsers: with Users every request carries its virtual user's own
+// Authorization, the same on each of the user's requests (with Distinct,
+// the user its X-Request-Id names); without it, none.
+func TestRunUsers(t *testing.T) {
+	for _, tc := range []struct{ users, distinct bool }{{false, false}, {true, false}, {true, true}} {
+		t.Run(fmt.Sprintf("users=%v,distinct=%v", tc.users, tc.distinct), func(t *testing.T) {
+			var mu sync.Mutex
+			auths := map[string]int{}
+			var mismatched []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				auth := r.Header.Get(UserHeader)
+				mu.Lock()
+				auths[auth]++
+				if id := r.Header.Get(RequestIDHeader); tc.distinct && !strings.HasPrefix(id, strings.TrimPrefix(auth, UserPrefix)+"-") {
+					mismatched = append(mismatched, auth+" "+id)
+				}
+				mu.Unlock()
+				_, _ = io.WriteString(w, `{"data":{}}`)
+			}))
+			t.Cleanup(srv.Close)
+			res, err := Run(context.Background(), Config{URL: srv.URL, VUs: 3, Duration: 100 * time.Millisecond, Users: tc.users, Distinct: tc.distinct})
+			if err != nil || res.Requests == 0 {
+				t.Fatalf("Run: %+v, %v", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.users {
+				if len(auths) != 1 || auths[""] == 0 {
+					t.Errorf("without Users the requests carried %s: %v", UserHeader, auths)
+				}
+				return
+			}
+			want := map[string]bool{"Bearer vu000": true, "Bearer vu001": true, "Bearer vu002": true}
+			if len(auths) != len(want) {
+				t.Errorf("%s values %v, want one per user: %v", UserHeader, auths, want)
+			}
+			for a := range auths {
+				if !want[a] {
+					t.Errorf("%s %q, want one of %v", UserHeader, a, want)
+				}
+			}
+			if len(mismatched) > 0 {
+				t.Errorf("requests whose %s names another user than their %s: %v", UserHeader, RequestIDHeader, mismatched)
+			}
+		})
+	}
+}
+
 func TestDefaultBody(t *testing.T) {
 	var b struct {
 		Query         string `json:"query"`

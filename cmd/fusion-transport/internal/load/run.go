@@ -39,11 +39,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	users := make([]*vu, cfg.vus())
-	shared := requestBytes(t, cfg.body(), cfg.contentType(), "")
+	shared := requestBytes(t, cfg.body(), cfg.contentType(), "", "")
 	for i := range users {
 		u := &vu{addr: t.addr, req: shared, timeout: cfg.timeout(), hist: hdrhistogram.New(histMin, histMax, histDigits)}
+		var id, user string
 		if cfg.Distinct {
-			u.req = requestBytes(t, cfg.body(), cfg.contentType(), fmt.Sprintf("vu%03d-%0*d", i, seqDigits, 0))
+			id = fmt.Sprintf("vu%03d-%0*d", i, seqDigits, 0)
+		}
+		if cfg.Users {
+			user = fmt.Sprintf("%svu%03d", UserPrefix, i)
+		}
+		if id != "" || user != "" {
+			u.req = requestBytes(t, cfg.body(), cfg.contentType(), id, user)
+		}
+		if cfg.Distinct {
 			u.seq = u.req[bytes.Index(u.req, []byte(RequestIDHeader+": "))+len(RequestIDHeader)+2+len("vu000-"):][:seqDigits]
 		}
 		users[i] = u
@@ -116,8 +125,8 @@ func summarize(users []*vu, window time.Duration) Result {
 }
 
 // requestBytes is the whole HTTP/1.1 request a user writes; with an id,
-// it carries RequestIDHeader with that value.
-func requestBytes(t target, body []byte, contentType, id string) []byte {
+// it carries RequestIDHeader with that value; with a user, UserHeader.
+func requestBytes(t target, body []byte, contentType, id, user string) []byte {
 	head := "POST " + t.path + " HTTP/1.1\r\n" +
 		"Host: " + t.host + "\r\n" +
 		"User-Agent: fusion-transport-load\r\n" +
@@ -125,6 +134,9 @@ func requestBytes(t target, body []byte, contentType, id string) []byte {
 		"Accept: application/graphql-response+json, application/json\r\n"
 	if id != "" {
 		head += RequestIDHeader + ": " + id + "\r\n"
+	}
+	if user != "" {
+		head += UserHeader + ": " + user + "\r\n"
 	}
 	head += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 	return append([]byte(head), body...)

@@ -190,6 +190,46 @@ func gatewayAnswer(t *testing.T, urls map[string]string, engine string, apq bool
 	return w.Body.String()
 }
 
+// TestCacheControlAndCalls: the replay's servers put Options.CacheControl
+// on every answer, recorded or learnt, and count each schema's requests at
+// schemas.CallsPath.
+func TestCacheControlAndCalls(t *testing.T) {
+	rec := recording(t)
+	srv, err := Start(rec, Options{Learn: true, CacheControl: "public, max-age=60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var recorded string
+	for body := range rec["accounts"] {
+		recorded = body
+		break
+	}
+	learnt := `{"query":"{ users { id } }"}`
+	for _, body := range []string{recorded, learnt, learnt} {
+		resp, err := http.Post(srv.URLs["accounts"], "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); resp.StatusCode != http.StatusOK || got != "public, max-age=60" {
+			t.Errorf("%.60s: %d, Cache-Control %q", body, resp.StatusCode, got)
+		}
+	}
+	for name, want := range map[string]string{"accounts": "3", "products": "0"} {
+		resp, err := http.Get(strings.TrimSuffix(srv.URLs[name], schemas.Path) + schemas.CallsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("%s: %s says %q, want %q", name, schemas.CallsPath, b, want)
+		}
+	}
+}
+
 func TestNotRecorded(t *testing.T) {
 	rep, err := Start(recording(t), Options{})
 	if err != nil {

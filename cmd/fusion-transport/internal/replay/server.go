@@ -41,6 +41,10 @@ type Options struct {
 	// its replay: a request by its hash runs the text kept under it,
 	// replayed by the body the client would have sent with the text.
 	APQ apqserve.Mode
+
+	// CacheControl, if not empty, is the Cache-Control header of every
+	// answer of the servers Start runs, as in schemas.Options. Empty: none.
+	CacheControl string
 }
 
 // answer is an Answer with its header values built once, so that writing it
@@ -223,7 +227,8 @@ type Servers struct {
 }
 
 // Start serves every recorded schema of schemas.Names on its own
-// 127.0.0.1:0 listener at schemas.Path. Close them with Close.
+// 127.0.0.1:0 listener at schemas.Path, with the count of its requests at
+// schemas.CallsPath (schemas.Mount). Close them with Close.
 func Start(rec Recording, opts Options) (*Servers, error) {
 	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}, persisted: map[string]*apqserve.Handler{}}
 	for _, name := range schemas.Names {
@@ -237,12 +242,12 @@ func Start(rec Recording, opts Options) (*Servers, error) {
 			return nil, errors.Join(fmt.Errorf("source schema %q: listen: %w", name, err), s.Close())
 		}
 		mux := http.NewServeMux()
-		if opts.APQ == apqserve.Off {
-			mux.Handle(schemas.Path, h)
-		} else {
+		var handler http.Handler = h
+		if opts.APQ != apqserve.Off {
 			s.persisted[name] = apqserve.New(h, apqserve.Options{Mode: opts.APQ})
-			mux.Handle(schemas.Path, s.persisted[name])
+			handler = s.persisted[name]
 		}
+		schemas.Mount(mux, handler, opts.CacheControl)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.servers = append(s.servers, srv)
 		s.URLs[name] = "http://" + ln.Addr().String() + schemas.Path

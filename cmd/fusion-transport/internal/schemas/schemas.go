@@ -56,6 +56,10 @@ type Options struct {
 	// them, so a request by its hash alone gets 400 and "the request has
 	// no query". The last two try a client's fallback.
 	APQ apqserve.Mode
+	// CacheControl, if not empty, is the Cache-Control header of every
+	// answer of the servers Start runs (the benchmarks' cache mode:
+	// "public, max-age=60"). Handler ignores it. Empty: none.
+	CacheControl string
 }
 
 // Path is the endpoint path of every schema started by Start.
@@ -136,7 +140,8 @@ func (s *Servers) track(h http.Handler) http.Handler {
 }
 
 // Start starts each schema on its own 127.0.0.1:0 listener with net/http
-// servers. Close them with Close.
+// servers, at Path, with the count of its requests at CallsPath (Mount).
+// Close them with Close.
 func Start(opts Options) (*Servers, error) {
 	s := &Servers{URLs: make(map[string]string, len(Names)), persisted: map[string]*apqserve.Handler{}}
 	for _, name := range Names {
@@ -154,7 +159,7 @@ func Start(opts Options) (*Servers, error) {
 			return nil, errors.Join(err, s.Close())
 		}
 		mux := http.NewServeMux()
-		mux.Handle(Path, s.track(h))
+		Mount(mux, s.track(h), opts.CacheControl)
 		srv := &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,

@@ -122,3 +122,30 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	tr.CloseIdleConnections()
 	goleak.VerifyNone(t)
 }
+
+// TestCacheControlAndCalls: with Options.CacheControl every answer of a
+// server carries it (errors too), without it none; each server counts the
+// requests its schema received at CallsPath, its own alone.
+func TestCacheControlAndCalls(t *testing.T) {
+	for _, cc := range []string{"", "public, max-age=60"} {
+		t.Run("Cache-Control="+cc, func(t *testing.T) {
+			s, c := start(t, Options{CacheControl: cc})
+			query := `{"query":"{ topProducts(first: 1) { upc } }"}`
+			for i, body := range []string{query, query, `{"query":"{ nope }"}`} {
+				got := send(t, c, http.MethodPost, s.URLs["products"], body, nil)
+				if h := got.header.Get("Cache-Control"); h != cc {
+					t.Errorf("answer %d (%d): Cache-Control %q, want %q", i, got.status, h, cc)
+				}
+			}
+			for name, want := range map[string]string{"products": "3", "accounts": "0"} {
+				got := send(t, c, http.MethodGet, strings.TrimSuffix(s.URLs[name], Path)+CallsPath, "", nil)
+				if got.status != http.StatusOK || got.body != want {
+					t.Errorf("%s %s: %d %q, want %q", name, CallsPath, got.status, got.body, want)
+				}
+			}
+			if n, err := Calls(context.Background(), c, []string{s.URLs["products"], s.URLs["accounts"]}); n != 3 || err != nil {
+				t.Errorf("Calls = %d, %v; want 3", n, err)
+			}
+		})
+	}
+}
