@@ -87,7 +87,7 @@ type PersistedQueries struct {
 	cfg PersistedQueriesConfig // immutable; defaults applied
 	off atomic.Pointer[string] // nil while on; then the reason, set once
 
-	byHash, notFound, notSupported, requestErrors atomic.Uint64 // see PersistedQueryCounts
+	byHash, notFound, notSupported, requestErrors atomic.Uint64 // atomic; see PersistedQueryCounts
 }
 
 // PersistedQueryCounts are what a PersistedQueries did since it was made.
@@ -204,7 +204,7 @@ func (p *PersistedQueries) Middleware() Middleware {
 // persister is the RoundTripper of PersistedQueries.Middleware.
 type persister struct {
 	wrapped
-	p *PersistedQueries
+	p *PersistedQueries // immutable; shared by the schema's routes, safe for concurrent use
 }
 
 var _ http.RoundTripper = (*persister)(nil)

@@ -169,10 +169,11 @@ func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" 
 // ended judge's read. rest is nil when r is the whole body. A data answer
 // costs judge this one allocation.
 type peekedBody struct {
-	r    bytes.Reader
-	head [32]byte // the first bytes, read in place
-	rest io.ReadCloser
-	err  error
+	// All owned by the body's reader, as any response body's state.
+	r    bytes.Reader  // over head, or a copy of the whole body
+	head [32]byte      // the first bytes, read in place
+	rest io.ReadCloser // the body as the transport gave it; nil once read whole
+	err  error         // the error that ended judge's read, returned once r is read
 }
 
 func (b *peekedBody) Read(p []byte) (int, error) {

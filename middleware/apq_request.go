@@ -170,9 +170,9 @@ func spliceWithHash(body []byte, d apqRequest, h *queryHash) []byte {
 // rewrote, besides its body's bytes: the request, its body, and the kind
 // of the request it was made from, which the body and its copies tell.
 type persistedCall struct {
-	req  http.Request
-	body persistedBody
-	kind lazyKind
+	req  http.Request  // the request sent; owned by the pipeline below, as any request
+	body persistedBody // req's body; read by whoever sends req
+	kind lazyKind      // told once, to req's body and its copies (safe for concurrent use)
 }
 
 // newPersisted returns c's request with body as its body: a POST that
@@ -209,9 +209,9 @@ func (k *lazyKind) get() operation.Kind {
 // (kindMemo), since the hash in its place cannot: so Retry and Hedge
 // further in treat a query by its hash as the query it is.
 type persistedBody struct {
-	r    bytes.Reader
-	sent []byte    // never written
-	kind *lazyKind // the call's
+	r    bytes.Reader // the read position; owned by the body's one reader
+	sent []byte       // never written
+	kind *lazyKind    // the call's
 }
 
 func (b *persistedBody) Read(p []byte) (int, error)         { return b.r.Read(p) }
