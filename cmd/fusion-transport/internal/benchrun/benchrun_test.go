@@ -691,3 +691,48 @@ func TestParseSubgraphs(t *testing.T) {
 		t.Errorf("the default describes itself as %q, want replay", d)
 	}
 }
+
+// TestAPQSides: with Options.APQ each side runs with its twin, whose
+// gateway has persisted queries on; both count their request bytes, the
+// source schemas serve persisted queries, the table sets each twin beside
+// its side and the targets check the twin against it.
+func TestAPQSides(t *testing.T) {
+	sides, err := ParseAPQSides("sockets:h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{APQ: true, Sides: sides, Environ: []string{APQVar + "=apq"}}
+	got := o.sides()
+	want := []Side{{Name: "sockets:h1", Switch: "1", Engine: "h1"}, {Name: "sockets:h1+apq", Switch: "1", Engine: "h1", APQ: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("sides (-want +got):\n%s", diff)
+	}
+	for _, s := range got {
+		args, environ := gatewayCommand(o, "accounts=http://a", s)
+		if !slices.Contains(args, "-count-wire") {
+			t.Errorf("%s: gateway args %v without -count-wire", s.Name, args)
+		}
+		if on := slices.Contains(environ, APQVar+"=apq"); on != s.APQ || slices.Contains(environ, APQVar+"=off") == s.APQ {
+			// The base side is off whatever this process's environment says.
+			t.Errorf("%s: environment %v: persisted queries on %t, want %t", s.Name, environ, on, s.APQ)
+		}
+	}
+	header, _ := columns(sideNames(got))
+	if diff := cmp.Diff([]string{"Metric", "sockets:h1", "sockets:h1+apq", "sockets:h1+apq/sockets:h1"}, header); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	summary := map[string]map[string]Summary{
+		"sockets:h1":     {"request_bytes_per_call": {Median: 1000}, "cpu_ms_per_request": {Median: 1}},
+		"sockets:h1+apq": {"request_bytes_per_call": {Median: 250}, "cpu_ms_per_request": {Median: 1.1}},
+	}
+	var met []bool
+	for _, tg := range apqTargets(summary, sideNames(got)) {
+		met = append(met, tg.Met)
+	}
+	if diff := cmp.Diff([]bool{true, false}, met); diff != "" {
+		t.Errorf("targets met (bytes 0.25 ×, CPU 1.1 ×) mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := ParseSides("sockets:h1"); err == nil {
+		t.Error("ParseSides took one side: only a run with APQ may")
+	}
+}
