@@ -24,6 +24,7 @@ const (
 	stageSchemaMiddleware        // SchemaOptions.Middleware
 	stageCache                   // response_cache
 	stageDedupe                  // dedupe
+	stagePersistedQueries        // persisted_queries
 	stageCompress                // request_compression
 	stageRetry                   // retry
 	stageHedge                   // hedge
@@ -54,6 +55,7 @@ var stageNames = [numStages]string{
 	stageSchemaMiddleware:  "SchemaOptions.Middleware",
 	stageCache:             "response_cache",
 	stageDedupe:            "dedupe",
+	stagePersistedQueries:  "persisted_queries",
 	stageCompress:          "request_compression",
 	stageRetry:             "retry",
 	stageHedge:             "hedge",

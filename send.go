@@ -15,6 +15,7 @@ import (
 	"github.com/fusiongo/transport/internal/bound"
 	"github.com/fusiongo/transport/internal/gqlhttp"
 	"github.com/fusiongo/transport/internal/redact"
+	"github.com/fusiongo/transport/middleware"
 	"github.com/fusiongo/transport/operation"
 )
 
@@ -214,9 +215,11 @@ func (r *route) postOn(ctx context.Context, c *postCall, h http.Header, getBody 
 	req.Header = h
 	c.body.Reset(body)
 	c.raw = body
-	if r.anyBody || (r.compressMin > 0 && len(body) >= r.compressMin) {
-		// A body to compress goes as postBody too: Compress takes its
-		// bytes where they lie (middleware.UnreadBytes), with no copy.
+	if r.anyBody || (r.compressMin > 0 && len(body) >= r.compressMin) ||
+		(r.apq != nil && len(body) >= middleware.PersistedQueryMinBody && r.apq.On()) {
+		// A body to compress, or to send by its hash, goes as postBody
+		// too: Compress and PersistedQueries take its bytes where they
+		// lie (middleware.UnreadBytes), with no copy.
 		req.Body = (*postBody)(c)
 	} else {
 		// A NopCloser around a *bytes.Reader is what net/http knows to be
@@ -369,10 +372,40 @@ func (s sender) RoundTrip(req *http.Request) (*http.Response, error) {
 // when it has one and req has no deadline of its caller's (its request
 // bound's is none: bound.CallerDeadline).
 func (r *route) attempt(req *http.Request) (*http.Response, error) {
+	if !r.anyBody {
+		req = inMemory(req)
+	}
 	if r.timed != nil && !bound.CallerDeadline(req.Context()) {
 		return r.timed.RoundTripWithin(req, r.headerTimeout)
 	}
 	return r.pool.RoundTrip(req)
+}
+
+// inMemory returns req as a pool that is not WritesAnyBody (net/http's
+// transports) sends it best: a body whose bytes are in memory
+// (middleware.UnreadBytes: a Post's that a stage asked for, persisted
+// queries' rewritten one) as a NopCloser around a *bytes.Reader, which
+// net/http writes with the head in one write, where a body of another type
+// costs a second (golang/go#22088). That costs the attempt 2 allocations,
+// the copy of the request and the NopCloser; req's own body, which is not
+// read, is closed. Any other request is returned as it is.
+func inMemory(req *http.Request) *http.Request {
+	ub, ok := req.Body.(middleware.UnreadBytes)
+	if !ok {
+		return req
+	}
+	m := &memoryAttempt{req: *req}
+	m.body.Reset(ub.UnreadBytes())
+	m.req.Body = io.NopCloser(&m.body)
+	req.Body.Close()
+	return &m.req
+}
+
+// memoryAttempt is what inMemory allocates for one attempt besides the
+// NopCloser: the request and the reader of its bytes.
+type memoryAttempt struct {
+	req  http.Request
+	body bytes.Reader
 }
 
 // upgraded takes a response that hands the connection over: judged by

@@ -13,6 +13,7 @@ import (
 	"github.com/fusiongo/transport/canary"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/internal/respcache"
+	"github.com/fusiongo/transport/middleware"
 )
 
 // StatusHandler serves the state of inv for people and for machines, on one
@@ -59,11 +60,23 @@ type schemaStatus struct {
 	Canary *canaryStatus `json:"canary,omitempty"`
 	// Cache is the schema's response cache; nil when it is off.
 	Cache *cacheStatus `json:"cache,omitempty"`
+	// PersistedQueries is the schema's automatic persisted queries; nil
+	// when persisted_queries.mode is off.
+	PersistedQueries *persistedStatus `json:"persisted_queries,omitempty"`
 	// Rollout is the schema's share of calls on each path in the last
 	// minute and its last decision, under WithRollout; nil without it.
 	Rollout *rolloutSchemaStatus `json:"rollout,omitempty"`
 	// RateLimit is the schema's rate limit; nil when it is off.
 	RateLimit *rateLimitStatus `json:"rate_limit,omitempty"`
+}
+
+// persistedStatus is a schema's automatic persisted queries since the
+// configuration in force was loaded: on, or off and why, and the counts.
+type persistedStatus struct {
+	GET bool   `json:"get"`
+	On  bool   `json:"on"`
+	Off string `json:"off,omitempty"` // why they went off: not_supported, no_apq
+	middleware.PersistedQueryCounts
 }
 
 // rateLimitStatus is a schema's rate limit: where it is kept, whether
@@ -184,6 +197,9 @@ func (inv *Transport) statusNow() status {
 		}
 		if l := e.limit; l.limiter != nil {
 			ss.RateLimit = rateLimitStatusOf(l)
+		}
+		if p := e.apq; p != nil {
+			ss.PersistedQueries = &persistedStatus{GET: p.GET(), On: p.On(), Off: p.Off(), PersistedQueryCounts: p.Counts()}
 		}
 		if c, ok := cs.Schemas[name]; ok && e.judge != nil {
 			ss.Canary = &canaryStatus{SchemaState: c, History: history(s.Events, name)}

@@ -107,7 +107,7 @@ func (inv *Transport) servingRoutes(cfg *env.Config, e, prev *entry) (opened bac
 	if prev != nil {
 		prevAlt = prev.alt
 	}
-	e.alt, opened, err = inv.buildRoute(cfg, e.primary.name, other, false, prevAlt, e.limit.limiter, e.cache.cache)
+	e.alt, opened, err = inv.buildRoute(cfg, e.primary.name, other, false, prevAlt, e)
 	if err != nil {
 		return opened, err
 	}

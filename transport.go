@@ -83,6 +83,8 @@ type Transport struct {
 
 	upgrades upgradeSet // the connections handed over after a 101; safe for concurrent use (upgrade.go)
 
+	hashes *middleware.QueryHashes // immutable: the query texts' hashes of every schema's persisted queries, kept across reloads; safe for concurrent use (persisted.go)
+
 	mu    sync.Mutex            // serialises Reload and Close
 	state atomic.Pointer[state] // the configuration in force; stored under mu, nil after Close
 }
@@ -113,6 +115,9 @@ type entry struct {
 
 	cache schemaCache // the schema's response cache, shared by its routes (cache.go)
 
+	// apq is the schema's automatic persisted queries, shared by its
+	// routes, made anew by every build (persisted.go); nil: off.
+	apq *middleware.PersistedQueries
 	// With WithRollout (rollout.go): byPath is the serving route on
 	// legacy and on sockets (pathIndex), among primary, a canary's
 	// candidate and alt; alt is the serving route that only the rollout
@@ -141,14 +146,15 @@ type route struct {
 	requestTimeout time.Duration
 	key            backend.Key
 	pool           backend.Pool
-	entry          http.RoundTripper   // what Do and Post call: the backend's front, or the pipeline
-	front          bool                // the backend has a front: it applies the rules, any target goes
-	desc           backend.Description // what the pool said of itself (Describe) when the route was built
-	timed          backend.HeaderTimer // non-nil: the pool bounds the header wait itself
-	anyBody        bool                // the pool writes Post's body in one write as it is (Description.WritesAnyBody)
-	compressMin    int                 // request_compression.min_bytes when compression is on; 0: off
-	res            resilience          // breaker, retry budget, hedge samples, rate limiter (resilience.go)
-	cache          *respcache.Cache    // the schema's response cache; nil: none (cache.go)
+	entry          http.RoundTripper            // what Do and Post call: the backend's front, or the pipeline
+	front          bool                         // the backend has a front: it applies the rules, any target goes
+	desc           backend.Description          // what the pool said of itself (Describe) when the route was built
+	timed          backend.HeaderTimer          // non-nil: the pool bounds the header wait itself
+	anyBody        bool                         // the pool writes Post's body in one write as it is (Description.WritesAnyBody)
+	compressMin    int                          // request_compression.min_bytes when compression is on; 0: off
+	res            resilience                   // breaker, retry budget, hedge samples, rate limiter (resilience.go)
+	cache          *respcache.Cache             // the schema's response cache; nil: none (cache.go)
+	apq            *middleware.PersistedQueries // the schema's persisted queries; nil: off (persisted.go)
 	// lends: PostFunc pools its calls on this route (lentCall): the
 	// pool writes the whole request before RoundTrip returns (h1),
 	// the request path arms no header timer of its own (the request
@@ -184,7 +190,7 @@ func New(cfg env.Config, opts ...Option) (*Transport, error) {
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
-	inv := &Transport{o: o, log: o.logger}
+	inv := &Transport{o: o, log: o.logger, hashes: middleware.NewQueryHashes(0)}
 	if inv.log == nil {
 		inv.log = slog.Default()
 	}
@@ -268,24 +274,25 @@ func (inv *Transport) build(cfg *env.Config, old *state) (st *state, fresh []bac
 		if e.limit, err = inv.limitOf(st, name, settings.RateLimit, prev); err != nil { // shaping.go
 			return nil, fresh, err
 		}
+		e.apq = inv.persistedOf(name, settings.PersistedQueries) // persisted.go
 		if e.cache, err = inv.cacheOf(st, name, settings, cfg.SourceSchemas[name].URL, prev, &caches); err != nil {
 			return nil, fresh, err
 		}
 		var opened backend.Pool
-		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e.limit.limiter, e.cache.cache)
+		e.primary, opened, err = inv.buildRoute(cfg, name, primary, false, prev.route(false), e)
 		if opened != nil {
 			fresh = append(fresh, opened)
 		}
 		if err == nil && candidate != "" {
-			lim, cache := e.limit.limiter, e.cache.cache
+			shared := e
 			if inv.shadow != nil {
 				// A shadow candidate's requests are the shadow's copies,
 				// bounded by shadow.rate: they take no turn of the limit
 				// that protects the schema from callers, and are really
 				// sent, never answered from the cache.
-				lim, cache = nil, nil
+				shared = &entry{apq: e.apq}
 			}
-			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), lim, cache)
+			e.candidate, opened, err = inv.buildRoute(cfg, name, candidate, true, prev.route(true), shared)
 			if opened != nil {
 				fresh = append(fresh, opened)
 			}
@@ -327,10 +334,11 @@ func (e *entry) route(candidate bool) *route {
 }
 
 // buildRoute builds the route of source schema name on path, keeping
-// prev's pool if it is on the same path with an equal key. lim is the
-// schema's rate limiter and cache its response cache, nil for none.
-// opened is the pool it opened, if any.
-func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, lim *middleware.RateLimiter, cache *respcache.Cache) (r *route, opened backend.Pool, err error) {
+// prev's pool if it is on the same path with an equal key. shared holds
+// what the route shares with the schema's other route: its rate limiter,
+// response cache and persisted queries, nil for none. opened is the pool
+// it opened, if any.
+func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, candidate bool, prev *route, shared *entry) (r *route, opened backend.Pool, err error) {
 	be := inv.backends[path]
 	sc := cfg.SourceSchemas[name]
 	settings, _ := cfg.Effective(name)
@@ -370,8 +378,9 @@ func (inv *Transport) buildRoute(cfg *env.Config, name string, path env.Path, ca
 		return nil, nil, err
 	}
 	r.res = inv.resilienceOf(r, settings, prev)
-	r.res.limiter = lim
-	r.cache = cache
+	r.res.limiter = shared.limit.limiter
+	r.cache = shared.cache.cache
+	r.apq = shared.apq
 	if c := settings.RequestCompression; c.On() {
 		r.compressMin = max(c.MinBytes, 1)
 	}
@@ -439,10 +448,10 @@ func (inv *Transport) assemble(r *route, s *backend.Schema, be backend.Backend, 
 			l[stageHedge][i] = func(next http.RoundTripper) http.RoundTripper { return hedging.Reuse(mw(next)) }
 		}
 	}
-	// Retry, the breaker, compression, the rate limit and dedupe let go of
-	// the request and the response when they return, and so does the
-	// hedge whose query sent no hedge (a hedge sent spoils the call's
-	// Borrow); the other stages may not.
+	// Retry, the breaker, compression, persisted queries, the rate limit
+	// and dedupe let go of the request and the response when they return,
+	// and so does the hedge whose query sent no hedge (a hedge sent spoils
+	// the call's Borrow); the other stages may not.
 	r.lends = r.anyBody && r.guardHeaderTimeout() == 0 &&
 		l.empty(stageTelemetry, stageRequestLog, stageMiddleware, stageSchemaMiddleware, stageAttemptMiddleware, stageBackendMiddleware)
 	pipeline := l.chain(sender{r})
@@ -511,6 +520,11 @@ func (inv *Transport) builtins(l *layers, r *route, settings env.Settings, so Sc
 		// request as it would send it.
 		probe := sharekey.NewProbe(so.AttemptMiddleware)
 		l.add(stageDedupe, sharekey.Dedupe(sharekey.DedupeOptions{Probe: probe, Joined: inv.o.dedupeJoined}))
+	}
+	if r.apq != nil {
+		// Inside the cache and dedupe, which key the call by its text,
+		// and outside compression, which compresses what is sent.
+		l.add(stagePersistedQueries, r.apq.Middleware())
 	}
 	l.add(stageCompress, inv.compression(settings.RequestCompression, name, path))
 	retry, hedge, breaker := inv.resilient(res, settings, name, path)

@@ -32,6 +32,8 @@ import (
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/testsupport/rawhttp"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 )
 
 // benchmarkRouterConfig is the benchmark's four source schemas (the SDLs of
@@ -55,7 +57,7 @@ var (
 	realBenchSubgraphs = flag.String("realbench.subgraphs", "replay", "source schemas: replay (fusion-transport schemas -replay -learn: each request's answer recorded from the embedded schemas on first sight, replayed after) or schemas (the embedded schemas executing every request)")
 	realBenchDistinct  = flag.Bool("realbench.distinct", false, "every gateway request its own X-Request-Id (fusion-transport load -distinct), which the gateway forwards to every source schema, so that its deduplication (keyed on the subgraph request with its headers) collapses none, as with real traffic")
 	realBenchProfile   = flag.String("realbench.profile", "", "write a CPU profile of the gateway (this process) for each side's measured window of the last round to `dir`/SIDE.cpu.pprof (':' written '-')")
-	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, the last three also with +cache (the transport's response cache on) or +wholecache (the same with its entity path off: whole-answer caching alone); the first is the one the others are compared with (with -realbench.cache, unless set: "+realCacheSides+")")
+	realBenchSides     = flag.String("realbench.sides", "default,legacy,sockets:nethttp,sockets:h1", "sides, comma-separated: default (the engine's own http.Client), legacy, sockets:nethttp, sockets:h1, the last three also with +cache (the transport's response cache on) or +wholecache (the same with its entity path off: whole-answer caching alone), and with +apq (automatic persisted queries on for every source schema, which the schemas serve) after it; the first is the one the others are compared with (with -realbench.cache, unless set: "+realCacheSides+")")
 	realBenchCache     = flag.Bool("realbench.cache", false, "the cache mode: the source schemas answer Cache-Control: "+realCacheControl+", every virtual user sends its own Authorization (fusion-transport load -users), which the transport forwards and the router config names in every fetch's headers; the table adds the calls that reached the source schemas per request and the hit ratio")
 )
 
@@ -105,7 +107,7 @@ func TestRealGatewayBench(t *testing.T) {
 	}
 	sides := strings.Split(list, ",")
 	for _, s := range sides {
-		if base := cacheSideBase(s); !slices.Contains([]string{"legacy", "sockets:nethttp", "sockets:h1"}, base) && s != "default" {
+		if base, _, _, _ := sideParts(s); !slices.Contains([]string{"legacy", "sockets:nethttp", "sockets:h1"}, base) && s != "default" {
 			t.Fatalf("-realbench.sides: unknown side %q", s)
 		}
 	}
@@ -166,15 +168,17 @@ func TestRealGatewayBench(t *testing.T) {
 	fmt.Println(out.String())
 }
 
-// cacheSideBase returns side without its cache suffix: +cache (the
+// sideParts takes a side apart: its path, and its suffixes, +cache (the
 // response cache on) or +wholecache (the same with its entity path off,
-// wholeAnswersOnly: whole-answer caching alone).
-func cacheSideBase(side string) string {
-	if base, ok := strings.CutSuffix(side, "+wholecache"); ok {
-		return base
+// wholeAnswersOnly: whole-answer caching alone), then +apq (automatic
+// persisted queries on).
+func sideParts(side string) (path string, cache, whole, apq bool) {
+	path, apq = strings.CutSuffix(side, "+apq")
+	if path, whole = strings.CutSuffix(path, "+wholecache"); whole {
+		return path, true, true, apq
 	}
-	base, _ := strings.CutSuffix(side, "+cache")
-	return base
+	path, cache = strings.CutSuffix(path, "+cache")
+	return path, cache, false, apq
 }
 
 // flagSet reports whether the flag name was set on the command line.
@@ -196,6 +200,7 @@ type realSample struct {
 	rps, p50, p95, p99 float64
 	cpuMS, calls       float64
 	callMS             float64 // mean time a subgraph call was in flight under load
+	bytesPerCall       float64 // request bytes written to the subgraphs per call, heads and bodies
 	planCalls          float64 // of one request alone, before the load
 	reached            float64 // calls that reached the source schemas (their counts) per request under load
 	hitRatio           float64 // 1 - reached/calls, within [0, 1]
@@ -245,21 +250,21 @@ func (b *timedBody) Close() error {
 func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]string, side, profile string) realSample {
 	t.Helper()
 	var client *http.Client
+	wire := &wirecount.Bytes{} // every side counts its request bytes alike
 	switch side {
 	case "default":
 		// As graphql-go-tools' NewFederationEngineConfigFactory builds its
 		// default client.
-		tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+		tr := &http.Transport{MaxIdleConnsPerHost: 1024, DialContext: wire.Dial}
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	default:
 		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
-		path := cacheSideBase(side)
-		whole := strings.HasSuffix(side, "+wholecache")
-		var opts []transport.Option
+		opts := []transport.Option{transport.WithLookupEnv(func(string) (string, bool) { return "", false })}
+		path, cache, whole, apq := sideParts(side)
 		for name, u := range urls {
 			s := env.SourceSchema{URL: u}
-			if path != side {
+			if cache {
 				s.ResponseCache = sharedCache()
 			}
 			if whole {
@@ -268,6 +273,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 				}))
 			}
 			cfg.SourceSchemas[name] = s
+			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: wire.Dial}))
 		}
 		if *realBenchCache {
 			cfg.ForwardHeaders = append(cfg.ForwardHeaders, "Authorization")
@@ -279,7 +285,10 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 			cfg.Path = env.PathSockets
 			cfg.Defaults.Engine = engine
 		}
-		inv, err := transport.New(cfg, append(opts, transport.WithLookupEnv(func(string) (string, bool) { return "", false }))...)
+		if apq {
+			cfg.Defaults.PersistedQueries.Mode = env.PersistedQueriesAPQ
+		}
+		inv, err := transport.New(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,12 +319,14 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	planCalls := float64(calls.Load()-before) / alone
 
 	var cpu0, calls0, req0, flight0, cpu1, calls1, req1, flight1, reached0, reached1 int64
+	var bytes0, bytes1 uint64
 	var prof *os.File
 	var countErr error
 	res := runBenchLoad(t, bin, srv.URL,
 		func() {
 			cpu0, calls0, req0, flight0 = rawhttp.CPUTime(), calls.Load(), requests.Load(), flight.Load()
 			reached0, countErr = schemaCalls(urls)
+			bytes0 = wire.Total()
 			if profile != "" {
 				prof = startCPUProfile(t, profile)
 			}
@@ -325,6 +336,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 			var err error
 			reached1, err = schemaCalls(urls)
 			countErr = cmp.Or(countErr, err)
+			bytes1 = wire.Total()
 			if prof != nil {
 				pprof.StopCPUProfile()
 				prof.Close()
@@ -345,6 +357,7 @@ func runRealSide(t *testing.T, bin string, routerConfig []byte, urls map[string]
 	sample.reached = float64(reached1-reached0) / float64(n)
 	if c := calls1 - calls0; c > 0 {
 		sample.callMS = float64(flight1-flight0) / float64(c) / 1e6
+		sample.bytesPerCall = float64(bytes1-bytes0) / float64(c)
 		// The engine counts a call when it makes it, a schema when it
 		// arrives, a moment later: at the window's edges a few calls fall
 		// on one side only.
@@ -457,34 +470,7 @@ func startBenchSchemas(t *testing.T, bin string, latency time.Duration, replayed
 	if cacheControl != "" {
 		args = append(args, "-cache-control", cacheControl)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	urls := map[string]string{}
-	sc := bufio.NewScanner(out)
-	for len(urls) < 4 && sc.Scan() {
-		name, u, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			t.Fatalf("schemas: unexpected line %q", sc.Text())
-		}
-		urls[name] = u
-	}
-	if len(urls) < 4 {
-		t.Fatalf("schemas: got %v", urls)
-	}
-	go io.Copy(io.Discard, out)
-	return urls
+	return wiretest.StartSchemaProcess(t, exec.Command(bin, args...), 4)
 }
 
 // loadResult is the load command's result line (its load.Result).
@@ -561,6 +547,7 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		{"subgraph calls/request, one at a time", func(s realSample) float64 { return s.planCalls }, ""},
 		{"subgraph calls/request under load", func(s realSample) float64 { return s.calls }, ""},
 		{"subgraph call in flight under load, mean", func(s realSample) float64 { return s.callMS }, " ms"},
+		{"request bytes/subgraph call", func(s realSample) float64 { return s.bytesPerCall }, " B"},
 		{"load errors", func(s realSample) float64 { return float64(s.errors) }, ""},
 	}
 	if cache {
@@ -574,7 +561,7 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 		ratios = append(ratios, ratio{s, sides[0]})
 	}
 	for _, s := range sides[1:] {
-		if base := cacheSideBase(s); base != s && base != sides[0] && slices.Contains(sides, base) {
+		if base, cache, _, apq := sideParts(s); cache && !apq && base != sides[0] && slices.Contains(sides, base) {
 			ratios = append(ratios, ratio{s, base})
 		}
 	}
@@ -602,8 +589,8 @@ func writeRealTable(w io.Writer, sides []string, samples map[string][]realSample
 			m := median(v)
 			med[s] = m
 			cell := fmt.Sprintf("%.3g%s", m, r.unit)
-			if r.name == "req/s" {
-				cell = fmt.Sprintf("%.0f", m)
+			if r.name == "req/s" || r.unit == " B" {
+				cell = fmt.Sprintf("%.0f%s", m, r.unit)
 			}
 			if v[0] != v[len(v)-1] {
 				cell += fmt.Sprintf(" [%.4g–%.4g]", v[0], v[len(v)-1])

@@ -333,6 +333,11 @@ type Settings struct {
 	// ResponseCache stores answers to queries and answers later calls from
 	// them, on both paths. Default: off. See ResponseCacheSettings.
 	ResponseCache ResponseCacheSettings
+
+	// PersistedQueries sends requests by the hash of their query text
+	// (automatic persisted queries), on both paths. Default: off. See
+	// PersistedQueriesSettings.
+	PersistedQueries PersistedQueriesSettings
 }
 
 // RequestCompressionSettings configure the compression of request bodies
@@ -875,6 +880,11 @@ var builtin = Settings{
 		LocalTTL:      DefaultCacheLocalTTL,
 		Shared:        Disabled,
 		Vary:          []string{},
+	},
+	PersistedQueries: PersistedQueriesSettings{
+		Mode:        PersistedQueriesOff,
+		GET:         Disabled,
+		MaxURLBytes: DefaultPersistedQueryMaxURLBytes,
 	},
 }
 

@@ -125,6 +125,11 @@ var settingFields = []field{
 	limitField("response_cache.local_max_bytes", func(s *Settings) *int { return &s.ResponseCache.LocalMaxBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	durationField("response_cache.local_ttl", func(s *Settings) *time.Duration { return &s.ResponseCache.LocalTTL }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 	headerListField("response_cache.vary", func(s *Settings) *[]string { return &s.ResponseCache.Vary }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	// Persisted queries are route state: a change, as any reload, builds
+	// the schema's state anew (persisted queries on again), never a pool.
+	enumField("persisted_queries.mode", persistedModes, func(s *Settings) *string { return &s.PersistedQueries.Mode }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	toggleField("persisted_queries.get", func(s *Settings) *Toggle { return &s.PersistedQueries.GET }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
+	countField("persisted_queries.max_url_bytes", func(s *Settings) *int { return &s.PersistedQueries.MaxURLBytes }).rebuilds(setting.RebuildRoute, setting.RebuildRoute),
 }
 
 // settingKeys returns the keys a source schema or defaults section may
@@ -138,7 +143,7 @@ func settingKeys() []string {
 }
 
 // sections are the nested mappings among the setting keys.
-var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection", "request_compression", "rate_limit", "response_cache"}
+var sections = []string{"http2", "tls", "headers", "retry", "circuit_breaker", "hedge", "outlier_detection", "request_compression", "rate_limit", "response_cache", "persisted_queries"}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range settingFields {

@@ -84,6 +84,9 @@ defaults:
     default_ttl: 30s
     shared: true
     vary: [x-tenant, X-REGION]
+  persisted_queries:
+    mode: apq
+    max_url_bytes: 4096
 redis:
   url: redis://cache.internal:6379/2
 source_schemas:
@@ -113,6 +116,8 @@ source_schemas:
       max_entry_bytes: 65536
       max_ttl: 10m
       stale_if_error: 5m
+    persisted_queries:
+      get: true
 `)
 	cfg := mustLoad(t, env.Loader{}, file)
 	got, _ := cfg.Effective("products")
@@ -155,6 +160,7 @@ source_schemas:
 			LocalShare: 0.5, StoreTimeout: 50 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Enabled, Mode: "on", Store: "redis", MaxBytes: 1 << 20, MaxEntryBytes: 64 << 10,
 			DefaultTTL: 30 * time.Second, MaxTTL: 10 * time.Minute, StaleIfError: 5 * time.Minute, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Enabled, Vary: []string{"X-Tenant", "X-Region"}},
+		PersistedQueries: env.PersistedQueriesSettings{Mode: "apq", GET: env.Enabled, MaxURLBytes: 4096},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Effective(products) mismatch (-want +got):\n%s", diff)
@@ -189,6 +195,7 @@ func TestBuiltInSettings(t *testing.T) {
 			LocalShare: 1, StoreTimeout: 20 * time.Millisecond},
 		ResponseCache: env.ResponseCacheSettings{Enabled: env.Disabled, Mode: "on", Store: "memory", MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20,
 			DefaultTTL: env.Off, MaxTTL: time.Hour, StaleIfError: env.Off, LocalMaxBytes: env.NoLimit, LocalTTL: 30 * time.Second, Shared: env.Disabled, Vary: []string{}},
+		PersistedQueries: env.PersistedQueriesSettings{Mode: "off", GET: env.Disabled, MaxURLBytes: 8192},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("built-in settings mismatch (-want +got):\n%s", diff)

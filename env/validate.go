@@ -126,6 +126,7 @@ func validateSettings(errs *errorList, prefix string, s Settings) {
 	validateResilience(errs, prefix, s) // resilience.go
 	validateShaping(errs, prefix, s)    // shaping.go
 	validateCache(errs, prefix, s)      // cache.go
+	validatePersisted(errs, prefix, s)  // persisted.go
 	for i, expr := range s.Headers.ForwardMatching {
 		if _, err := regexp.Compile(expr); err != nil {
 			errs.add(fmt.Sprintf("%s.headers.forward_matching[%d]", prefix, i), expr, err, "invalid regular expression %q: %v", expr, err)

@@ -19,39 +19,74 @@ type classified struct {
 	// operation.MaxBodyBytes (then kind is Unknown).
 	body []byte
 	kind operation.Kind
-	// enc is the compressed body that Compress further out sent, or nil:
-	// each copy sent again carries a fresh one, so that Hedge and Dedupe
-	// further in still read the kind from the uncompressed bytes.
-	enc *encodedBody
+	// again is the body that a stage further out made (Compress's
+	// compressed body, PersistedQueries' rewritten one), or nil: each copy
+	// sent again carries a fresh one of its own kind, so that Hedge
+	// further in still reads the operation kind the body carries, which
+	// its bytes may not tell (a compressed body; a hash in place of the
+	// query).
+	again replayable
+	// inPlace: body is req's own, handed over unread (UnreadBytes), so
+	// the kind it remembers (kindMemo) serves.
+	inPlace bool
+}
+
+// replayable is a request body that a stage made and that gives itself
+// again: a fresh reader over the same bytes, of its own type, carrying
+// what it carries.
+type replayable interface {
+	io.ReadCloser
+	again() (io.ReadCloser, error)
 }
 
 // classify reads req's body, at most operation.MaxBodyBytes of it, and
 // returns the kind of operation req runs by operation.Classify: its
 // method, its URL's query string and its body, so that a GET with ?query=
-// is told as a POST is. It never modifies req.
+// is told as a POST is. It never modifies req. It reads the body as
+// bodyOf does.
+func classify(req *http.Request) (classified, error) {
+	c, err := bodyOf(req)
+	if err != nil {
+		return c, err
+	}
+	switch eb, _ := c.again.(*encodedBody); {
+	case eb != nil:
+		// Compress further out sent it compressed: the bytes to send again
+		// are the compressed ones, the kind is the uncompressed body's.
+		c.kind = eb.kind(c.req)
+	case c.inPlace:
+		c.kind = rememberedKind(c.req, c.body)
+	case c.body != nil || c.req.Body == nil || c.req.Body == http.NoBody:
+		c.kind = kindOf(c.req, c.body)
+	}
+	return c, nil
+}
+
+// bodyOf reads req's body, at most operation.MaxBodyBytes of it, for a
+// stage that sends it on (and maybe again), without telling its kind. It
+// never modifies req.
 //
 // A body that hands over its unread bytes (UnreadBytes) and can be had
-// again (GetBody) is classified where it lies. Otherwise, with
+// again (GetBody) is taken where it lies (inPlace). Otherwise, with
 // req.GetBody, the body is read from a fresh copy and req is sent as it
 // is. Without it, req.Body is read (and closed, if read whole) and the
 // returned request is a shallow copy that carries the bytes; a body over
 // the limit is stitched back together so that the next handler reads
-// every byte.
-func classify(req *http.Request) (classified, error) {
+// every byte (and the result's body is nil).
+func bodyOf(req *http.Request) (classified, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return classified{req: req, kind: kindOf(req, nil)}, nil
+		return classified{req: req}, nil
 	}
 	if eb, ok := req.Body.(*encodedBody); ok {
-		// Compress further out sent it compressed: the bytes to send again
-		// are the compressed ones, the kind is the uncompressed body's.
-		return classified{req: req, body: eb.sent, kind: kindOf(req, eb.raw), enc: eb}, nil
+		return classified{req: req, body: eb.sent, again: eb}, nil
 	}
 	if ub, ok := req.Body.(UnreadBytes); ok && req.GetBody != nil {
 		// The body's bytes are in memory, unread (a transport.Invoker's
-		// Post): classify them where they lie, with no copy; GetBody
+		// Post, or PersistedQueries' rewritten body): no copy; GetBody
 		// gives them again for a retry.
 		if body := ub.UnreadBytes(); len(body) <= operation.MaxBodyBytes {
-			return classified{req: req, body: body, kind: rememberedKind(req, body)}, nil
+			rb, _ := req.Body.(replayable)
+			return classified{req: req, body: body, again: rb, inPlace: true}, nil
 		}
 		return classified{req: req}, nil
 	}
@@ -70,7 +105,7 @@ func classify(req *http.Request) (classified, error) {
 		if !whole {
 			return classified{req: req}, nil
 		}
-		return classified{req: req, body: body, kind: kindOf(req, body)}, nil
+		return classified{req: req, body: body}, nil
 	}
 	body, whole, err := readUpTo(req.Body)
 	if err != nil {
@@ -84,7 +119,7 @@ func classify(req *http.Request) (classified, error) {
 	}
 	req.Body.Close()
 	setBody(&out, body)
-	return classified{req: &out, body: body, kind: kindOf(req, body)}, nil
+	return classified{req: &out, body: body}, nil
 }
 
 // kindMemo is a request body that keeps the operation kind of its request
@@ -143,17 +178,18 @@ func setBody(r *http.Request, body []byte) {
 	r.ContentLength = int64(len(body))
 }
 
-// again returns a shallow copy of c.req with a fresh reader over its
+// resend returns a shallow copy of c.req with a fresh reader over its
 // body, for sending it once more; c must carry its whole body, or none (a
-// GET). A compressed body
-// stays one (its GetBody, its kind, the compressed length), so that a
-// retry of a compressed query is hedged as the first try would be.
-func (c classified) again() *http.Request {
+// GET). A body a stage made (c.again: compressed, or rewritten for
+// persisted queries) stays one of its kind (its GetBody, the operation
+// kind it carries, its length), so that a retry of such a query is hedged
+// as the first try would be.
+func (c classified) resend() *http.Request {
 	out := *c.req
-	if c.enc != nil {
-		out.Body, _ = c.enc.again()
-		out.GetBody = c.enc.again
-		out.ContentLength = int64(len(c.enc.sent))
+	if c.again != nil {
+		out.Body, _ = c.again.again()
+		out.GetBody = c.again.again
+		out.ContentLength = int64(len(c.body))
 		return &out
 	}
 	setBody(&out, c.body)

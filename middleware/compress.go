@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/fusiongo/transport/internal/defaults"
+	"github.com/fusiongo/transport/operation"
 )
 
 // The codecs of CompressConfig.Codec.
@@ -101,9 +102,11 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	send := req
 	var raw []byte
+	var memo kindMemo
 	switch b := req.Body.(type) {
 	case UnreadBytes:
 		raw = b.UnreadBytes()
+		memo, _ = b.(kindMemo)
 	default:
 		cl, err := classify(req) // reads at most operation.MaxBodyBytes
 		if err != nil {
@@ -123,6 +126,12 @@ func (c *compressor) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The request sent and its body in one allocation.
 	call := &encodedCall{req: *send, body: encodedBody{raw: raw, sent: encoded}}
+	if memo != nil {
+		// The body told its kind (a Post's, once classified; a persisted
+		// query's, whose bytes cannot tell it): the compressed one
+		// carries it on.
+		call.body.known, call.body.kindSet = memo.OperationKind()
+	}
 	out := &call.req
 	out.Header = send.Header.Clone()
 	if out.Header == nil {
@@ -155,11 +164,22 @@ type encodedCall struct {
 }
 
 // encodedBody is a compressed request body. It keeps the uncompressed
-// bytes for classify, which reads the operation kind from them.
+// bytes for classify, which reads the operation kind from them, or the
+// kind the uncompressed body told (kindMemo).
 type encodedBody struct {
-	r    bytes.Reader
-	raw  []byte // uncompressed; never written
-	sent []byte // compressed; never written
+	r       bytes.Reader
+	raw     []byte         // uncompressed; never written
+	sent    []byte         // compressed; never written
+	known   operation.Kind // the kind the uncompressed body told, if kindSet
+	kindSet bool
+}
+
+// kind is the operation kind of the request req that carries b.
+func (b *encodedBody) kind(req *http.Request) operation.Kind {
+	if b.kindSet {
+		return b.known
+	}
+	return kindOf(req, b.raw)
 }
 
 func (b *encodedBody) Read(p []byte) (int, error)         { return b.r.Read(p) }
@@ -169,7 +189,7 @@ func (b *encodedBody) Close() error                       { return nil }
 // again is the request's GetBody: the same compressed bytes, from the
 // start.
 func (b *encodedBody) again() (io.ReadCloser, error) {
-	n := &encodedBody{raw: b.raw, sent: b.sent}
+	n := &encodedBody{raw: b.raw, sent: b.sent, known: b.known, kindSet: b.kindSet}
 	n.r.Reset(b.sent)
 	return n, nil
 }

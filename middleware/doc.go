@@ -13,7 +13,7 @@
 //
 // They are meant to run in this order, outermost first:
 //
-//	RequestLog → Dedupe → Compress → Retry → Hedge → Breaker → RateLimiter → Token → transport
+//	RequestLog → Dedupe → PersistedQueries → Compress → Retry → Hedge → Breaker → RateLimiter → Token → transport
 //
 // for these reasons:
 //
@@ -35,6 +35,13 @@
 //     Retry does not send again a request the breaker refused
 //     (fault.ErrCircuitOpen): it was not sent. A RoundTripper inside Hedge
 //     tells a hedge from its query's first try by IsHedge.
+//   - PersistedQueries sits inside Dedupe, so that calls share by their
+//     query text, and outside Compress, which compresses the body sent (the
+//     hash form), and so outside Retry and Hedge: a call is rewritten once,
+//     every attempt carries the hash, and a refusal by hash (an answer, no
+//     failure) is sent again with its text down through them as a call of
+//     its own. Its rewritten body tells Retry and Hedge the kind of the
+//     operation, which the hash cannot.
 //   - Compress sits outside Retry and Hedge, so that a call is compressed
 //     once and every attempt sends the same bytes, and inside Dedupe, so
 //     that the calls that share a request are keyed on their own bodies.

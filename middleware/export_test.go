@@ -32,3 +32,20 @@ func SetWaitingHook(l *RateLimiter, waiting func()) { l.waiting = waiting }
 // never go back, as the monotonic clock does not, and be safe for
 // concurrent use.
 func SetBudgetClock(b *RetryBudget, clock func() time.Duration) { b.clock = clock }
+
+// HashesComputed returns how many hashes q has computed.
+func HashesComputed(q *QueryHashes) int64 { return q.computed.Load() }
+
+// HashesKept returns how many texts q keeps, in both generations, and
+// their bytes as q counts them.
+func HashesKept(q *QueryHashes) (texts, bytes int) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	for _, m := range []map[string]*queryHash{q.cur, q.old} {
+		for _, h := range m {
+			texts++
+			bytes += h.cost()
+		}
+	}
+	return texts, bytes
+}

@@ -509,7 +509,7 @@ func (k *hedgeCall) fire() {
 	// The hedge reads the bytes classify read, never the caller's body,
 	// and a header map of its own: it runs at once with the first try,
 	// and may still be writing after the query returned.
-	r := k.c.again()
+	r := k.c.resend()
 	r.Header = k.c.req.Header.Clone()
 	ctx, cancel := context.WithCancel(hedgeCtx{k.ctx})
 	k.cancels = append(k.cancels, cancel)

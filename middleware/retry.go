@@ -167,7 +167,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		send := c.req
 		if attempt > 1 {
-			send = c.again()
+			send = c.resend()
 		}
 		resp, err := r.next.RoundTrip(send)
 		if attempt > 1 && refusedUnsent(err) {

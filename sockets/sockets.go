@@ -69,7 +69,8 @@ type Config struct {
 	// configuration file (docs/configuration.md): every zero field is the
 	// built-in default. The keys of the request path (headers.*, retry.*,
 	// dedupe, circuit_breaker.*, hedge.*, rate_limit.*,
-	// request_compression.*) must stay zero: New refuses them.
+	// request_compression.*, response_cache.*, persisted_queries.*) must
+	// stay zero: New refuses them.
 	Settings env.Settings
 
 	// Dial opens the schema's connections instead of the default dialer

@@ -73,6 +73,7 @@
 //	fusion.transport.shadow.mismatches              Int64Counter         {difference}  S, fusion.shadow.kind
 //	fusion.transport.shadow.dropped                 Int64Counter         {comparison}  S, fusion.shadow.reason
 //	fusion.transport.cache.events                   Int64Counter         {event}       S, fusion.cache.status, fusion.cache.reason
+//	fusion.transport.persisted_queries.resends      Int64Counter         {request}     S, fusion.persisted_query.reason
 //	fusion.transport.rollout.fallbacks              Int64Counter         {request}     fusion.rollout.reason
 //
 // S is fusion.source_schema, P fusion.transport.path. B, the attributes
@@ -111,6 +112,11 @@
 // rate_limit.store_timeout (each decided by rate_limit.on_store_error),
 // and the limit's falls back and returns: one each per outage, however
 // many requests it spans.
+//
+// The persisted query counter counts the requests that went again with
+// their query text because the source schema refused them by their hash,
+// by reason ("not_found", "not_supported", "request_error"); each is also
+// an event, persisted_query.resend, on the call's span.
 //
 // In shadow mode (FUSION_SOCKETS_TRANSPORT=shadow) the shadow counters
 // count the comparisons of a source schema's two answers, by whether they

@@ -43,7 +43,7 @@ func TestNamesDocumented(t *testing.T) {
 		telemetry.MetricCompressedRequests, telemetry.MetricCompressionBytesSaved, telemetry.MetricRateLimited,
 		telemetry.MetricRateLimitStoreErrors, telemetry.MetricRateLimitFallbacks, telemetry.MetricRateLimitReturns,
 		telemetry.MetricShadowComparisons, telemetry.MetricShadowMismatches, telemetry.MetricShadowDropped,
-		telemetry.MetricCacheEvents,
+		telemetry.MetricCacheEvents, telemetry.MetricPersistedQueryResends,
 		telemetry.MetricRolloutFallbacks,
 	}
 	slices.Sort(table)
@@ -57,7 +57,7 @@ func TestNamesDocumented(t *testing.T) {
 	keys := []attribute.Key{
 		telemetry.AttrSourceSchema, telemetry.AttrPath, telemetry.AttrBreakerState, telemetry.AttrAddress,
 		telemetry.AttrShadowEqual, telemetry.AttrShadowKind, telemetry.AttrShadowReason,
-		telemetry.AttrCacheStatus, telemetry.AttrCacheReason, telemetry.AttrRolloutReason,
+		telemetry.AttrCacheStatus, telemetry.AttrCacheReason, telemetry.AttrPersistedQueryReason, telemetry.AttrRolloutReason,
 	}
 	for _, k := range keys {
 		if !strings.Contains(string(src), string(k)) {

@@ -74,9 +74,16 @@ const (
 	// The response cache (response_cache).
 	MetricCacheEvents = meters.MetricCacheEvents
 
+	// Automatic persisted queries (persisted_queries).
+	MetricPersistedQueryResends = meters.MetricPersistedQueryResends
 	// The runtime rollout (transport.WithRollout).
 	MetricRolloutFallbacks = meters.MetricRolloutFallbacks
 )
+
+// EventPersistedQueryResend is the event on a call's span for each time
+// its request went again with its query text, the source schema having
+// refused it by its hash, with AttrPersistedQueryReason.
+const EventPersistedQueryResend = meters.EventPersistedQueryResend
 
 // The attribute keys on spans and measurements, as the package
 // documentation names them. The fusion.* keys are ours, declared where the
@@ -112,6 +119,10 @@ const (
 	// "invalidated", ...), or a store failed ("lookup", "set",
 	// "writes-full"); empty otherwise.
 	AttrCacheReason = meters.AttrCacheReason
+	// AttrPersistedQueryReason is why a request went again with its query
+	// text: "not_found", "not_supported" or "request_error"
+	// (middleware.PersistedQueryNotFound, ...).
+	AttrPersistedQueryReason = meters.AttrPersistedQueryReason
 	// AttrRolloutReason is why the startup switch decided a gateway
 	// request's path instead of the rollout flag: "provider_error",
 	// "timeout", "busy", "invalid_variant", "not_built" or "no_value".

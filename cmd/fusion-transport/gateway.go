@@ -19,6 +19,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/redact"
 	"github.com/fusiongo/transport/internal/setting"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
 )
 
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -27,6 +28,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	addr := fs.String("addr", "127.0.0.1:0", "listen `address`; port 0 picks a free one")
 	schemaList := fs.String("schemas", "", "source schema URLs as `name=url,...` for accounts, inventory, products and reviews; they set the URLs of the config file's schemas or add them")
 	configFile := fs.String("config", "", "YAML configuration `file` (docs/configuration.md); FUSION_* variables apply over it")
+	countWire := fs.Bool("count-wire", false, "count the request bytes written to the source schemas (a counting dialer per schema) and report them in /debug/stats as source_schema_request_bytes")
 	engine := fs.String("engine", "", "the sockets path's `engine` for the defaults and every source schema, over the configuration: "+strings.Join(setting.Engines(), " or ")+" (default: the configuration's own)")
 	cache := fs.Bool("cache", false, "turn the response cache on for every source schema, over the configuration: in memory, shared (an answer marked public answers every caller), at most 1h per entry")
 	fs.Usage = func() {
@@ -69,7 +71,15 @@ Flags:
 		cfg = withCache(cfg)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inv, err := transport.New(cfg, transport.WithLogger(log))
+	opts := []transport.Option{transport.WithLogger(log)}
+	var wire *wirecount.Bytes
+	if *countWire {
+		wire = &wirecount.Bytes{}
+		for name := range cfg.SourceSchemas {
+			opts = append(opts, transport.WithSchemaOptions(name, transport.SchemaOptions{Dial: wire.Dial}))
+		}
+	}
+	inv, err := transport.New(cfg, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway: %v\n", err)
 		return 2
@@ -82,6 +92,9 @@ Flags:
 		return 2
 	}
 	g := benchgw.New(inv)
+	if wire != nil {
+		g.CountWire(wire)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", transport.GatewayRequestHandler(g))
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {

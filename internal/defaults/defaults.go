@@ -1,10 +1,11 @@
 // Package defaults holds the values that package env (the configuration
 // model) and package middleware (usable on its own, without env) both
 // name: the defaults of retries, the retry budget, the circuit breaker,
-// hedging and request compression, and the codec names. Each is defined
-// here once; env's built-in settings and middleware's exported Default*
-// constants read it, so that neither package imports the other. It imports
-// only the standard library's time, and nothing of this module.
+// hedging, request compression and persisted queries, and the codec
+// names. Each is defined here once; env's built-in settings and
+// middleware's exported Default* constants read it, so that neither
+// package imports the other. It imports only the standard library's time,
+// and nothing of this module.
 package defaults
 
 import "time"
@@ -55,3 +56,8 @@ const (
 	CodecZstd        = "zstd"
 	CompressMinBytes = 1024
 )
+
+// Automatic persisted queries (env.PersistedQueriesSettings,
+// middleware.PersistedQueriesConfig): the longest URL of a query sent as
+// GET by default, 8 KiB; a longer one goes by POST.
+const PersistedQueryMaxURLBytes = 8 << 10

@@ -5,8 +5,10 @@
 // middleware to rewrite one (automatic persisted queries) without decoding
 // and encoding its variables again.
 //
-// Every function assumes valid JSON: on anything else its result is
-// meaningless (but it never reads out of bounds of what it is given).
+// Every function but Members assumes valid JSON: on anything else its
+// result is meaningless, but no function reads out of bounds of what it is
+// given. Members checks the frame of the object it walks, so that a
+// caller may walk a body no one validated (see its documentation).
 // It imports only the standard library, and nothing of this module.
 package jsonscan
 
@@ -30,7 +32,7 @@ func SkipString(data []byte, i int) int {
 			return i + 1
 		}
 	}
-	return i
+	return len(data) // unterminated, maybe by a last backslash
 }
 
 // SkipValue returns the index just past the JSON value that starts at
@@ -72,26 +74,47 @@ func SkipValue(data []byte, i int) int {
 // member of the object that data holds, until f returns false. It reports
 // whether data is an object and f never returned false. key and value are
 // parts of data: Offset tells where they start.
+//
+// On data that is not valid JSON it reads no byte out of bounds: it
+// returns false where the object's frame breaks (a key that is no string,
+// no ':' after it, no value, neither ',' nor '}' after one), having
+// called f for the members before; what it hands f inside a value may
+// then be anything.
 func Members(data []byte, f func(key, value []byte) bool) bool {
 	i := SkipSpace(data, 0)
 	if i == len(data) || data[i] != '{' {
 		return false
 	}
-	if i = SkipSpace(data, i+1); data[i] == '}' {
+	if i = SkipSpace(data, i+1); i < len(data) && data[i] == '}' {
 		return true
 	}
 	for {
-		end := SkipString(data, i)
-		key := data[i:end]
-		i = SkipSpace(data, SkipSpace(data, end)+1) // past ':'
-		end = SkipValue(data, i)
-		if !f(key, data[i:end]) {
+		if i == len(data) || data[i] != '"' {
 			return false
 		}
-		if i = SkipSpace(data, end); data[i] == '}' {
-			return true
+		end := SkipString(data, i)
+		key := data[i:end]
+		if i = SkipSpace(data, end); i == len(data) || data[i] != ':' {
+			return false
 		}
-		i = SkipSpace(data, i+1) // past ','
+		i = SkipSpace(data, i+1)
+		if i == len(data) {
+			return false
+		}
+		if end = SkipValue(data, i); end == i || !f(key, data[i:end]) {
+			return false
+		}
+		if i = SkipSpace(data, end); i == len(data) {
+			return false
+		}
+		switch data[i] {
+		case '}':
+			return true
+		case ',':
+			i = SkipSpace(data, i+1)
+		default:
+			return false
+		}
 	}
 }
 

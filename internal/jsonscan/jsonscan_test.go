@@ -41,3 +41,17 @@ func TestMembersOffsets(t *testing.T) {
 		t.Errorf("Elements counted %d elements, want 3", n)
 	}
 }
+
+// TestMembersInvalid: on what is not valid JSON, Members stops where the
+// object's frame breaks, reading nothing out of bounds.
+func TestMembersInvalid(t *testing.T) {
+	for _, data := range []string{
+		``, `{`, `{"a"`, `{"a":`, `{"a":1`, `{"a":1,`, `{"a" 1}`, `{a:1}`, `{"a":1 "b":2}`, `{"a":}`,
+		`{"a":"x`, `{"a":{"b":1}`, `{"a":[1,2}`, `{"a`, "{\"a\":\"\\",
+	} {
+		n := 0
+		if jsonscan.Members([]byte(data), func(_, _ []byte) bool { n++; return true }) {
+			t.Errorf("Members(%q) = true after %d members, want false", data, n)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package meters holds the instruments that package telemetry creates for
 // the transport's own events (resilience, traffic shaping, canary,
-// addresses, connections, reloads, shadow comparisons, the runtime
-// rollout) and records them.
+// addresses, connections, reloads, shadow comparisons, the response cache,
+// persisted queries, the runtime rollout) and records them.
 // Package telemetry keeps a *Set in each Telemetry, out of its API; the
 // root package reaches it with Of.
 //
@@ -35,6 +35,8 @@ const (
 	AttrCacheStatus   = attribute.Key("fusion.cache.status")
 	AttrCacheReason   = attribute.Key("fusion.cache.reason")
 	AttrRolloutReason = attribute.Key("fusion.rollout.reason")
+
+	AttrPersistedQueryReason = attribute.Key("fusion.persisted_query.reason")
 )
 
 // Of returns the *Set of a *telemetry.Telemetry, nil for a nil one. Package
@@ -62,6 +64,7 @@ type Set struct {
 	shaping    shapingInstruments
 	shadow     shadowInstruments
 	cache      cacheInstruments
+	persisted  persistedInstruments
 	rollout    rolloutInstruments
 }
 
@@ -78,6 +81,7 @@ func New(m metric.Meter, check func(error)) *Set {
 	s.shaping = newShapingInstruments(m, check)
 	s.shadow = newShadowInstruments(m, check)
 	s.cache = newCacheInstruments(m, check)
+	s.persisted = newPersistedInstruments(m, check)
 	s.rollout = newRolloutInstruments(m, check)
 	return s
 }

@@ -40,4 +40,6 @@ const (
 	MetricRolloutFallbacks = "fusion.transport.rollout.fallbacks"
 
 	MetricCacheEvents = "fusion.transport.cache.events"
+
+	MetricPersistedQueryResends = "fusion.transport.persisted_queries.resends"
 )

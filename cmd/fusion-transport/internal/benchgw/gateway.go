@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	transport "github.com/fusiongo/transport"
+	"github.com/fusiongo/transport/internal/testsupport/wirecount"
 )
 
 // maxRequestBody bounds what the gateway reads (and throws away) of a
@@ -24,7 +25,8 @@ const maxRequestBody = 1 << 20
 // Serve it behind transport.GatewayRequestHandler (as Handler does), so that the
 // invoker forwards the gateway request's headers.
 type Gateway struct {
-	inv transport.Invoker
+	inv  transport.Invoker
+	wire *wirecount.Bytes // the request bytes sent to the source schemas; nil: not counted (CountWire)
 
 	requests atomic.Uint64 // gateway requests answered, failed ones included
 	failures atomic.Uint64 // gateway requests answered with 502
@@ -43,6 +45,11 @@ var _ http.Handler = (*Gateway)(nil)
 func New(inv transport.Invoker) *Gateway {
 	return &Gateway{inv: inv}
 }
+
+// CountWire makes Stats report w's total as SourceSchemaRequestBytes: w
+// must be the Dial of every source schema of the gateway's invoker. Call it
+// before the gateway serves.
+func (g *Gateway) CountWire(w *wirecount.Bytes) { g.wire = w }
 
 // Handler returns a gateway on inv wrapped in transport.GatewayRequestHandler: the
 // handler to serve at /graphql.
@@ -94,15 +101,22 @@ type Stats struct {
 	// SourceSchemaCalls counts the source schema requests sent by the
 	// answered requests: a request's calls count once it is answered.
 	SourceSchemaCalls uint64 `json:"source_schema_calls"`
+	// SourceSchemaRequestBytes counts the bytes written to the source
+	// schemas, request heads and bodies (CountWire); 0 when not counted.
+	SourceSchemaRequestBytes uint64 `json:"source_schema_request_bytes,omitempty"`
 }
 
 // Stats returns the counters.
 func (g *Gateway) Stats() Stats {
-	return Stats{
+	s := Stats{
 		Requests:          g.requests.Load(),
 		Failures:          g.failures.Load(),
 		SourceSchemaCalls: g.calls.Load(),
 	}
+	if g.wire != nil {
+		s.SourceSchemaRequestBytes = g.wire.Total()
+	}
+	return s
 }
 
 // The runtime/metrics that DebugStats reports: the heap allocations of the

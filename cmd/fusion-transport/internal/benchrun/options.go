@@ -142,7 +142,21 @@ type Options struct {
 	// without. The sides with the cache are named with "+cache"
 	// (ParseSides). Default: false.
 	Cache bool
+
+	// APQ runs each side twice per round, without and with automatic
+	// persisted queries (persisted_queries.mode: apq for every source
+	// schema; the source schemas serve them): the side as named, then
+	// its twin named with APQSuffix. Every gateway then counts the request
+	// bytes it writes to the source schemas, and the report has them per
+	// call, with each twin compared with its side (targets: request bytes
+	// per call ≤ 0.3 ×, CPU per request ≤ 1.0 ×). Default: false, and the
+	// source schemas serve no persisted queries.
+	APQ bool
 }
+
+// APQSuffix ends the name of a side's twin with automatic persisted
+// queries (Options.APQ): "sockets:h1+apq".
+const APQSuffix = "+apq"
 
 // CacheControl is what the source schemas answer in the cache mode
 // (Options.Cache): every answer may be shared, for a minute.
@@ -170,6 +184,10 @@ type Side struct {
 	// Cache runs the gateway with the response cache on for every source
 	// schema (its -cache); the side's name ends in "+cache".
 	Cache bool
+	// APQ turns automatic persisted queries on for every source schema
+	// (FUSION_DEFAULTS__PERSISTED_QUERIES__MODE=apq); set on the twins
+	// that Options.APQ adds.
+	APQ bool
 }
 
 // uncached is the name of the side that is s without the cache.
@@ -197,7 +215,14 @@ const SideNames = "legacy, sockets (the configuration's own engine), sockets:" +
 // ParseSides parses a comma-separated list of two or three side names,
 // each at most once: legacy, sockets, sockets:nethttp, sockets:h1, each
 // followed by "+cache" or not (the gateway's response cache on).
-func ParseSides(list string) ([]Side, error) {
+func ParseSides(list string) ([]Side, error) { return parseSides(list, 2) }
+
+// ParseAPQSides parses the sides of a run with Options.APQ, where each
+// side runs with its twin: as ParseSides, but one side is enough.
+func ParseAPQSides(list string) ([]Side, error) { return parseSides(list, 1) }
+
+// parseSides parses a list of at least least and at most three sides.
+func parseSides(list string, least int) ([]Side, error) {
 	var out []Side
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)
@@ -224,18 +249,22 @@ func ParseSides(list string) ([]Side, error) {
 		}
 		out = append(out, s)
 	}
-	if n := len(out); n < 2 || n > 3 {
-		word := "sides"
+	if n := len(out); n < least || n > 3 {
+		word, want := "sides", "two or three"
 		if n == 1 {
 			word = "side"
 		}
-		return nil, fmt.Errorf("%d %s: want two or three", n, word)
+		if least == 1 {
+			want = "one to three"
+		}
+		return nil, fmt.Errorf("%d %s: want %s", n, word, want)
 	}
 	return out, nil
 }
 
 // sides returns the sides in the order each round runs them, with
-// AfterSwitch applied to the sockets ones.
+// AfterSwitch applied to the sockets ones, and with Options.APQ each
+// followed by its twin with persisted queries.
 func (o Options) sides() []Side {
 	sides := o.Sides
 	switch {
@@ -243,6 +272,15 @@ func (o Options) sides() []Side {
 		sides = DefaultCacheSides
 	case sides == nil:
 		sides = DefaultSides
+	}
+	if o.APQ {
+		var twins []Side
+		for _, s := range sides {
+			twin := s
+			twin.Name, twin.APQ = s.Name+APQSuffix, true
+			twins = append(twins, s, twin)
+		}
+		sides = twins
 	}
 	if o.AfterSwitch == "" {
 		return sides

@@ -108,6 +108,10 @@ type Sample struct {
 	// CallsPerRequest less the calls the gateway's response cache
 	// answered.
 	SchemaCallsPerRequest float64 `json:"schema_calls_per_request"`
+	// RequestBytesPerCall is the bytes the gateway wrote to the source
+	// schemas (request heads and bodies) per call, when it counted them
+	// (Options.APQ); 0 otherwise.
+	RequestBytesPerCall float64 `json:"request_bytes_per_call,omitempty"`
 	// HitRatio is the share of the gateway's source schema calls that did
 	// not reach the source schemas: 1 - SchemaCallsPerRequest /
 	// CallsPerRequest, within [0, 1].

@@ -111,6 +111,10 @@ func (mr *ModeReport) summarize(sides []string) {
 		mr.Summary[name] = summarizeSamples(own)
 	}
 	mr.Targets = nil
+	if len(sides) > 1 && strings.HasSuffix(sides[1], APQSuffix) {
+		mr.Targets = apqTargets(mr.Summary, sides) // Options.APQ: each twin against its side
+		return
+	}
 	for _, name := range sides[1:] {
 		if sides[0] != "legacy" || !strings.HasPrefix(name, "sockets") || strings.HasSuffix(name, cacheSuffix) {
 			continue
@@ -168,6 +172,9 @@ func startSchemas(ctx context.Context, o Options, mode Mode) (schemaURLs, func()
 	}
 	if mode.Latency > 0 {
 		args = append(args, "-latency", mode.Latency.String())
+	}
+	if !o.APQ {
+		args = append(args, "-apq", "off") // nothing in front of the answers
 	}
 	c, err := startChild("source schemas", o.Binary, args, o.Environ)
 	if err != nil {
@@ -228,8 +235,20 @@ func gatewayCommand(o Options, schemaURLs string, side Side) (args, environ []st
 	if side.Cache {
 		args = append(args, "-cache")
 	}
+	if o.APQ {
+		mode := "off" // whatever this process's environment says
+		if side.APQ {
+			mode = "apq"
+		}
+		environ = append(withoutVar(environ, APQVar), APQVar+"="+mode)
+		args = append(args, "-count-wire") // on both twins, so that they pay alike
+	}
 	return args, environ
 }
+
+// APQVar is the variable that turns persisted queries on for every source
+// schema of a gateway.
+const APQVar = "FUSION_DEFAULTS__PERSISTED_QUERIES__MODE"
 
 // runOne starts a gateway for side, measures it under load and stops it.
 func runOne(ctx context.Context, o Options, urls schemaURLs, mode Mode, side Side, profile bool) (Sample, error) {
@@ -304,6 +323,9 @@ func runOne(ctx context.Context, o Options, urls schemaURLs, mode Mode, side Sid
 	made := float64(after.stats.SourceSchemaCalls - before.stats.SourceSchemaCalls)
 	reached := float64(after.schemaCalls - before.schemaCalls)
 	s.CallsPerRequest = per(made)
+	if made > 0 {
+		s.RequestBytesPerCall = float64(after.stats.SourceSchemaRequestBytes-before.stats.SourceSchemaRequestBytes) / made
+	}
 	s.SchemaCallsPerRequest = per(reached)
 	if made > 0 {
 		// The gateway counts a request's calls when it answers, the

@@ -52,6 +52,7 @@ var metrics = []metric{
 	{"calls_per_request", "source schema calls/request", "", 2, func(s Sample) float64 { return s.CallsPerRequest }, false},
 	{"schema_calls_per_request", "source schema calls/request reaching them", "", 3, func(s Sample) float64 { return s.SchemaCallsPerRequest }, true},
 	{"hit_ratio", "response cache hit ratio", "", 3, func(s Sample) float64 { return s.HitRatio }, true},
+	{"request_bytes_per_call", "request bytes/source schema call", " B", 0, func(s Sample) float64 { return s.RequestBytesPerCall }, false},
 	{"idle_rss_mb", "idle RSS", " MB", 1, func(s Sample) float64 { return mb(s.IdleRSS) }, false},
 	{"peak_rss_mb", "peak RSS", " MB", 1, func(s Sample) float64 { return mb(s.PeakRSS) }, false},
 	{"startup_ms", "startup (exec to ready)", " ms", 1, func(s Sample) float64 { return s.StartupMS }, false},

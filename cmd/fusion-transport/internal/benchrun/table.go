@@ -103,6 +103,15 @@ type sideRatio struct{ side, base string }
 
 // columns returns the table's header and its ratio columns for sides.
 func columns(sides []string) (header []string, ratios []sideRatio) {
+	if len(sides) > 1 && strings.HasSuffix(sides[1], APQSuffix) {
+		// Options.APQ: each twin with its side.
+		header = append([]string{"Metric"}, sides...)
+		for i := 1; i < len(sides); i += 2 {
+			ratios = append(ratios, sideRatio{sides[i], sides[i-1]})
+			header = append(header, sides[i]+"/"+sides[i-1])
+		}
+		return header, ratios
+	}
 	if len(sides) == 2 {
 		return []string{"Metric", "Before (" + sides[0] + ")", "After (" + sides[1] + ")", "After/Before"}, []sideRatio{{sides[1], sides[0]}}
 	}
@@ -131,8 +140,8 @@ func (mr ModeReport) rows(sides []string, binaryBytes int64, cache bool) [][]str
 	header, ratios := columns(sides)
 	rows := [][]string{header}
 	for _, m := range metrics {
-		if m.cache && !cache {
-			continue
+		if m.cache && !cache || m.key == "request_bytes_per_call" && !mr.measured(m.key, sides) {
+			continue // a row of the cache mode; request bytes, counted with Options.APQ only
 		}
 		row := []string{m.label}
 		for _, side := range sides {
@@ -160,6 +169,16 @@ func (mr ModeReport) rows(sides []string, binaryBytes int64, cache bool) [][]str
 		row = append(row, "1.000")
 	}
 	return append(rows, row)
+}
+
+// measured reports whether some side has a value of key.
+func (mr ModeReport) measured(key string, sides []string) bool {
+	for _, side := range sides {
+		if mr.Summary[side][key].Max != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cell writes a summary: the median, then [min–max] if they differ at the

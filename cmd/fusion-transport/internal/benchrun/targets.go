@@ -111,3 +111,43 @@ func abs(f float64) float64 {
 	}
 	return f
 }
+
+// The targets of automatic persisted queries (Options.APQ), of each twin
+// against its side.
+const (
+	// APQBytesTarget: request bytes per source schema call with APQ at
+	// most this share of those without.
+	APQBytesTarget = 0.3
+	// APQCPUTarget: gateway CPU per request with APQ at most this share
+	// of that without.
+	APQCPUTarget = 1.0
+)
+
+// apqTargets checks each twin with persisted queries against its side
+// (sides alternate: side, twin, ...).
+func apqTargets(summary map[string]map[string]Summary, sides []string) []Target {
+	var out []Target
+	for i := 1; i < len(sides); i += 2 {
+		base, twin := summary[sides[i-1]], summary[sides[i]]
+		for _, t := range []struct {
+			name, key string
+			limit     float64
+		}{
+			{fmt.Sprintf("request bytes/call ≤ %.1f × without APQ", APQBytesTarget), "request_bytes_per_call", APQBytesTarget},
+			{fmt.Sprintf("CPU/request ≤ %.1f × without APQ", APQCPUTarget), "cpu_ms_per_request", APQCPUTarget},
+		} {
+			tg := Target{Side: sides[i], Target: t.name, Result: "not measured", Got: "no value without APQ"}
+			if b := base[t.key].Median; b != 0 {
+				r := twin[t.key].Median / b
+				tg.Got = fmt.Sprintf("%.3f ×", r)
+				tg.Met = r <= t.limit
+				tg.Result = "met"
+				if !tg.Met {
+					tg.Result = fmt.Sprintf("missed by %.1f%%", 100*(r-t.limit))
+				}
+			}
+			out = append(out, tg)
+		}
+	}
+	return out
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/load"
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
 	"github.com/fusiongo/transport/env"
+	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 )
 
 var recordOnce = sync.OnceValues(func() (Recording, error) { return Record(context.Background()) })
@@ -115,32 +116,78 @@ func TestGatewayOverReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	answer := func(urls map[string]string, engine string) string {
-		cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
-		for name, u := range urls {
-			cfg.SourceSchemas[name] = env.SourceSchema{URL: u, Settings: env.Settings{Engine: engine}}
-		}
-		if engine != "" {
-			cfg.Path = env.PathSockets
-		}
-		inv, err := transport.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer inv.Close()
-		w := httptest.NewRecorder()
-		benchgw.Handler(inv).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(load.DefaultBody)))
-		if w.Code != http.StatusOK {
-			t.Fatalf("engine %q: %d %s", engine, w.Code, w.Body)
-		}
-		return w.Body.String()
-	}
-	want := answer(real.URLs, "")
+	want := gatewayAnswer(t, real.URLs, "", false)
 	for _, engine := range []string{"", env.EngineH1, env.EngineNetHTTP} {
-		if diff := cmp.Diff(want, answer(rep.URLs, engine)); diff != "" {
+		if diff := cmp.Diff(want, gatewayAnswer(t, rep.URLs, engine, false)); diff != "" {
 			t.Errorf("engine %q: the gateway's answer over the replay differs (-real +replay):\n%s", engine, diff)
 		}
 	}
+}
+
+// TestGatewayOverReplayAPQ: the benchmark gateway with persisted queries
+// on, over the replay (which serves them in front of its recorded
+// answers), on each path and engine, gets the real schemas' answer, byte
+// for byte, the first time (each request refused by its hash, then sent
+// with its text) and the second (by its hash alone).
+func TestGatewayOverReplayAPQ(t *testing.T) {
+	rec := recording(t)
+	real, err := schemas.Start(schemas.Options{APQ: apqserve.Off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	want := gatewayAnswer(t, real.URLs, "", false)
+	for _, engine := range []string{"", env.EngineH1, env.EngineNetHTTP} {
+		t.Run("engine "+engine, func(t *testing.T) {
+			rep, err := Start(rec, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rep.Close()
+			for range 2 {
+				if diff := cmp.Diff(want, gatewayAnswer(t, rep.URLs, engine, true)); diff != "" {
+					t.Errorf("the gateway's answer with APQ over the replay differs (-real +replay):\n%s", diff)
+				}
+			}
+			var st apqserve.Stats
+			for _, s := range rep.PersistedQueryStats() {
+				st.ByHash += s.ByHash
+				st.NotFound += s.NotFound
+				st.Registered += s.Registered
+			}
+			if st.NotFound == 0 || st.NotFound != st.Registered || st.ByHash < st.NotFound {
+				t.Errorf("the replay's persisted queries: %+v; want each text refused once by hash, registered once, then run by hash", st)
+			}
+		})
+	}
+}
+
+// gatewayAnswer is the benchmark gateway's answer over the schemas at
+// urls, on legacy (engine "") or sockets with engine, with or without
+// persisted queries.
+func gatewayAnswer(t *testing.T, urls map[string]string, engine string, apq bool) string {
+	t.Helper()
+	cfg := env.Config{SourceSchemas: map[string]env.SourceSchema{}}
+	for name, u := range urls {
+		cfg.SourceSchemas[name] = env.SourceSchema{URL: u, Settings: env.Settings{Engine: engine}}
+	}
+	if engine != "" {
+		cfg.Path = env.PathSockets
+	}
+	if apq {
+		cfg.Defaults.PersistedQueries.Mode = env.PersistedQueriesAPQ
+	}
+	inv, err := transport.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inv.Close()
+	w := httptest.NewRecorder()
+	benchgw.Handler(inv).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(load.DefaultBody)))
+	if w.Code != http.StatusOK {
+		t.Fatalf("engine %q: %d %s", engine, w.Code, w.Body)
+	}
+	return w.Body.String()
 }
 
 // TestCacheControlAndCalls: the replay's servers put Options.CacheControl

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fusiongo/transport/cmd/fusion-transport/internal/schemas"
+	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 )
 
 // maxBodyBytes bounds a request body; a larger one cannot have been
@@ -34,6 +35,12 @@ type Options struct {
 	// that another gateway's requests (graphql-go-tools') are replayed
 	// from their second sighting on. Off: such a body gets 404.
 	Learn bool
+
+	// APQ is how Start's servers treat automatic persisted queries, as
+	// schemas.Options.APQ. By default each schema serves them in front of
+	// its replay: a request by its hash runs the text kept under it,
+	// replayed by the body the client would have sent with the text.
+	APQ apqserve.Mode
 
 	// CacheControl, if not empty, is the Cache-Control header of every
 	// answer of the servers Start runs, as in schemas.Options. Empty: none.
@@ -210,9 +217,10 @@ type Servers struct {
 	// URLs maps each schema name to its endpoint, as schemas.Servers does.
 	URLs map[string]string
 
-	servers  []*http.Server
-	handlers map[string]*Handler
-	serving  sync.WaitGroup
+	servers   []*http.Server
+	handlers  map[string]*Handler
+	persisted map[string]*apqserve.Handler // immutable after Start: each schema's APQ; empty with apqserve.Off
+	serving   sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -222,7 +230,7 @@ type Servers struct {
 // 127.0.0.1:0 listener at schemas.Path, with the count of its requests at
 // schemas.CallsPath (schemas.Mount). Close them with Close.
 func Start(rec Recording, opts Options) (*Servers, error) {
-	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}}
+	s := &Servers{URLs: make(map[string]string, len(schemas.Names)), handlers: map[string]*Handler{}, persisted: map[string]*apqserve.Handler{}}
 	for _, name := range schemas.Names {
 		h, err := NewHandler(rec, name, opts)
 		if err != nil {
@@ -234,7 +242,12 @@ func Start(rec Recording, opts Options) (*Servers, error) {
 			return nil, errors.Join(fmt.Errorf("source schema %q: listen: %w", name, err), s.Close())
 		}
 		mux := http.NewServeMux()
-		schemas.Mount(mux, h, opts.CacheControl)
+		var handler http.Handler = h
+		if opts.APQ != apqserve.Off {
+			s.persisted[name] = apqserve.New(h, apqserve.Options{Mode: opts.APQ})
+			handler = s.persisted[name]
+		}
+		schemas.Mount(mux, handler, opts.CacheControl)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.servers = append(s.servers, srv)
 		s.URLs[name] = "http://" + ln.Addr().String() + schemas.Path
@@ -250,6 +263,13 @@ func (s *Servers) Learnt() int {
 		n += h.Learnt()
 	}
 	return n
+}
+
+// PersistedQueryStats returns what each schema did with persisted queries
+// so far (the requests answered by hash, refused as not found, ...); nil
+// with apqserve.Off.
+func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
+	return apqserve.StatsOf(s.persisted)
 }
 
 // Close stops the servers, closing listeners and connections at once, and

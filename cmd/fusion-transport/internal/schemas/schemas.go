@@ -11,6 +11,14 @@
 // (a JSON array of requests) and variable batches ("variables" is an array)
 // and answer deterministically: the same request gives the same bytes.
 //
+// Started with Start, each schema serves automatic persisted queries (APQ,
+// as Apollo Server and gqlgen do: a request by the SHA-256 of its query
+// runs the text kept under it, or is answered PersistedQueryNotFound),
+// unless Options.APQ says otherwise: NotSupported refuses them as Apollo
+// Server does with APQ off, Off answers a request without a query as a
+// schema that knows nothing of APQ does (400 and a request error).
+// Servers.ForgetPersistedQueries forgets every hash, as a restart would.
+//
 //	srv, err := schemas.Start(schemas.Options{})
 //	if err != nil { ... }
 //	defer srv.Close()
@@ -27,6 +35,8 @@ import (
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/fusiongo/transport/internal/testsupport/apqserve"
 )
 
 // Names lists the source schemas in a stable order.
@@ -40,6 +50,12 @@ type Options struct {
 	// request's context ends (the client went away).
 	Latency time.Duration
 
+	// APQ is how Start's servers treat automatic persisted queries:
+	// apqserve.On (the zero value) serves them; apqserve.NotSupported
+	// answers PersistedQueryNotSupported; apqserve.Off serves without
+	// them, so a request by its hash alone gets 400 and "the request has
+	// no query". The last two try a client's fallback.
+	APQ apqserve.Mode
 	// CacheControl, if not empty, is the Cache-Control header of every
 	// answer of the servers Start runs (the benchmarks' cache mode:
 	// "public, max-age=60"). Handler ignores it. Empty: none.
@@ -93,8 +109,9 @@ type Servers struct {
 	// http://127.0.0.1:41234/graphql
 	URLs map[string]string
 
-	servers []*http.Server
-	serving sync.WaitGroup // the Serve goroutines
+	servers   []*http.Server
+	serving   sync.WaitGroup               // the Serve goroutines
+	persisted map[string]*apqserve.Handler // immutable after Start: each schema's APQ; empty with apqserve.Off
 
 	mu        sync.Mutex
 	closed    bool           // set by Close; no handler starts after it
@@ -126,11 +143,15 @@ func (s *Servers) track(h http.Handler) http.Handler {
 // servers, at Path, with the count of its requests at CallsPath (Mount).
 // Close them with Close.
 func Start(opts Options) (*Servers, error) {
-	s := &Servers{URLs: make(map[string]string, len(Names))}
+	s := &Servers{URLs: make(map[string]string, len(Names)), persisted: map[string]*apqserve.Handler{}}
 	for _, name := range Names {
 		h, err := Handler(name, opts)
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
+		}
+		if opts.APQ != apqserve.Off {
+			apq := apqserve.New(h, apqserve.Options{Mode: opts.APQ})
+			s.persisted[name], h = apq, apq
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -156,6 +177,21 @@ func Start(opts Options) (*Servers, error) {
 		}()
 	}
 	return s, nil
+}
+
+// ForgetPersistedQueries makes every schema forget the query texts it
+// keeps under their hashes, as a restart would: the next request by a hash
+// alone is answered PersistedQueryNotFound.
+func (s *Servers) ForgetPersistedQueries() {
+	for _, h := range s.persisted {
+		h.Forget()
+	}
+}
+
+// PersistedQueryStats returns what each schema did with persisted queries
+// so far; nil with apqserve.Off.
+func (s *Servers) PersistedQueryStats() map[string]apqserve.Stats {
+	return apqserve.StatsOf(s.persisted)
 }
 
 // Close stops the servers, closing their listeners and connections at once,
