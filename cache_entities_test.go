@@ -290,3 +290,24 @@ func TestResponseCacheEntitiesVary(t *testing.T) {
 		})
 	}
 }
+
+// TestResponseCacheEntitiesWholeAnswer: an _entities query whose source
+// schema does not answer in the _entities shape is cached as a whole
+// answer, as any query's: the identical call is answered from the cache.
+func TestResponseCacheEntitiesWholeAnswer(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			s.body = func(_ *http.Request, n int64) string { return fmt.Sprintf(`{"data":{"things":[%d]}}`, n) }
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil))
+			first, _ := postBody(t, inv, context.Background(), entitiesBody(false, "1", "2"))
+			again, age := postBody(t, inv, context.Background(), entitiesBody(false, "1", "2"))
+			if again != first || age == "" || s.requests() != 1 {
+				t.Fatalf("the identical call got %q (Age %q) after %d requests; want the stored %q, 1 request", again, age, s.requests(), first)
+			}
+			if other, _ := postBody(t, inv, context.Background(), entitiesBody(false, "2")); other == first || s.requests() != 2 {
+				t.Fatalf("another list got %q after %d requests; want its own answer", other, s.requests())
+			}
+		})
+	}
+}

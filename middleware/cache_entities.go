@@ -28,6 +28,7 @@ type entityCall struct {
 	er     *respcache.EntityRequest
 	bodies [][]byte // each representation's key body (EntityRequest.EntityBody)
 	seq    respcache.Seq
+	whole  respcache.Key // the whole request's identity key (ForCache), for an answer that is not entity-shaped
 }
 
 // entities answers an _entities query entity by entity: the
@@ -49,8 +50,11 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	}
 	varies := s.cache.Varies()
 	per := 1 + len(varies)
-	keys := make([]respcache.Key, n*per)
+	// The last key is the whole request's (ForCache): a schema whose
+	// answers are not entity-shaped has them cached whole, as any query's.
+	keys := make([]respcache.Key, n*per+1)
 	if !s.eachSent(out, body, func(sent *http.Request) {
+		keys[n*per] = sharekey.ForCache(sent, body)
 		h := sha256.New()
 		id := sharekey.ForCache(sent, nil)
 		for i, b := range ec.bodies {
@@ -74,30 +78,15 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	}
 	ec.seq = s.cache.Lookup(ctx, lookFor, found[:len(lookFor)])
 	now := s.cache.Now()
-	got := make([]*respcache.Entry, n)
-	var missing []int
-	var stale []*respcache.Entry // per representation, an entry past its lifetime that the store still keeps; nil: none
-	for i := range n {
-		for j := range per {
-			e := found[i*per+j]
-			if e == nil {
-				continue
-			}
-			if e.Fresh(now) {
-				got[i] = e
-				break
-			}
-			if stale == nil {
-				stale = make([]*respcache.Entry, n)
-			}
-			if stale[i] == nil {
-				stale[i] = e
-			}
-		}
-		if got[i] == nil {
-			missing = append(missing, i)
+	if len(lookFor) > 0 {
+		if e := found[n*per]; e != nil && e.Fresh(now) {
+			closeBody(out)
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit, Reason: "whole"})
+			return hit(e, req, now), nil, true
 		}
 	}
+	ec.whole = keys[n*per]
+	got, missing, stale := sortFound(found, n, per, now)
 	if len(missing) == 0 {
 		closeBody(out)
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit, Reason: "entities"})
@@ -127,6 +116,36 @@ func entityKey(h hash.Hash, req sharekey.Key, body []byte) respcache.Key {
 	var k respcache.Key
 	h.Sum(k[:0])
 	return k
+}
+
+// sortFound sorts what a lookup found for n representations, per keys
+// each: the fresh entry of each (got, nil where none), the representations
+// without one (missing), and per representation an entry past its lifetime
+// that the store still keeps (stale; nil if there is none at all).
+func sortFound(found []*respcache.Entry, n, per int, now time.Time) (got []*respcache.Entry, missing []int, stale []*respcache.Entry) {
+	got = make([]*respcache.Entry, n)
+	for i := range n {
+		for j := range per {
+			e := found[i*per+j]
+			if e == nil {
+				continue
+			}
+			if e.Fresh(now) {
+				got[i] = e
+				break
+			}
+			if stale == nil {
+				stale = make([]*respcache.Entry, n)
+			}
+			if stale[i] == nil {
+				stale[i] = e
+			}
+		}
+		if got[i] == nil {
+			missing = append(missing, i)
+		}
+	}
+	return got, missing, stale
 }
 
 // eachSent calls f with the request as it would be sent: req itself, or,
@@ -189,8 +208,9 @@ func (ec *entityCall) fetch(got, stale []*respcache.Entry, missing []int, keys [
 	ans, parsed := respcache.ParseEntityAnswer(raw, len(missing))
 	if !parsed || len(raw) > maxEntityAnswer || resp.StatusCode != http.StatusOK {
 		if whole {
-			// Not an entity answer: the caller gets it as it is.
-			s.cache.Event(ec.req.Context(), respcache.Event{Kind: respcache.NotStored, Reason: "entities-shape"})
+			// Not an entity answer: the caller gets it as it is, and it
+			// is stored whole, as any query's answer.
+			ec.storeWhole(resp, raw, plan, now)
 			return withBody(resp, raw), nil
 		}
 		// The answer to the shorter list cannot be merged: the caller's
@@ -223,6 +243,37 @@ func staleIfError(got, stale []*respcache.Entry, missing []int, now time.Time) [
 		all[i] = stale[i]
 	}
 	return all
+}
+
+// storeWhole stores raw, the whole answer resp to a request that was not
+// answered entity by entity, under the request's whole key (its identity
+// scope: a shared answer is kept for identical requests alone), by the
+// rules of any query's answer.
+func (ec *entityCall) storeWhole(resp *http.Response, raw []byte, plan respcache.Plan, now time.Time) {
+	s, ctx := ec.s, ec.req.Context()
+	if plan.Store && len(resp.Trailer) > 0 {
+		plan = respcache.Plan{Reason: "trailers"}
+	}
+	if plan.Store && len(raw) > s.cache.Policy().MaxEntryBytes {
+		plan = respcache.Plan{Reason: "too-large"}
+	}
+	tags, ok := respcache.CheckBody(raw)
+	if plan.Store && !ok {
+		plan = respcache.Plan{Reason: "errors"}
+	}
+	if !plan.Store {
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: plan.Reason})
+		return
+	}
+	e := &respcache.Entry{
+		Status: resp.StatusCode, Header: storedHeader(resp.Header), Body: bytes.Clone(raw), Date: now,
+		InitialAge: plan.InitialAge, Lifetime: plan.Lifetime,
+		StaleWhileRevalidate: plan.StaleWhileRevalidate, StaleIfError: plan.StaleIfError,
+		// In the identity scope only: the entity path looks the whole key
+		// up in it alone.
+		Tags: mergeTags(plan.Tags, tags),
+	}
+	s.cache.Put(ctx, ec.whole, e, e.Lifetime-e.InitialAge+max(e.StaleWhileRevalidate, e.StaleIfError), ec.seq)
 }
 
 // store stores each fetched entity that no error points into, under the
