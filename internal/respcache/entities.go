@@ -54,19 +54,33 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	if !bytes.Contains(body, entitiesField) || !bytes.Contains(body, repsField) {
 		return nil, false
 	}
+	// Every member of the body must be one of these four, written as is
+	// and once: the entities' keys hold them and nothing else of the body,
+	// and a server that reads a member in another case, written with an
+	// escape, or repeated (encoding/json does all three) must not run
+	// another request than the one keyed. Any other body is cached whole.
 	var query, opName, vars, ext []byte
+	known := true
+	take := func(dst *[]byte, value []byte) {
+		if *dst != nil {
+			known = false
+		}
+		*dst = value
+	}
 	if !jsonscan.Members(body, func(key, value []byte) bool {
 		switch string(key) {
 		case `"query"`:
-			query = value
+			take(&query, value)
 		case `"operationName"`:
-			opName = value
+			take(&opName, value)
 		case `"variables"`:
-			vars = value
+			take(&vars, value)
 		case `"extensions"`:
-			ext = value
+			take(&ext, value)
+		default:
+			known = false
 		}
-		return true
+		return known
 	}) || len(query) == 0 || query[0] != '"' || !bytes.Contains(query, entitiesField) {
 		return nil, false
 	}
@@ -78,7 +92,13 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	base = append(base, 0)
 	base = append(base, ext...)
 	if !jsonscan.Members(vars, func(key, value []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // a name with an escape may be representations to the server
+		}
 		if string(key) == `"representations"` {
+			if r.reps != nil {
+				return false // twice: which one a server reads is its own choice
+			}
 			r.reps = value
 			return true
 		}

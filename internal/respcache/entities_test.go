@@ -109,3 +109,28 @@ func TestEntityBodySize(t *testing.T) {
 		t.Errorf("the key body of a %d-byte representation of a %d-byte query is %d bytes", rep, len(long), len(b))
 	}
 }
+
+// TestEntityRequestOddMembers: a body with a member the entities' keys
+// would not hold, one in another case or with an escape, or one repeated,
+// is not taken apart (it is cached whole): a server that decodes it as
+// encoding/json does could run another request than the one keyed.
+func TestEntityRequestOddMembers(t *testing.T) {
+	q := `"query":"query($representations:[_Any!]!){_entities(representations:$representations){...on P{id}}}"`
+	reps := `"representations":[{"__typename":"P","id":"1"}]`
+	if _, ok := ParseEntityRequest([]byte(`{` + q + `,"variables":{` + reps + `}}`)); !ok {
+		t.Fatal("the plain body is not taken apart: the cases below prove nothing")
+	}
+	for _, body := range []string{
+		`{` + q + `,"QUERY":"{ other }","variables":{` + reps + `}}`,
+		`{` + q + `,"qu\u0065ry":"{ other }","variables":{` + reps + `}}`,
+		`{` + q + `,` + q + `,"variables":{` + reps + `}}`,
+		`{` + q + `,"variables":{` + reps + `},"variables":{` + reps + `}}`,
+		`{` + q + `,"doc_id":"x","variables":{` + reps + `}}`,
+		`{` + q + `,"variables":{` + reps + `,` + reps + `}}`,
+		`{` + q + `,"variables":{` + reps + `,"repr\u0065sentations":[{"__typename":"P","id":"2"}]}}`,
+	} {
+		if _, ok := ParseEntityRequest([]byte(body)); ok {
+			t.Errorf("%s taken apart", body)
+		}
+	}
+}
