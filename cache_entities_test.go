@@ -31,6 +31,9 @@ type entityServer struct {
 	cc      string
 	fail    map[string]bool
 	failing atomic.Bool // every request answered 503, unrecorded
+	// gate, if set, is called with each request's upcs once they are
+	// recorded, before the answer is written.
+	gate atomic.Pointer[func(upcs []string)]
 
 	mu    sync.Mutex
 	asked [][]string // the upcs of each request; guarded by mu
@@ -63,6 +66,9 @@ func newEntityServer(t *testing.T, cc string, fail ...string) *entityServer {
 		s.mu.Lock()
 		s.asked = append(s.asked, upcs)
 		s.mu.Unlock()
+		if g := s.gate.Load(); g != nil {
+			(*g)(upcs)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", s.cc)
 		io.WriteString(w, entityAnswer(s.fail, upcs...))
@@ -248,6 +254,85 @@ func TestResponseCacheEntitiesStaleIfError(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestResponseCacheEntitiesStaleWhileRevalidate: stale-while-revalidate
+// holds for an _entities query entity by entity: when every
+// representation the cache lacks fresh has a stale entry within its
+// window, every caller is answered at once from the entries (in its order,
+// with the Age of the oldest), while one background request, whatever the
+// number of callers, asks the source schema for the stale ones alone and
+// stores them; a list with a representation the cache lacks is sent; past
+// the window the call is sent.
+func TestResponseCacheEntitiesStaleWhileRevalidate(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newEntityServer(t, "max-age=10, stale-while-revalidate=60")
+			clk := newClock()
+			events := make(cacheEvents, 256)
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil), transport.WithCacheClock(clk.Now), transport.WithCacheEventHook(events.hook))
+			postBody(t, inv, context.Background(), entitiesBody(false, "1", "2"))
+			clk.add(5 * time.Second)
+			postBody(t, inv, context.Background(), entitiesBody(false, "3"))
+			clk.add(7 * time.Second) // 1 and 2 are 12 s old: stale; 3 is 7 s old: fresh
+			// A stale call is answered without waiting on the schema,
+			// which holds the refresh: a call that waited for it would
+			// fail at the guard's end instead of hanging.
+			guard, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			refreshing, release := make(chan []string, 1), make(chan struct{})
+			gate := func(upcs []string) {
+				refreshing <- upcs
+				select {
+				case <-release:
+				case <-guard.Done():
+				}
+			}
+			s.gate.Store(&gate)
+			before := s.requests()
+			var wg sync.WaitGroup
+			for i := range 8 {
+				body, age := postBody(t, inv, guard, entitiesBody(i%2 == 0, "3", "1", "2"))
+				if want := entityAnswer(nil, "3", "1", "2"); body != want || age != "12" {
+					t.Fatalf("stale call %d got %s, Age %q; want %s at once, Age 12", i, body, age, want)
+				}
+				if i == 0 {
+					if upcs := <-refreshing; !slices.Equal(upcs, []string{"1", "2"}) {
+						t.Fatalf("the refresh asked for %v, want the stale [1 2] alone", upcs)
+					}
+				}
+				wg.Go(func() { // concurrent stale callers too
+					resp, err := inv.Post(guard, "products", []byte(entitiesBody(false, "2", "3")))
+					if err != nil {
+						t.Errorf("a concurrent stale call: %v", err)
+						return
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if want := entityAnswer(nil, "2", "3"); string(b) != want {
+						t.Errorf("a concurrent stale call got %s, want %s", b, want)
+					}
+				})
+			}
+			wg.Wait()
+			s.gate.Store(nil)
+			close(release)
+			events.await(t, "refreshed")
+			if got := s.askedSince(before); !slices.EqualFunc(got, [][]string{{"1", "2"}}, slices.Equal) {
+				t.Fatalf("the source schema was asked %v, want one refresh of [1 2] for 16 stale calls", got)
+			}
+			before = s.requests()
+			if body, age := postBody(t, inv, context.Background(), entitiesBody(false, "1", "2")); body != entityAnswer(nil, "1", "2") || age != "0" {
+				t.Errorf("after the refresh the call got %s, Age %q; want the refreshed entities, Age 0", body, age)
+			}
+			postBody(t, inv, context.Background(), entitiesBody(false, "1", "4")) // 4 never stored: sent
+			clk.add(71 * time.Second)                                            // 1 and 2 past their window, 3 too
+			postBody(t, inv, context.Background(), entitiesBody(false, "3", "1"))
+			if got, want := s.askedSince(before), [][]string{{"4"}, {"3", "1"}}; !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("after the refresh the source schema was asked %v, want %v", got, want)
+			}
+		})
 	}
 }
 

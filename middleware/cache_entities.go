@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"hash"
@@ -93,6 +94,17 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 		resp, err = ec.answer(got, nil, nil, now, nil)
 		return resp, err, true
 	}
+	if all := staleWithin(got, stale, missing, now, whileRevalidate); all != nil {
+		// RFC 5861, entity by entity: every representation the cache
+		// lacks fresh has an entry within its stale-while-revalidate
+		// window: answered at once, while one background request (per
+		// key) refreshes those.
+		ec.revalidate(missing, keys, per)
+		closeBody(out)
+		s.cache.Event(ctx, respcache.Event{Kind: respcache.Stale, Reason: "stale-while-revalidate"})
+		resp, err = ec.answer(all, nil, nil, now, nil)
+		return resp, err, true
+	}
 	if noCache {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "request-no-cache"})
 	} else {
@@ -167,26 +179,9 @@ func (s *cacher) eachSent(req *http.Request, body []byte, f func(sent *http.Requ
 func (ec *entityCall) fetch(got, stale []*respcache.Entry, missing []int, keys []respcache.Key, per int, now time.Time) (*http.Response, error) {
 	s := ec.s
 	whole := len(missing) == len(got)
-	send := ec.out
-	sendBody := ec.body
-	if !whole {
-		b, err := ec.er.Only(missing)
-		if err != nil {
-			return nil, err
-		}
-		sendBody = b
-		send = ec.out.Clone(ec.out.Context())
-		send.Body = io.NopCloser(bytes.NewReader(b))
-		send.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		send.ContentLength = int64(len(b))
-		send.Header.Del("Content-Length")
-		closeBody(ec.out) // not sent: its bytes are ec.body
-	}
-	// Identical requests in flight share one answer, as misses do.
-	k := sharekey.ForCache(send, sendBody)
-	resp, err := s.flights.join(k, ec.req, send, s.next)
+	resp, err := ec.send(missing)
 	if stale != nil && schemaFailed(ec.req.Context(), resp, err) {
-		if all := staleIfError(got, stale, missing, s.cache.Now()); all != nil {
+		if all := staleWithin(got, stale, missing, s.cache.Now(), ifError); all != nil {
 			// RFC 5861 stale-if-error, entity by entity: every entity
 			// the caller asked for has an entry that may answer.
 			if resp != nil {
@@ -229,11 +224,97 @@ func (ec *entityCall) fetch(got, stale []*respcache.Entry, missing []int, keys [
 	return ec.answer(got, ans, missing, now, resp)
 }
 
-// staleIfError returns got with, at each of missing, its stale entry, if
-// every one is within its stale-if-error window at now; nil otherwise.
-func staleIfError(got, stale []*respcache.Entry, missing []int, now time.Time) []*respcache.Entry {
+// send sends the representations at reps (all of ec's, or some) through
+// the rest of the pipeline: ec.out itself if they are all, else a copy
+// whose variables hold only those. Identical requests in flight share one
+// answer, as misses do.
+func (ec *entityCall) send(reps []int) (*http.Response, error) {
+	send, sendBody := ec.out, ec.body
+	if len(reps) < len(ec.er.Reps) {
+		b, err := ec.er.Only(reps)
+		if err != nil {
+			return nil, err
+		}
+		sendBody = b
+		send = ec.out.Clone(ec.out.Context())
+		send.Body = io.NopCloser(bytes.NewReader(b))
+		send.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		send.ContentLength = int64(len(b))
+		send.Header.Del("Content-Length")
+		closeBody(ec.out) // not sent: its bytes are ec.body
+	}
+	return ec.s.flights.join(sharekey.ForCache(send, sendBody), ec.req, send, ec.s.next)
+}
+
+// revalidate refreshes in the background the entities of the
+// representations at missing (keyed by keys, per keys each), whose
+// entries are stale within their stale-while-revalidate window: one
+// request with those of them that no other refresh holds (by their
+// identity keys, Cache.RefreshEach), whose entity answers are stored as a
+// miss's are. As the whole-answer refresh (cacher.revalidate), it carries
+// copies of the caller's request and body, and none of its context.
+func (ec *entityCall) revalidate(missing []int, keys []respcache.Key, per int) {
+	s := ec.s
+	ids := make([]respcache.Key, len(missing))
+	for j, i := range missing {
+		ids[j] = keys[i*per]
+	}
+	body := bytes.Clone(ec.body)
+	out := ec.out.Clone(context.Background())
+	out.Trailer = nil
+	s.cache.RefreshEach(ids, func(ctx context.Context, claimed []int) {
+		reason := "failed"
+		defer func() { s.cache.Event(ctx, respcache.Event{Kind: respcache.Refreshed, Reason: reason}) }()
+		er, ok := respcache.ParseValidEntityRequest(body)
+		if !ok {
+			return
+		}
+		r := out.WithContext(ctx)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		r.ContentLength = int64(len(body))
+		rc := &entityCall{s: s, req: r, out: r, body: body, er: er, bodies: make([][]byte, len(er.Reps)), seq: s.cache.Lookup(ctx, nil, nil)}
+		for i := range rc.bodies {
+			if rc.bodies[i], ok = er.EntityBody(i); !ok {
+				return
+			}
+		}
+		reps := make([]int, len(claimed))
+		for j, c := range claimed {
+			reps[j] = missing[c]
+		}
+		resp, err := rc.send(reps)
+		if err != nil {
+			return
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEntityAnswer+1))
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(raw) > maxEntityAnswer {
+			return
+		}
+		ans, parsed := respcache.ParseEntityAnswer(raw, len(reps))
+		if !parsed {
+			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "entities-shape"})
+			return
+		}
+		rc.store(resp, s.cache.Policy().Plan(resp), ans, reps, keys, per, s.cache.Now())
+		reason = ""
+	})
+}
+
+// whileRevalidate and ifError are an entry's two stale windows.
+func whileRevalidate(e *respcache.Entry) time.Duration { return e.StaleWhileRevalidate }
+func ifError(e *respcache.Entry) time.Duration         { return e.StaleIfError }
+
+// staleWithin returns got with, at each of missing, its stale entry, if
+// every one is within the stale window at now that window gives (past its
+// lifetime by less); nil otherwise, and nil if stale is.
+func staleWithin(got, stale []*respcache.Entry, missing []int, now time.Time, window func(*respcache.Entry) time.Duration) []*respcache.Entry {
+	if stale == nil {
+		return nil
+	}
 	for _, i := range missing {
-		if e := stale[i]; e == nil || e.Age(now) >= e.Lifetime+e.StaleIfError {
+		if e := stale[i]; e == nil || e.Age(now) >= e.Lifetime+window(e) {
 			return nil
 		}
 	}

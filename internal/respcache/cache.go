@@ -109,17 +109,47 @@ func (c *Cache) Refresh(k Key, f func(ctx context.Context)) bool {
 	if _, busy := c.refreshing.LoadOrStore(k, struct{}{}); busy {
 		return false
 	}
+	return c.startRefresh([]Key{k}, f)
+}
+
+// RefreshEach is Refresh for several keys at once (an _entities call's
+// stale representations): it claims each of ks that no refresh holds and,
+// if it claimed any, runs f with the indexes of those in ks, each key held
+// until f returns. It reports whether f will run.
+func (c *Cache) RefreshEach(ks []Key, f func(ctx context.Context, claimed []int)) bool {
+	var claimed []int
+	var held []Key
+	for i, k := range ks {
+		if _, busy := c.refreshing.LoadOrStore(k, struct{}{}); !busy {
+			claimed = append(claimed, i)
+			held = append(held, k)
+		}
+	}
+	if len(held) == 0 {
+		return false
+	}
+	return c.startRefresh(held, func(ctx context.Context) { f(ctx, claimed) })
+}
+
+// startRefresh runs f as Refresh does, ks claimed in refreshing by the
+// caller and let go when f returns (or at once if the cache is closed).
+func (c *Cache) startRefresh(ks []Key, f func(ctx context.Context)) bool {
+	release := func() {
+		for _, k := range ks {
+			c.refreshing.Delete(k)
+		}
+	}
 	c.refreshMu.Lock()
 	if c.stopped {
 		c.refreshMu.Unlock()
-		c.refreshing.Delete(k)
+		release()
 		return false
 	}
 	c.refreshes.Add(1)
 	c.refreshMu.Unlock()
 	go func() {
 		defer c.refreshes.Done()
-		defer c.refreshing.Delete(k)
+		defer release()
 		ctx, cancel := context.WithTimeout(c.bg, c.refreshTimeout)
 		defer cancel()
 		f(ctx)
