@@ -57,6 +57,27 @@ var idleSettings = []idleSetting{
 	{name: "production", deadline: true, edit: productionSet},
 }
 
+// activeSettings are settings that act on every call of the benchmark,
+// measured beside idleSettings by BenchmarkSettings (not held to
+// TestIdleSettingAllocs' bounds): the response cache on for a schema whose
+// answers it may not store (every call a lookup and a miss: the
+// responder's answer has no Cache-Control), the same cache storing them
+// (default_ttl: every call after the first a hit), automatic persisted
+// queries (the 150-character text goes by hash; the responder answers it
+// as the text), and the production set with the cache missing.
+var activeSettings = []idleSetting{
+	{name: "cache_miss", edit: func(s *env.Settings) { s.ResponseCache.Enabled = env.Enabled }},
+	{name: "cache_hit", edit: func(s *env.Settings) {
+		s.ResponseCache.Enabled = env.Enabled
+		s.ResponseCache.DefaultTTL = time.Hour
+	}},
+	{name: "apq", edit: func(s *env.Settings) { s.PersistedQueries.Mode = env.PersistedQueriesAPQ }},
+	{name: "production+cache_miss", deadline: true, edit: func(s *env.Settings) {
+		productionSet(s)
+		s.ResponseCache.Enabled = env.Enabled
+	}},
+}
+
 // settingInvoker returns an invoker of path with the one source schema
 // products at url under setting st, and the context its calls use (the
 // benchmark's gateway request, with st's deadline).
@@ -81,7 +102,8 @@ func settingInvoker(tb testing.TB, path env.Path, url string, st idleSetting) (*
 // (a 300-byte query, a 1 KiB answer from the zero-allocation responder in
 // a child process, client-cpu-ns/op the client's CPU alone), under each
 // setting of idleSettings and the production set, for Post and PostFunc on
-// every path: what each setting costs a call it does not act on.
+// every path: what each setting costs a call it does not act on; and
+// under each of activeSettings, which act on every call.
 //
 //	go test -run '^$' -bench BenchmarkSettings -benchtime 20000x -count 4 .
 func BenchmarkSettings(b *testing.B) {
@@ -89,7 +111,7 @@ func BenchmarkSettings(b *testing.B) {
 	var buf []byte
 	read := func(resp *http.Response) error { return rawhttp.ReadBody(resp, nil, &buf, len(benchAnswer)) }
 	for _, path := range []env.Path{pathH1, env.PathSockets, env.PathLegacy} {
-		for _, st := range idleSettings {
+		for _, st := range append(idleSettings[:len(idleSettings):len(idleSettings)], activeSettings...) {
 			b.Run(string(path)+"/"+st.name, func(b *testing.B) {
 				inv, ctx := settingInvoker(b, path, srv.URL+"/graphql", st)
 				b.Run("PostFunc", func(b *testing.B) {
