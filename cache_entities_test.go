@@ -396,3 +396,73 @@ func TestResponseCacheEntitiesWholeAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestResponseCacheCloseEndsRefresh: Close ends a background refresh of a
+// stale entry that its source schema holds (a whole answer's, and an
+// _entities call's): the schema sees the refresh's request end, and Close
+// returns.
+func TestResponseCacheCloseEndsRefresh(t *testing.T) {
+	for _, kind := range []string{"whole", "entities"} {
+		for _, path := range paths {
+			t.Run(kind+"/"+string(path), func(t *testing.T) {
+				s := newEntityServer(t, "max-age=10, stale-while-revalidate=60")
+				clk := newClock()
+				inv, err := transport.New(cachedConfig(path, s.URL, nil), transport.WithLookupEnv(noEnv), transport.WithLogger(quiet), transport.WithCacheClock(clk.Now))
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := entitiesBody(false, "1", "2")
+				if kind == "whole" {
+					body = `{"query":"{ products { upc } }","variables":{"representations":[]}}`
+				}
+				postBody(t, inv, context.Background(), body)
+				clk.add(20 * time.Second)
+				guard, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				held, ended := make(chan struct{}), make(chan struct{})
+				s.Config.Handler = holdOnce(s.Config.Handler, held, ended, guard)
+				postBody(t, inv, guard, body) // stale: answered at once, the refresh starts
+				select {
+				case <-held:
+				case <-guard.Done():
+					t.Fatal("no refresh reached the source schema")
+				}
+				closed := make(chan error, 1)
+				go func() { closed <- inv.Close() }()
+				select {
+				case <-ended:
+				case <-guard.Done():
+					t.Fatal("Close did not end the held refresh")
+				}
+				select {
+				case err := <-closed:
+					if err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				case <-guard.Done():
+					t.Fatal("Close did not return")
+				}
+			})
+		}
+	}
+}
+
+// holdOnce wraps h: the first request it gets is held, reported on held,
+// until its context ends (reported on ended) or guard does; the others go
+// to h.
+func holdOnce(h http.Handler, held, ended chan struct{}, guard context.Context) http.Handler {
+	var once atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !once.CompareAndSwap(false, true) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body) // net/http watches the connection for its close only once the body is read
+		close(held)
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-guard.Done():
+		}
+	})
+}
