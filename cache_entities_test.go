@@ -327,7 +327,7 @@ func TestResponseCacheEntitiesStaleWhileRevalidate(t *testing.T) {
 				t.Errorf("after the refresh the call got %s, Age %q; want the refreshed entities, Age 0", body, age)
 			}
 			postBody(t, inv, context.Background(), entitiesBody(false, "1", "4")) // 4 never stored: sent
-			clk.add(71 * time.Second)                                            // 1 and 2 past their window, 3 too
+			clk.add(71 * time.Second)                                             // 1 and 2 past their window, 3 too
 			postBody(t, inv, context.Background(), entitiesBody(false, "3", "1"))
 			if got, want := s.askedSince(before), [][]string{{"4"}, {"3", "1"}}; !slices.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("after the refresh the source schema was asked %v, want %v", got, want)
