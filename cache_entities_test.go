@@ -39,7 +39,7 @@ type entityServer struct {
 	asked [][]string // the upcs of each request; guarded by mu
 }
 
-func newEntityServer(t *testing.T, cc string, fail ...string) *entityServer {
+func newEntityServer(t testing.TB, cc string, fail ...string) *entityServer {
 	s := &entityServer{cc: cc, fail: map[string]bool{}}
 	for _, u := range fail {
 		s.fail[u] = true
@@ -465,4 +465,48 @@ func holdOnce(h http.Handler, held, ended chan struct{}, guard context.Context) 
 		case <-guard.Done():
 		}
 	})
+}
+
+// TestResponseCacheEntitiesPostFuncConcurrent: callers that borrow their
+// answers (PostFunc), answered entity by entity from pooled memory, each
+// get the source schema's answer for their own list, concurrently, while
+// others' answers are built and given back.
+func TestResponseCacheEntitiesPostFuncConcurrent(t *testing.T) {
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newEntityServer(t, "max-age=60")
+			inv := newInvoker(t, cachedConfig(path, s.URL, nil))
+			postBody(t, inv, context.Background(), entitiesBody(false, "1", "2", "3", "4", "5", "6", "7", "8", "9"))
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 100 {
+						var upcs []string
+						for k := range 1 + (g+i)%9 {
+							upcs = append(upcs, fmt.Sprint(1+(g*3+k)%9))
+						}
+						want := entityAnswer(nil, upcs...)
+						err := inv.PostFunc(context.Background(), "products", []byte(entitiesBody(i%2 == 0, upcs...)), func(resp *http.Response) error {
+							b, err := io.ReadAll(resp.Body)
+							if err != nil {
+								return err
+							}
+							if string(b) != want || resp.Header.Get("Content-Length") != fmt.Sprint(len(want)) {
+								return fmt.Errorf("got %s (Content-Length %q), want %s", b, resp.Header.Get("Content-Length"), want)
+							}
+							return nil
+						})
+						if err != nil {
+							t.Errorf("caller %d call %d %v: %v", g, i, upcs, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := s.requests(); n != 1 {
+				t.Errorf("the source schema got %d requests, want 1: every list was cached", n)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -432,18 +433,48 @@ func storedHeader(h http.Header) http.Header {
 // A call that borrows its answer (PostFunc) gets pooled memory, given back
 // when the call returns it (backend.Borrow).
 func hit(e *respcache.Entry, req *http.Request, now time.Time) *http.Response {
-	var h *hitResponse
-	b := backend.BorrowOf(req.Context())
-	if b != nil {
-		h = hitResponses.Get().(*hitResponse)
-	} else {
-		h = new(hitResponse)
-	}
-	h.fill(e, req, now)
+	h, b := hitResponseFor(req)
+	h.fill(e.Status, e.Header, e.Body, e.Age(now), req, false)
 	if b != nil {
 		b.Keep(h)
 	}
 	return &h.resp
+}
+
+// mergedHit returns the caller's response for an _entities call answered
+// from the cache entity by entity: first's status and headers, a body
+// holding entities (respcache.AppendMergedEntities), its Content-Length,
+// and Age age (the oldest entry's). Pooled and lent as hit's.
+func mergedHit(first *respcache.Entry, entities []json.RawMessage, age time.Duration, req *http.Request) (*http.Response, error) {
+	h, b := hitResponseFor(req)
+	size := 32
+	for _, e := range entities {
+		size += len(e) + 1
+	}
+	if cap(h.own) < size {
+		h.own = make([]byte, 0, size)
+	}
+	body, err := respcache.AppendMergedEntities(h.own[:0], entities, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.own = body
+	h.fill(first.Status, first.Header, body, age, req, true)
+	if b != nil {
+		b.Keep(h)
+	}
+	return &h.resp, nil
+}
+
+// hitResponseFor returns the memory of a hit's response to req: pooled if
+// the call borrows its answer (b, which must Keep it once filled), else
+// new.
+func hitResponseFor(req *http.Request) (*hitResponse, *backend.Borrow) {
+	b := backend.BorrowOf(req.Context())
+	if b != nil {
+		return hitResponses.Get().(*hitResponse), b
+	}
+	return new(hitResponse), nil
 }
 
 // hitResponse is the memory of one hit's response, in one allocation (or
@@ -455,14 +486,16 @@ type hitResponse struct {
 	header http.Header // reused when pooled
 	values []string    // the header values' backing array; reused when pooled
 	room   [8]string   // values' first backing array
+	own    []byte      // a merged _entities answer's body (mergedHit); reused when pooled
 }
 
 var hitResponses = sync.Pool{New: func() any { return new(hitResponse) }}
 
-// fill makes h the response for e at now to req.
-func (h *hitResponse) fill(e *respcache.Entry, req *http.Request, now time.Time) {
-	n := 1
-	for _, vs := range e.Header {
+// fill makes h the response to req with status, a copy of header with Age
+// age (and, withLength, Content-Length), and body.
+func (h *hitResponse) fill(status int, header http.Header, body []byte, age time.Duration, req *http.Request, withLength bool) {
+	n := 2
+	for _, vs := range header {
 		n += len(vs)
 	}
 	if h.values == nil {
@@ -473,26 +506,30 @@ func (h *hitResponse) fill(e *respcache.Entry, req *http.Request, now time.Time)
 		values = make([]string, 0, n)
 	}
 	if h.header == nil {
-		h.header = make(http.Header, len(e.Header)+1)
+		h.header = make(http.Header, len(header)+2)
 	}
-	for k, vs := range e.Header {
+	for k, vs := range header {
 		at := len(values)
 		values = append(values, vs...)
 		h.header[k] = values[at:len(values):len(values)]
 	}
-	values = append(values, strconv.FormatInt(int64(e.Age(now)/time.Second), 10))
+	values = append(values, strconv.FormatInt(int64(age/time.Second), 10))
 	h.header["Age"] = values[len(values)-1:]
+	if withLength {
+		values = append(values, strconv.Itoa(len(body)))
+		h.header["Content-Length"] = values[len(values)-1:]
+	}
 	h.values = values
-	h.body.Reset(e.Body)
+	h.body.Reset(body)
 	h.resp = http.Response{
-		Status:        statusText(e.Status),
-		StatusCode:    e.Status,
+		Status:        statusText(status),
+		StatusCode:    status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h.header,
 		Body:          &h.body,
-		ContentLength: int64(len(e.Body)),
+		ContentLength: int64(len(body)),
 		Request:       req,
 	}
 }
@@ -506,9 +543,15 @@ func (h *hitResponse) Return() {
 	clear(h.header)
 	clear(h.values[:cap(h.values)])
 	h.body.Reset(nil)
+	if cap(h.own) > maxOwn {
+		h.own = nil
+	}
 	h.resp = http.Response{}
 	hitResponses.Put(h)
 }
+
+// maxOwn bounds the merged answer's memory a pooled hitResponse keeps.
+const maxOwn = 64 << 10
 
 // hitBody is a hit's body: a reader over the entry's bytes, which no
 // one writes.

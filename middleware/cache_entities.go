@@ -5,10 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fusiongo/transport/internal/respcache"
@@ -30,6 +31,9 @@ type entityCall struct {
 	bodies [][]byte // each representation's key body (EntityRequest.EntityBody)
 	seq    respcache.Seq
 	whole  respcache.Key // the whole request's identity key (ForCache), for an answer that is not entity-shaped
+	// scratch is the call's pooled memory, which holds ec itself; nil for
+	// a background refresh, which answers no caller.
+	scratch *entityScratch
 }
 
 // entities answers an _entities query entity by entity: the
@@ -43,36 +47,30 @@ type entityCall struct {
 func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.EntityRequest, noCache bool) (resp *http.Response, err error, ok bool) {
 	ctx := req.Context()
 	n := len(er.Reps)
-	ec := &entityCall{s: s, req: req, out: out, body: body, er: er, bodies: make([][]byte, n)}
-	for i := range n {
-		if ec.bodies[i], ok = er.EntityBody(i); !ok {
-			return nil, nil, false
-		}
+	sc := entityScratches.Get().(*entityScratch)
+	defer sc.put()
+	ec := &sc.ec
+	*ec = entityCall{s: s, req: req, out: out, body: body, er: er, scratch: sc}
+	if ec.bodies, ok = sc.entityBodies(er); !ok {
+		return nil, nil, false
 	}
 	varies := s.cache.Varies()
 	per := 1 + len(varies)
 	// The last key is the whole request's (ForCache): a schema whose
 	// answers are not entity-shaped has them cached whole, as any query's.
-	keys := make([]respcache.Key, n*per+1)
-	if !s.eachSent(out, body, func(sent *http.Request) {
-		keys[n*per] = sharekey.ForCache(sent, body)
-		h := sha256.New()
-		id := sharekey.ForCache(sent, nil)
-		for i, b := range ec.bodies {
-			keys[i*per] = entityKey(h, id, b)
-		}
-		for v, names := range varies {
-			shared := sharekey.Shared(sent, nil, names)
-			for i, b := range ec.bodies {
-				keys[i*per+1+v] = entityKey(h, shared, b)
-			}
-		}
-	}) {
+	keys := grow(&sc.keys, n*per+1)
+	keyed := true
+	if s.probe == nil {
+		sc.fillKeys(out, body, varies, keys)
+	} else {
+		keyed = s.probe.Each(out, body, func(sent *http.Request, _ []byte) { sc.fillKeys(sent, body, varies, keys) })
+	}
+	if !keyed {
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Bypass, Reason: "unkeyed"})
 		resp, err = s.next.RoundTrip(out)
 		return resp, err, true
 	}
-	found := make([]*respcache.Entry, len(keys))
+	found := grow(&sc.found, len(keys))
 	lookFor := keys
 	if noCache {
 		lookFor = nil
@@ -87,7 +85,7 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 		}
 	}
 	ec.whole = keys[n*per]
-	got, missing, stale := sortFound(found, n, per, now)
+	got, missing, stale := sortFound(grow(&sc.got, n), found, per, now)
 	if len(missing) == 0 {
 		closeBody(out)
 		s.cache.Event(ctx, respcache.Event{Kind: respcache.Hit, Reason: "entities"})
@@ -114,28 +112,28 @@ func (s *cacher) entities(req, out *http.Request, body []byte, er *respcache.Ent
 	return resp, err, true
 }
 
-// entityKey returns the key of a representation: a SHA-256 (h, reset
-// here) over req, the key of the request as sent with no body
-// (sharekey.ForCache, or sharekey.Shared in the scope's names), and body,
-// the representation's key body (EntityRequest.EntityBody). The request's
-// method, URL and headers are so hashed once per call, not once per
-// representation; two keys meet only where both the request key and the
-// key body do.
-func entityKey(h hash.Hash, req sharekey.Key, body []byte) respcache.Key {
-	h.Reset()
-	h.Write(req[:])
-	h.Write(body)
-	var k respcache.Key
-	h.Sum(k[:0])
-	return k
+// entityKey returns the key of a representation: a SHA-256 over req, the
+// key of the request as sent with no body (sharekey.ForCache, or
+// sharekey.Shared in the scope's names), and body, the representation's
+// key body (EntityRequest.EntityBody), written one after the other into
+// buf (the call's scratch). The request's method, URL and headers are so
+// hashed once per call, not once per representation; two keys meet only
+// where both the request key and the key body do.
+func entityKey(buf *[]byte, req sharekey.Key, body []byte) respcache.Key {
+	b := append((*buf)[:0], req[:]...)
+	b = append(b, body...)
+	*buf = b
+	return sha256.Sum256(b)
 }
 
-// sortFound sorts what a lookup found for n representations, per keys
-// each: the fresh entry of each (got, nil where none), the representations
-// without one (missing), and per representation an entry past its lifetime
-// that the store still keeps (stale; nil if there is none at all).
-func sortFound(found []*respcache.Entry, n, per int, now time.Time) (got []*respcache.Entry, missing []int, stale []*respcache.Entry) {
-	got = make([]*respcache.Entry, n)
+// sortFound sorts what a lookup found for len(got) representations, per
+// keys each: the fresh entry of each (into got, nil where none), the
+// representations without one (missing), and per representation an entry
+// past its lifetime that the store still keeps (stale; nil if there is
+// none at all).
+func sortFound(got, found []*respcache.Entry, per int, now time.Time) (_ []*respcache.Entry, missing []int, stale []*respcache.Entry) {
+	n := len(got)
+	clear(got)
 	for i := range n {
 		for j := range per {
 			e := found[i*per+j]
@@ -158,6 +156,96 @@ func sortFound(found []*respcache.Entry, n, per int, now time.Time) (got []*resp
 		}
 	}
 	return got, missing, stale
+}
+
+// entityScratch is the memory of one _entities call in the stage, pooled:
+// the call, its keys, what the lookup found, the fresh entries, the
+// entities of the caller's answer, and the representations' key bodies.
+// Owned by the call until it returns; nothing that outlives the call
+// keeps any of it (a refresh copies what it needs, the store copies keys
+// and stored bytes, an answer's body is its own).
+type entityScratch struct {
+	ec     entityCall
+	keys   []respcache.Key
+	found  []*respcache.Entry
+	got    []*respcache.Entry
+	all    []json.RawMessage
+	bodies [][]byte
+	bbuf   []byte // the key bodies, one after the other
+	kbuf   []byte // entityKey's input
+}
+
+var entityScratches = sync.Pool{New: func() any { return new(entityScratch) }}
+
+// maxScratch bounds what a pooled entityScratch keeps: a call with a
+// longer list or larger bodies leaves its memory to the garbage collector.
+const maxScratch = 1024
+
+// put gives sc back to the pool, holding no entry, request or body.
+func (sc *entityScratch) put() {
+	if cap(sc.keys) > maxScratch || cap(sc.bbuf) > 64*maxScratch {
+		return
+	}
+	sc.ec = entityCall{}
+	clear(sc.found[:cap(sc.found)])
+	clear(sc.got[:cap(sc.got)])
+	clear(sc.all[:cap(sc.all)])
+	clear(sc.bodies[:cap(sc.bodies)])
+	entityScratches.Put(sc)
+}
+
+// entityBodies returns the key body of each representation of er
+// (EntityRequest.EntityBody), in sc's memory; false if one cannot be
+// made.
+func (sc *entityScratch) entityBodies(er *respcache.EntityRequest) ([][]byte, bool) {
+	n := len(er.Reps)
+	bodies := grow(&sc.bodies, n)
+	b := sc.bbuf[:0]
+	var ends [16]int
+	at := ends[:0]
+	for i := range n {
+		var ok bool
+		if b, ok = er.AppendEntityBody(b, i); !ok {
+			return nil, false
+		}
+		at = append(at, len(b))
+	}
+	sc.bbuf = b
+	start := 0
+	for i, end := range at {
+		bodies[i] = b[start:end:end]
+		start = end
+	}
+	return bodies, true
+}
+
+// fillKeys writes into keys the call's keys for sent, the request as it
+// would be sent, and body, its whole body: per representation its
+// identity key and its shared key in each of varies (1+len(varies) keys
+// each, in order), and last the whole request's identity key.
+func (sc *entityScratch) fillKeys(sent *http.Request, body []byte, varies []respcache.VaryList, keys []respcache.Key) {
+	per := 1 + len(varies)
+	bodies := sc.ec.bodies
+	keys[len(bodies)*per] = sharekey.ForCache(sent, body)
+	id := sharekey.ForCache(sent, nil)
+	for i, b := range bodies {
+		keys[i*per] = entityKey(&sc.kbuf, id, b)
+	}
+	for v, names := range varies {
+		shared := sharekey.Shared(sent, nil, names)
+		for i, b := range bodies {
+			keys[i*per+1+v] = entityKey(&sc.kbuf, shared, b)
+		}
+	}
+}
+
+// grow returns *s with n elements, reusing its memory if it has room.
+func grow[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	*s = (*s)[:n]
+	return *s
 }
 
 // eachSent calls f with the request as it would be sent: req itself, or,
@@ -260,6 +348,7 @@ func (ec *entityCall) revalidate(missing []int, keys []respcache.Key, per int) {
 		ids[j] = keys[i*per]
 	}
 	body := bytes.Clone(ec.body)
+	keys = slices.Clone(keys) // the call's scratch: reused once it returns
 	out := ec.out.Clone(context.Background())
 	out.Trailer = nil
 	s.cache.RefreshEach(ids, func(ctx context.Context, claimed []int) {
@@ -373,10 +462,10 @@ func (ec *entityCall) store(resp *http.Response, plan respcache.Plan, ans *respc
 	if plan.Shared {
 		shared = make([]respcache.Key, len(ec.bodies))
 		if !s.eachSent(ec.out, ec.body, func(sent *http.Request) {
-			h := sha256.New()
+			var buf []byte
 			k := sharekey.Shared(sent, nil, plan.VaryNames)
 			for i, b := range ec.bodies {
-				shared[i] = entityKey(h, k, b)
+				shared[i] = entityKey(&buf, k, b)
 			}
 		}) {
 			s.cache.Event(ctx, respcache.Event{Kind: respcache.NotStored, Reason: "unkeyed"})
@@ -422,7 +511,12 @@ func (ec *entityCall) store(resp *http.Response, plan respcache.Plan, ans *respc
 // positions at; nil if nothing was sent). Its headers are the fetched
 // answer's, or the first entry's, with the Age of the oldest entry used.
 func (ec *entityCall) answer(got []*respcache.Entry, ans *respcache.EntityAnswer, at []int, now time.Time, fetched *http.Response) (*http.Response, error) {
-	all := make([]json.RawMessage, len(got))
+	var all []json.RawMessage
+	if ec.scratch != nil {
+		all = grow(&ec.scratch.all, len(got))
+	} else {
+		all = make([]json.RawMessage, len(got))
+	}
 	var age time.Duration
 	for i, e := range got {
 		if e != nil {
@@ -433,26 +527,24 @@ func (ec *entityCall) answer(got []*respcache.Entry, ans *respcache.EntityAnswer
 	for j, i := range at {
 		all[i] = ans.Entities[j]
 	}
+	if fetched == nil {
+		// Every entity from the cache: a hit's response, with its
+		// memory pooled and lent when the call borrows its answer.
+		return mergedHit(got[0], all, age, ec.req)
+	}
 	body, err := respcache.MergeEntities(all, ans, at)
 	if err != nil {
 		return nil, err
 	}
-	var h http.Header
-	status := http.StatusOK
-	if fetched != nil {
-		h = fetched.Header.Clone()
-		h.Del("Age")
-	} else {
-		h = got[0].Header.Clone()
-		status = got[0].Status
-	}
-	if age > 0 || fetched == nil {
+	h := fetched.Header.Clone()
+	h.Del("Age")
+	if age > 0 {
 		h.Set("Age", strconv.FormatInt(int64(age/time.Second), 10))
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
-		Status:        statusText(status),
-		StatusCode:    status,
+		Status:        statusText(http.StatusOK),
+		StatusCode:    http.StatusOK,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,

@@ -24,7 +24,8 @@ type EntityRequest struct {
 	body []byte // the request's body
 	reps []byte // variables.representations, the array as sent
 	// Reps are its elements, each as sent.
-	Reps []json.RawMessage
+	Reps     []json.RawMessage
+	repsRoom [8]json.RawMessage // Reps' first backing array: a gateway's lists are mostly short
 	// base is what every entity's key holds besides its representation:
 	// a SHA-256 over the query, the operation name, the other variables
 	// and the extensions, as sent, so that each representation's key
@@ -85,6 +86,7 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 		return nil, false
 	}
 	r = &EntityRequest{body: body}
+	r.Reps = r.repsRoom[:0]
 	base := make([]byte, 0, len(query)+len(opName)+len(ext)+64)
 	base = append(base, query...)
 	base = append(base, 0)
@@ -135,8 +137,13 @@ const entityMark = "\x00entity\x00"
 // decoded and encoded again (encoding/json: names unescaped, the last of
 // twice kept). ok is false if the representation is not JSON.
 func (r *EntityRequest) EntityBody(i int) (body []byte, ok bool) {
+	return r.AppendEntityBody(make([]byte, 0, len(entityMark)+len(r.base)+1+len(r.Reps[i])), i)
+}
+
+// AppendEntityBody appends EntityBody(i) to b; ok is false, and what it
+// appended meaningless, if the representation is not JSON.
+func (r *EntityRequest) AppendEntityBody(b []byte, i int) (body []byte, ok bool) {
 	rep := []byte(r.Reps[i])
-	b := make([]byte, 0, len(entityMark)+len(r.base)+1+len(rep))
 	b = append(b, entityMark...)
 	b = append(b, r.base[:]...)
 	b = append(b, 0)
@@ -327,7 +334,11 @@ func MergeEntities(entities []json.RawMessage, fetched *EntityAnswer, at []int) 
 	for _, e := range entities {
 		size += len(e) + 1
 	}
-	b := make([]byte, 0, size)
+	return AppendMergedEntities(make([]byte, 0, size), entities, fetched, at)
+}
+
+// AppendMergedEntities appends MergeEntities' answer to b.
+func AppendMergedEntities(b []byte, entities []json.RawMessage, fetched *EntityAnswer, at []int) ([]byte, error) {
 	b = append(b, `{"data":{"_entities":[`...)
 	for i, e := range entities {
 		if i > 0 {
