@@ -39,8 +39,9 @@ func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	}
 	if c.tls != nil {
 		tc := tls.Client(nc, c.tls)
-		// The handshake watches ctx's Done, not its deadline: the
-		// deadline goes on the connection as well.
+		// The handshake watches ctx's Done only, which Do's context does
+		// not close at its deadline (round): the deadline goes on the
+		// connection instead.
 		deadline, ok := ctx.Deadline()
 		if !ok || time.Until(deadline) > c.timeout {
 			deadline = time.Now().Add(c.timeout)

@@ -292,7 +292,7 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 func (c *Client) AddHook(h redis.Hook) { c.rdb.AddHook(h) }
 
 // Do runs fn, one round trip (a command, a pipeline, a script), with a
-// context bounded by redis.timeout from now, unless the breaker
+// context bounded by redis.timeout from now (round), unless the breaker
 // refuses it. Its error names the server (password hidden), wraps fn's,
 // and never holds the password. A redis.Nil answer is a success; a
 // failure because the caller's own context ended does not count against
@@ -302,9 +302,9 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cm
 	if err := c.admit(); err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	err := c.retry(tctx, fn)
-	cancel()
+	rc := newRound(ctx, time.Now().Add(c.timeout))
+	err := c.retry(rc, fn)
+	rc.release()
 	return c.outcome(err, ctx.Err() != nil)
 }
 

@@ -2,6 +2,7 @@ package redisclient
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
 )
 
@@ -68,6 +70,94 @@ func TestRestartCostsNoCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetrySharesTheBound: the first call after a restart goes out on
+// each connection Redis closed, then on a new one (its handshake too),
+// and every one of those round trips carries the same deadline: the
+// call's, redis.timeout from its start through Do, the caller's through
+// DoBounded.
+func TestRetrySharesTheBound(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, bounded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Do", true: "DoBounded"}[bounded], func(t *testing.T) {
+			c, err := New(r.Settings(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			pooled := openConns(t, c, 2)
+			r.Stop()
+			r.Start()
+			h := &deadlines{}
+			c.AddHook(h)
+			ctx := context.Background()
+			var want time.Time
+			start := time.Now()
+			if bounded {
+				var cancel context.CancelFunc
+				want = start.Add(time.Minute)
+				ctx, cancel = context.WithDeadline(ctx, want)
+				defer cancel()
+				err = c.DoBounded(ctx, func(ctx context.Context, r redis.Cmdable) error { return r.Ping(ctx).Err() })
+			} else {
+				err = ping(ctx, c)
+			}
+			end := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, seen := h.get()
+			// A PING on each closed connection, then one whose connection is
+			// dialed, with its handshake's HELLO (the hook sees the PING
+			// before its connection is taken).
+			if len(names) != pooled+2 || names[pooled] != "ping" || names[pooled+1] != "hello" {
+				t.Fatalf("the call sent %v, want a PING on each of the %d closed connections, then a PING with the new one's HELLO", names, pooled)
+			}
+			for i, d := range seen {
+				if !d.Equal(seen[0]) {
+					t.Fatalf("round trip %d (%s) had the deadline %v, the first %v: want one bound for the call", i, names[i], d, seen[0])
+				}
+			}
+			if bounded && !seen[0].Equal(want) {
+				t.Fatalf("DoBounded's round trips had the deadline %v, want the caller's %v", seen[0], want)
+			}
+			if !bounded && (seen[0].Before(start.Add(c.Timeout())) || seen[0].After(end.Add(c.Timeout()))) {
+				t.Fatalf("Do's round trips had the deadline %v, want redis.timeout (%v) from the call's start, between %v and %v",
+					seen[0], c.Timeout(), start.Add(c.Timeout()), end.Add(c.Timeout()))
+			}
+		})
+	}
+}
+
+// deadlines is a go-redis hook that records each command's name and its
+// context's deadline.
+type deadlines struct {
+	mu    sync.Mutex
+	names []string    // guarded by mu
+	seen  []time.Time // guarded by mu
+}
+
+func (h *deadlines) get() ([]string, []time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.names), slices.Clone(h.seen)
+}
+
+func (h *deadlines) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		d, _ := ctx.Deadline()
+		h.mu.Lock()
+		h.names, h.seen = append(h.names, cmd.Name()), append(h.seen, d)
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *deadlines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // openConns leaves n+1 connections in c's pool: n BLPOPs held by Redis at
@@ -148,4 +238,40 @@ func infoField(t *testing.T, c *Client, section, prefix string) int {
 		}
 	}
 	return 0
+}
+
+// TestRoundTripAllocs: a round trip on a pooled connection allocates what
+// go-redis's command and answer take (a PING: the command, its arguments,
+// the answer's text) and nothing of the client's: no context, no timer, no
+// health check of the connection.
+func TestRoundTripAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates, and drops pooled items")
+	}
+	r := redistest.StartRedis(t)
+	c, err := New(r.Settings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := ping(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	bare := testing.AllocsPerRun(1000, func() {
+		if err := c.rdb.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	through := testing.AllocsPerRun(1000, func() {
+		if err := ping(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("a PING allocates %v through Do, %v through go-redis alone", through, bare)
+	// go-redis's own: NewStatusCmd's command and arguments, and the
+	// answer's text.
+	if through > 3 {
+		t.Errorf("a PING through Do allocates %v (go-redis's Ping alone, on the client's connections, %v); want at most 3", through, bare)
+	}
 }
