@@ -38,14 +38,7 @@ func TestRestartCostsNoCall(t *testing.T) {
 		{"DoBounded/together", bounded, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := New(r.Settings(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			pooled := openConns(t, c, 4)
-			r.Stop()
-			r.Start()
+			c, pooled := restarted(t, r, 4)
 			errs := make(chan error, pooled)
 			var wg sync.WaitGroup
 			for range pooled {
@@ -81,18 +74,12 @@ func TestRetrySharesTheBound(t *testing.T) {
 	r := redistest.StartRedis(t)
 	for _, bounded := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Do", true: "DoBounded"}[bounded], func(t *testing.T) {
-			c, err := New(r.Settings(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			pooled := openConns(t, c, 2)
-			r.Stop()
-			r.Start()
+			c, pooled := restarted(t, r, 2)
 			h := &deadlines{}
 			c.AddHook(h)
 			ctx := context.Background()
 			var want time.Time
+			var err error
 			start := time.Now()
 			if bounded {
 				var cancel context.CancelFunc
@@ -158,6 +145,22 @@ func (h *deadlines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *deadlines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// restarted returns a client of r (closed when t ends) whose pool holds
+// the n+1 connections of openConns, and how many, then restarts r: each
+// of them is closed.
+func restarted(t *testing.T, r *redistest.Redis, n int) (*Client, int) {
+	t.Helper()
+	c, err := New(r.Settings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pooled := openConns(t, c, n)
+	r.Stop()
+	r.Start()
+	return c, pooled
 }
 
 // openConns leaves n+1 connections in c's pool: n BLPOPs held by Redis at
