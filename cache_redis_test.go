@@ -169,6 +169,80 @@ func TestResponseCacheRedisDown(t *testing.T) {
 	}
 }
 
+// TestRedisRestart: Redis restarted (emptied) under a schema's response
+// cache and its shared rate limit (on_store_error: deny) while the
+// client's pool holds connections, which Redis closed as it stopped: the
+// calls after the restart each reach the schema (a miss, the limit's check
+// answered), none fails, no lookup, write or check is a store error, the
+// limit does not fall back, the client is not paused, and the next
+// identical call is answered from the cache.
+func TestRedisRestart(t *testing.T) {
+	r := redistest.StartRedis(t)
+	for _, path := range paths {
+		t.Run(string(path), func(t *testing.T) {
+			s := newCacheServer(t, cacheControl("max-age=60"))
+			cfg := redisConfig(path, s.URL, r, nil)
+			cfg.Redis.KeyPrefix = r.Prefix + "restart:" + string(path) + ":"
+			schema := cfg.SourceSchemas["products"]
+			schema.RateLimit = env.RateLimitSettings{Store: env.StoreRedis, RequestsPerSecond: 1e6, Burst: 1000,
+				OnStoreError: env.OnStoreErrorDeny, StoreTimeout: 5 * time.Second}
+			cfg.SourceSchemas["products"] = schema
+			events := make(cacheEvents, 4096)
+			limits := newLimitEvents()
+			inv := newInvoker(t, cfg, transport.WithCacheEventHook(events.hook), transport.WithRateLimitEventHook(limits.hook))
+			query := func(i int) string { return fmt.Sprintf(`{"query":"{ p%d }"}`, i) }
+			// Four callers at once, so that the pool holds connections.
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Go(func() {
+					for i := range 10 {
+						resp, err := inv.Post(context.Background(), "products", []byte(query(w*10+i)))
+						if err != nil {
+							t.Errorf("a call before the restart: %v", err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body) // read whole: the answer is stored
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			for range 40 {
+				events.await(t, "stored")
+			}
+			r.Stop()
+			r.Start()
+			before := s.requests()
+			const calls = 10
+			for i := range calls {
+				if _, age := postBody(t, inv, context.Background(), query(100+i)); age != "" {
+					t.Fatalf("call %d after the restart was answered from the cache (Age %s), want sent", i, age)
+				}
+			}
+			if n := s.requests() - before; n != calls {
+				t.Fatalf("the schema got %d requests for the %d calls after the restart", n, calls)
+			}
+			for range calls {
+				events.await(t, "stored")
+			}
+			if _, age := postBody(t, inv, context.Background(), query(100)); age == "" {
+				t.Fatal("the call repeated after the restart was sent, want answered from the cache")
+			}
+			for len(events) > 0 {
+				if ev := <-events; strings.HasPrefix(ev, "store_error") {
+					t.Errorf("after the restart the cache saw %q", ev)
+				}
+			}
+			if n, fell := limits.count(transport.LimitStoreError), limits.count(transport.LimitFellBack); n+fell > 0 {
+				t.Errorf("the rate limit saw %d store errors and fell back %d times, want none", n, fell)
+			}
+			if js, _ := callStatus(t, inv.StatusHandler(), "/status", "application/json"); !strings.Contains(string(js), `"health": "ok"`) {
+				t.Errorf("the status page does not show the Redis store ok: %s", js)
+			}
+		})
+	}
+}
+
 // TestResponseCacheTwoLevels: with a memory level in front of Redis, a
 // replica answers its repeated calls from memory (the Redis store sees no
 // lookup: its commands are counted), another replica fills its memory

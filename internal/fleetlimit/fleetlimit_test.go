@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/internal/redisclient"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
@@ -324,7 +326,8 @@ func TestRedisDown(t *testing.T) {
 }
 
 // TestScriptLost: a Redis that lost the script (SCRIPT FLUSH, a restart)
-// gets it again with the check: no store error.
+// gets it again with the check: no store error, and Redis ran one check
+// after the restart.
 func TestScriptLost(t *testing.T) {
 	r := redistest.StartRedis(t)
 	g := newRig(t, r, r.Prefix, 1000, 1000, time.Second, nil, nil)
@@ -339,8 +342,22 @@ func TestScriptLost(t *testing.T) {
 	if h := g.l.Health(); h.StoreErrors != 0 {
 		t.Errorf("health %+v, want no store error: the script is sent again on NOSCRIPT", h)
 	}
-	if got := strings.Join(g.scripts(), " "); got != "evalsha eval evalsha eval" {
-		t.Errorf("script commands %q, want evalsha then eval (NOSCRIPT) on the first check and again after the restart", got)
+	// After the restart the check goes out first on the pooled connection
+	// that Redis closed (it fails at once, and is sent again on a new
+	// one: redisclient's retry), then as on the first check.
+	if got := strings.Join(g.scripts(), " "); got != "evalsha eval evalsha evalsha eval" {
+		t.Errorf("script commands %q, want evalsha then eval (NOSCRIPT) on the first check, and after the restart evalsha on the closed connection, then evalsha and eval", got)
+	}
+	var stats string
+	if err := g.c.Do(context.Background(), func(ctx context.Context, r redis.Cmdable) error {
+		var err error
+		stats, err = r.Info(ctx, "commandstats").Result()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stats, "cmdstat_evalsha:calls=1,") || !strings.Contains(stats, "cmdstat_eval:calls=1,") {
+		t.Errorf("after the restart Redis ran other than one EVALSHA and one EVAL:\n%s", stats)
 	}
 }
 

@@ -3,9 +3,12 @@
 // whose store is redis. It is go-redis with the transport's rules around
 // it:
 //
-//   - every round trip is bounded by redis.timeout (dial, read, write and
-//     the context), and nothing is retried: a slow Redis is a miss, not a
-//     slower call;
+//   - every round trip is bounded by redis.timeout from its start (the
+//     wait for a connection, dial, read and write), and nothing is retried
+//     but a round trip on a connection Redis had closed while it sat in
+//     the pool, which is sent again at once on another, within the same
+//     bound: a slow Redis is a miss, not a slower call, and a restarted
+//     one costs no call;
 //   - a breaker: after Failures consecutive failures the client stops
 //     sending for Pause, failing each call at once with an error wrapping
 //     ErrStoreUnavailable, then lets one trial through; the pause and the
@@ -27,6 +30,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,7 +86,11 @@ type Health struct {
 // Client is the transport's Redis client. Safe for concurrent use. Make
 // one with New; Close it when the transport closes.
 type Client struct {
-	rdb     *redis.Client // set in New; go-redis is safe for concurrent use
+	rdb *redis.Client // set in New; go-redis is safe for concurrent use
+	tls *tls.Config   // the rediss connection's TLS; nil for redis://. Set in New
+	// dials counts the connections dialed (conn.seq): a round trip tells
+	// by it the connections it found in the pool from those it dialed.
+	dials   atomic.Uint64
 	prefix  string        // redis.key_prefix, set in New
 	timeout time.Duration // redis.timeout, set in New
 	shown   string        // the URL as errors and logs show it (redact.URL), set in New
@@ -167,7 +175,7 @@ func NewWithBreaker(s env.RedisSettings, log *slog.Logger, b Breaker) (*Client, 
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = timeout, timeout, timeout, timeout
 	opt.ContextTimeoutEnabled = true
-	opt.MaxRetries = -1   // a retry would double the bound of a lookup
+	opt.MaxRetries = -1   // a retry would double the bound of a lookup (Do's own, retry, keeps it)
 	opt.DialerRetries = 1 // one dial per call: a refused one fails the call at once
 	opt.PoolSize = s.PoolSize
 	// One round trip less per connection, and no notifications for a
@@ -191,8 +199,8 @@ func NewWithBreaker(s env.RedisSettings, log *slog.Logger, b Breaker) (*Client, 
 	if b.Now == nil {
 		b.Now = time.Now
 	}
-	return &Client{
-		rdb:      redis.NewClient(opt),
+	c := &Client{
+		tls:      opt.TLSConfig,
 		prefix:   prefix,
 		timeout:  timeout,
 		shown:    shown,
@@ -202,7 +210,10 @@ func NewWithBreaker(s env.RedisSettings, log *slog.Logger, b Breaker) (*Client, 
 		pause:    b.Pause,
 		now:      b.Now,
 		state:    Closed,
-	}, nil
+	}
+	opt.Dialer = c.dial
+	c.rdb = redis.NewClient(opt)
+	return c, nil
 }
 
 // urlSecrets returns the password of raw's userinfo, as decoded and as
@@ -281,18 +292,45 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 func (c *Client) AddHook(h redis.Hook) { c.rdb.AddHook(h) }
 
 // Do runs fn, one round trip (a command, a pipeline, a script), with a
-// context bounded by redis.timeout, unless the breaker refuses it. Its
-// error names the server (password hidden), wraps fn's, and never holds
-// the password. A redis.Nil answer is a success; a failure because the
-// caller's own context ended does not count against Redis.
+// context bounded by redis.timeout from now (round), unless the breaker
+// refuses it. Its error names the server (password hidden), wraps fn's,
+// and never holds the password. A redis.Nil answer is a success; a
+// failure because the caller's own context ended does not count against
+// Redis. fn may run more than once (retry): it must set its results
+// afresh each time, and what it sends must bear being run twice.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
 	if err := c.admit(); err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	err := fn(tctx, c.rdb)
-	cancel()
+	rc := newRound(ctx, time.Now().Add(c.timeout))
+	err := c.retry(rc, fn)
+	rc.release()
 	return c.outcome(err, ctx.Err() != nil)
+}
+
+// retry runs fn, and again for as long as it fails on a connection that
+// Redis closed while the connection sat in the pool (staleConn): after a
+// Redis restart, each connection the pool held fails once, at the first
+// write or read, and go-redis drops it. The round trips share ctx's
+// deadline, so the bound of the call is unchanged, and they end: each
+// takes a connection the call found in the pool, which go-redis then
+// drops, or dials one, whose failure ends the call.
+//
+// Such a round trip had no answer, and what it sent most likely never ran:
+// Redis closes its connections as it stops, and a write after that runs
+// nothing. Only a Redis that died between running a command and answering
+// it would run that command twice; every round trip of the transport
+// bears that (a lookup, an entry stored twice, an invalidation counted
+// twice, a rate limit's check that takes its turns twice, which only
+// refuses sooner).
+func (c *Client) retry(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
+	dials := c.dials.Load()
+	for {
+		err := fn(ctx, c.rdb)
+		if err == nil || !staleConn(err, dials) {
+			return err
+		}
+	}
 }
 
 // DoBounded is Do for a caller whose ctx carries its own bound, a
@@ -300,12 +338,13 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, r redis.Cm
 // its own (none to allocate), and each read and write is still bounded by
 // redis.timeout. A failure once ctx's deadline has passed counts against
 // Redis, as a timeout of Do's does: a Redis too slow for its callers is
-// paused for all; a failure because ctx was cancelled does not.
+// paused for all; a failure because ctx was cancelled does not. A round
+// trip on a connection Redis had closed is sent again, as Do's is.
 func (c *Client) DoBounded(ctx context.Context, fn func(ctx context.Context, r redis.Cmdable) error) error {
 	if err := c.admit(); err != nil {
 		return err
 	}
-	err := fn(ctx, c.rdb)
+	err := c.retry(ctx, fn)
 	return c.outcome(err, errors.Is(ctx.Err(), context.Canceled))
 }
 

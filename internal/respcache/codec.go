@@ -78,15 +78,60 @@ func appendStrings(dst []byte, ss []string) []byte {
 // Body is a copy. Any input that is not a whole entry of codecVersion is an
 // error wrapping errDecode, never a panic: the data comes from a shared
 // Redis that anything may have written to.
+//
+// It reads data twice: first to check it whole and count its strings,
+// then to fill an entry allocated with room for them all (newEntry), so
+// that a hit's header values, tags and vary names cost one allocation,
+// not one each.
 func decodeEntry(data string) (*Entry, error) {
-	d := decoder{s: data}
-	if v := d.byte(); v != codecVersion {
-		if d.err != nil {
-			return nil, d.err
-		}
-		return nil, fmt.Errorf("%w: version %d, want %d", errDecode, v, codecVersion)
+	check := decoder{s: data}
+	var scratch Entry
+	check.entry(&scratch)
+	if check.err != nil {
+		return nil, check.err
 	}
-	e := &Entry{}
+	e, strs := newEntry(check.strs)
+	d := decoder{s: data, fill: true, slab: strs}
+	d.entry(e)
+	if d.err != nil { // the same bytes, read the same way: cannot be
+		return nil, d.err
+	}
+	return e, nil
+}
+
+// newEntry returns an entry and n strings for it, in one allocation where
+// n is small (an entry rarely has more than a few header values, tags and
+// vary names): the entry points into a block that holds both, which the
+// entry keeps whole.
+func newEntry(n int) (*Entry, []string) {
+	switch {
+	case n == 0:
+		return &Entry{}, nil
+	case n <= 4:
+		b := &struct {
+			e Entry
+			s [4]string
+		}{}
+		return &b.e, b.s[:n]
+	case n <= 8:
+		b := &struct {
+			e Entry
+			s [8]string
+		}{}
+		return &b.e, b.s[:n]
+	}
+	return &Entry{}, make([]string, n)
+}
+
+// entry reads one entry into e: its fields only while checking, its
+// header map, strings and body too when d.fill.
+func (d *decoder) entry(e *Entry) {
+	if v := d.byte(); v != codecVersion {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: version %d, want %d", errDecode, v, codecVersion)
+		}
+		return
+	}
 	status := d.uvarint()
 	if status > math.MaxInt32 {
 		d.fail("status")
@@ -109,29 +154,31 @@ func decodeEntry(data string) (*Entry, error) {
 	}
 	e.Shared = flags&flagShared != 0
 	if n := d.count(); n > 0 {
-		e.Header = make(http.Header, n)
+		if d.fill {
+			e.Header = make(http.Header, n)
+		}
 		for range n {
 			name := d.string()
 			values := d.strings()
 			if d.err != nil {
 				break
 			}
-			e.Header[name] = values
+			if d.fill {
+				e.Header[name] = values
+			}
 		}
 	}
 	e.Tags = d.strings()
 	e.VaryNames = d.strings()
 	if n := d.count(); n > 0 && d.err == nil {
-		e.Body = []byte(d.s[d.off : d.off+n])
+		if d.fill {
+			e.Body = []byte(d.s[d.off : d.off+n])
+		}
 		d.off += n
 	}
 	if d.err == nil && d.off != len(d.s) {
 		d.fail("trailing bytes")
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return e, nil
 }
 
 // decoder reads an encoded entry; the first failure sticks in err and
@@ -140,6 +187,12 @@ type decoder struct {
 	s   string // the encoding; owned by the caller, only read
 	off int    // the next byte to read
 	err error  // the first failure, or nil
+
+	// fill: make the entry's header map, strings and body; otherwise only
+	// check the encoding and count its strings in strs.
+	fill bool
+	strs int      // the strings of the lists read so far (header values, tags, vary names)
+	slab []string // when fill, the room left for them (newEntry's)
 }
 
 func (d *decoder) fail(what string) {
@@ -221,13 +274,24 @@ func (d *decoder) strings() []string {
 	if d.err != nil || n == 0 {
 		return nil
 	}
-	ss := make([]string, 0, n)
+	var ss []string
+	if d.fill {
+		if len(d.slab) < n { // the check counted otherwise: cannot be
+			d.fail("count")
+			return nil
+		}
+		// Capped at n: an append to the list cannot reach the next one.
+		ss, d.slab = d.slab[:0:n], d.slab[n:]
+	}
 	for range n {
 		s := d.string()
 		if d.err != nil {
 			return nil
 		}
-		ss = append(ss, s)
+		if d.fill {
+			ss = append(ss, s)
+		}
 	}
+	d.strs += n
 	return ss
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/fusiongo/transport/internal/testsupport/race"
 )
 
 // codecCases are entries that must survive an encoding: every field set,
@@ -94,6 +96,33 @@ func TestCodecRejects(t *testing.T) {
 	for name, data := range cases {
 		if e, err := decodeEntry(string(data)); !errors.Is(err, errDecode) {
 			t.Errorf("%s: got %+v, %v; want errDecode", name, e, err)
+		}
+	}
+}
+
+// TestDecodeAllocs: decoding an entry allocates the entry with its
+// strings (up to 8 of them: header values, tags, vary names) at once, its
+// header map and its body: 4 allocations, whatever the number of headers
+// and lists; with more strings, one more for them all.
+func TestDecodeAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	small := codecCases()["full"]
+	small.Tags = small.Tags[:1] // 4 header values, 1 tag, 2 vary names
+	for _, tc := range []struct {
+		name string
+		e    *Entry
+		want float64
+	}{{"8 strings", small, 4}, {"9 strings", codecCases()["full"], 5}} {
+		data := string(appendEntry(nil, tc.e))
+		allocs := testing.AllocsPerRun(1000, func() {
+			if _, err := decodeEntry(data); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != tc.want {
+			t.Errorf("%s: decoding allocates %v, want %v", tc.name, allocs, tc.want)
 		}
 	}
 }

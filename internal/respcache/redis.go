@@ -3,9 +3,11 @@ package respcache
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,6 +117,8 @@ type Redis struct {
 
 	// The keys' beginnings, set in NewRedis (see the key layout above).
 	entryPrefix, tagPrefix, invKey, invTimesKey, seqKey string
+	// seqKeyArg is seqKey boxed once, for Lookup's MGET; set in NewRedis.
+	seqKeyArg any
 	// memory is how long an invalidation field is kept before the floor
 	// takes it; set in NewRedis (invalidationMemory), shortened by tests.
 	memory time.Duration
@@ -128,7 +132,7 @@ type Redis struct {
 func NewRedis(c *redisclient.Client, schema string) Store {
 	s := strconv.Itoa(len(schema)) + ":" + schema
 	p := c.Prefix()
-	return &Redis{
+	r := &Redis{
 		c:           c,
 		schema:      schema,
 		entryPrefix: p + "e:" + s + ":",
@@ -138,58 +142,113 @@ func NewRedis(c *redisclient.Client, schema string) Store {
 		seqKey:      p + "s:" + s,
 		memory:      invalidationMemory,
 	}
+	r.seqKeyArg = r.seqKey
+	return r
 }
 
 // entryKey returns the key of k's entry.
 func (r *Redis) entryKey(k Key) string {
-	var h [2 * len(k)]byte
-	hex.Encode(h[:], k[:])
-	var b strings.Builder
-	b.Grow(len(r.entryPrefix) + len(h))
-	b.WriteString(r.entryPrefix)
-	b.Write(h[:])
-	return b.String()
+	return string(r.appendEntryKey(make([]byte, 0, len(r.entryPrefix)+2*len(k)), k))
+}
+
+// appendEntryKey appends the key of k's entry to dst.
+func (r *Redis) appendEntryKey(dst []byte, k Key) []byte {
+	dst = append(dst, r.entryPrefix...)
+	return hex.AppendEncode(dst, k[:])
 }
 
 // tagField is a tag's field in the invalidation hash; the prefix keeps a
 // tag named "*" or "f" from being taken for all or for the floor.
 func tagField(tag string) string { return "t:" + tag }
 
+// mget is a Lookup's MGET, reused through mgets: its arguments are boxed
+// once (a string put in an any is an allocation; a pointer is not), and
+// its entry keys are written into buffers kept from one lookup to the
+// next. One lookup uses it at a time; Lookup puts it back when the round
+// trip is over, and nothing keeps it past that.
+type mget struct {
+	args []any      // "mget", the sequence's key, then &keys[i] for each key
+	keys []keyBytes // the entry keys
+}
+
+// keyBytes is an argument of a command written as its bytes, which
+// go-redis takes from MarshalBinary.
+type keyBytes struct{ b []byte }
+
+// MarshalBinary returns the key's bytes, not a copy: go-redis writes them
+// before the command returns.
+func (k *keyBytes) MarshalBinary() ([]byte, error) { return k.b, nil }
+
+var mgets = sync.Pool{New: func() any { return new(mget) }}
+
+// newMget returns an MGET of seqKey and the entry keys of keys.
+func (r *Redis) newMget(keys []Key) *mget {
+	m := mgets.Get().(*mget)
+	if cap(m.keys) < len(keys) {
+		m.keys = make([]keyBytes, len(keys))
+	}
+	m.keys = m.keys[:len(keys)]
+	m.args = append(m.args[:0], "mget", r.seqKeyArg)
+	for i, k := range keys {
+		m.keys[i].b = r.appendEntryKey(m.keys[i].b[:0], k)
+		m.args = append(m.args, &m.keys[i])
+	}
+	return m
+}
+
+// release puts m back in the pool, holding no store's key.
+func (m *mget) release() {
+	clear(m.args)
+	m.args = m.args[:0]
+	mgets.Put(m)
+}
+
+// processor runs a command it is given: go-redis's *redis.Client, which
+// redisclient hands its callers as a redis.Cmdable.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 // Lookup reads the entries and the sequence in one round trip (MGET).
-// An entry that does not decode is a miss, counted (DecodeErrors).
+// An entry that does not decode is a miss, counted (DecodeErrors). The
+// answer is read as strings, a missing key as "" (no entry and no
+// sequence is ever empty): no value is boxed. Each entry's strings are
+// go-redis's answer, which it allocates for each value and never reuses.
 func (r *Redis) Lookup(ctx context.Context, keys []Key, found []*Entry) (Seq, error) {
 	if len(found) < len(keys) {
 		return 0, fmt.Errorf("respcache: lookup of %d keys into %d places", len(keys), len(found))
 	}
 	clear(found[:len(keys)])
-	args := make([]string, 1+len(keys))
-	args[0] = r.seqKey
-	for i, k := range keys {
-		args[1+i] = r.entryKey(k)
-	}
-	var vals []any
+	m := r.newMget(keys)
+	var vals []string
 	err := r.c.Do(ctx, func(ctx context.Context, c redis.Cmdable) error {
-		var err error
-		vals, err = c.MGet(ctx, args...).Result()
+		p, ok := c.(processor)
+		if !ok {
+			return errors.New("the Redis client cannot run a command it is given")
+		}
+		cmd := redis.NewStringSliceCmd(ctx, m.args...)
+		err := p.Process(ctx, cmd)
+		vals = cmd.Val()
 		return err
 	})
+	asked := len(m.args) - 1 // the command's name aside
+	m.release()
 	if err != nil {
 		return 0, fmt.Errorf("response cache of %s: lookup: %w", r.schema, err)
 	}
-	if len(vals) != len(args) {
-		return 0, fmt.Errorf("response cache of %s: lookup: MGET of %d keys answered %d values", r.schema, len(args), len(vals))
+	if len(vals) != asked {
+		return 0, fmt.Errorf("response cache of %s: lookup: MGET of %d keys answered %d values", r.schema, asked, len(vals))
 	}
 	var seq Seq
-	if s, ok := vals[0].(string); ok {
+	if s := vals[0]; s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("response cache of %s: lookup: sequence %s: %w", r.schema, r.seqKey, err)
 		}
 		seq = Seq(n)
 	}
-	for i, v := range vals[1:] {
-		s, ok := v.(string)
-		if !ok {
+	for i, s := range vals[1:] {
+		if s == "" {
 			continue
 		}
 		e, err := decodeEntry(s)

@@ -3,14 +3,18 @@ package respcache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fusiongo/transport/internal/redisclient"
+	"github.com/fusiongo/transport/internal/testsupport/race"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
 )
 
@@ -37,6 +41,62 @@ func TestRedisLookupOneRoundTrip(t *testing.T) {
 	}
 	if w := h.Wire(); w[1] != 1 {
 		t.Fatalf("a lookup of 3 keys sent %d commands, want 1", w[1])
+	}
+}
+
+// TestRedisLookupAllocs: a hit on Redis allocates the command, its
+// answer (the values, the entry's bytes) and the decoded entry (the entry
+// with its strings, its header map, its body): at most 7, whatever the
+// number of headers, tags and vary names.
+func TestRedisLookupAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates, and drops pooled items")
+	}
+	c := newClient(t, redistest.StartRedis(t), redisclient.Breaker{})
+	s := NewRedis(c, "products")
+	e := entry(`{"data":{"n":1}}`, "product:1", "products")
+	e.Header["Cache-Control"] = []string{"public", "max-age=60"}
+	e.Header["X-Request-Id"] = []string{"r1"}
+	e.Shared, e.VaryNames = true, []string{"Accept-Language", "Authorization"}
+	set(t, s, "hit", e, 0)
+	keys, found := []Key{key("hit")}, make([]*Entry, 1)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := s.Lookup(context.Background(), keys, found); err != nil || found[0] == nil {
+			t.Fatal("no hit", err)
+		}
+	})
+	if allocs > 7 {
+		t.Errorf("a hit on Redis allocates %v, want at most 7", allocs)
+	}
+}
+
+// TestRedisHitsOwnTheirMemory: an entry a lookup returned (its header
+// strings, tags, vary names and body) is unchanged by the lookups after
+// it, which read other entries of the same sizes into whatever buffers
+// the client reuses.
+func TestRedisHitsOwnTheirMemory(t *testing.T) {
+	c := newClient(t, redistest.StartRedis(t), redisclient.Breaker{})
+	s := NewRedis(c, "products")
+	stored := func(n int) *Entry {
+		e := entry(fmt.Sprintf(`{"data":{"n":%d}}`, n), fmt.Sprintf("tag:%d", n))
+		e.Header["X-N"] = []string{strconv.Itoa(n), strconv.Itoa(n + 1)}
+		e.VaryNames = []string{fmt.Sprintf("X-Vary-%d", n)}
+		return e
+	}
+	set(t, s, "1", stored(1), 0)
+	found := make([]*Entry, 1)
+	if _, err := s.Lookup(context.Background(), []Key{key("1")}, found); err != nil || found[0] == nil {
+		t.Fatal("no hit", err)
+	}
+	first := found[0]
+	for n := 2; n < 10; n++ {
+		set(t, s, strconv.Itoa(n), stored(n), 0)
+		if _, err := s.Lookup(context.Background(), []Key{key(strconv.Itoa(n))}, found); err != nil || found[0] == nil {
+			t.Fatal("no hit", err)
+		}
+	}
+	if diff := cmp.Diff(stored(1), first, entryOpts); diff != "" {
+		t.Fatalf("the first hit changed after later lookups (-stored +hit):\n%s", diff)
 	}
 }
 
