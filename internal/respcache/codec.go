@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -179,6 +180,60 @@ func (d *decoder) entry(e *Entry) {
 	if d.err == nil && d.off != len(d.s) {
 		d.fail("trailing bytes")
 	}
+}
+
+// detached returns a copy of e, a decoded entry, whose strings (header
+// names and values, tags, vary names) are copies in one block of their
+// own: a decoded entry's strings are slices of the whole encoding, body
+// included, which they keep alive as long as the entry lives. The body is
+// shared: decodeEntry copies it already.
+func (e *Entry) detached() *Entry {
+	d := *e
+	n, size := len(e.Tags)+len(e.VaryNames), 0
+	for k, vs := range e.Header {
+		n += len(vs)
+		size += len(k)
+		for _, v := range vs {
+			size += len(v)
+		}
+	}
+	for _, t := range e.Tags {
+		size += len(t)
+	}
+	for _, v := range e.VaryNames {
+		size += len(v)
+	}
+	// One block for every string: grown once, so that each string taken
+	// from it stays where it was written (a Builder appends in place
+	// while it has room).
+	var b strings.Builder
+	b.Grow(size)
+	cp := func(s string) string {
+		at := b.Len()
+		b.WriteString(s)
+		return b.String()[at:]
+	}
+	slab := make([]string, n)
+	list := func(src []string) []string {
+		if len(src) == 0 {
+			return src
+		}
+		out := slab[:len(src):len(src)]
+		slab = slab[len(src):]
+		for i, v := range src {
+			out[i] = cp(v)
+		}
+		return out
+	}
+	if e.Header != nil {
+		d.Header = make(http.Header, len(e.Header))
+		for k, vs := range e.Header {
+			d.Header[cp(k)] = list(vs)
+		}
+	}
+	d.Tags = list(e.Tags)
+	d.VaryNames = list(e.VaryNames)
+	return &d
 }
 
 // decoder reads an encoded entry; the first failure sticks in err and

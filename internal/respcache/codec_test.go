@@ -1,11 +1,13 @@
 package respcache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -151,4 +153,48 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encoding changed the entry (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// TestDetachedOwnsItsStrings: a decoded entry's strings are slices of the
+// whole encoding, its body's bytes included; its detached copy, which the
+// memory level in front of Redis keeps, holds strings of its own (none
+// points into the encoding, so the encoding can go) equal to the decoded
+// ones.
+func TestDetachedOwnsItsStrings(t *testing.T) {
+	e := &Entry{
+		Status: 200, Body: bytes.Repeat([]byte("b"), 64<<10),
+		Header: http.Header{"Content-Type": {"application/json"}, "Cache-Tag": {"a", "b"}},
+		Tags:   []string{"a", "b"}, VaryNames: []string{"X-Tenant"},
+		Date: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), Lifetime: time.Minute,
+	}
+	data := string(appendEntry(nil, e))
+	dec, err := decodeEntry(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := uintptr(unsafe.Pointer(unsafe.StringData(data)))
+	inData := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && p >= start && p < start+uintptr(len(data))
+	}
+	if !inData(dec.Header.Get("Content-Type")) {
+		t.Fatal("the decoded entry's strings are not slices of the encoding: this test checks nothing")
+	}
+	d := dec.detached()
+	if !cmp.Equal(d, dec) {
+		t.Fatalf("detached differs from the decoded entry:\n%s", cmp.Diff(dec, d))
+	}
+	var all []string
+	for k, vs := range d.Header {
+		all = append(append(all, k), vs...)
+	}
+	all = append(append(all, d.Tags...), d.VaryNames...)
+	for _, s := range all {
+		if inData(s) {
+			t.Errorf("the detached entry's %q points into the encoding", s)
+		}
+	}
+	if &d.Body[0] != &dec.Body[0] {
+		t.Error("the detached entry copied the body, which decodeEntry copied already")
+	}
 }

@@ -61,8 +61,12 @@ func (l *Layered) Lookup(ctx context.Context, keys []Key, found []*Entry) (Seq, 
 		if e != nil {
 			if ttl := l.keep(e, now); ttl > 0 {
 				// Refused if an invalidation reached this replica since
-				// localSeq, read before Redis was asked.
-				l.local.Set(ctx, keys[i], e, ttl, localSeq)
+				// localSeq, read before Redis was asked. Detached: the
+				// memory level counts an entry by its own bytes, and a
+				// decoded entry's strings hold Redis's whole answer.
+				d := e.detached()
+				found[i] = d
+				l.local.Set(ctx, keys[i], d, ttl, localSeq)
 			}
 		}
 	}
