@@ -85,34 +85,48 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	}) || len(query) == 0 || query[0] != '"' || !bytes.Contains(query, entitiesField) {
 		return nil, false
 	}
-	r = &EntityRequest{body: body}
-	r.Reps = r.repsRoom[:0]
-	base := make([]byte, 0, len(query)+len(opName)+len(ext)+64)
-	base = append(base, query...)
-	base = append(base, 0)
-	base = append(base, opName...)
-	base = append(base, 0)
-	base = append(base, ext...)
+	// The other variables, in their order, are in the key: two calls
+	// that write them in another order do not share (a miss, never a
+	// wrong answer). They are kept as slices of the body until
+	// representations is known to be there: a body without it (a
+	// gateway's aliased _entities fields, each with a variable of its
+	// own) costs no copy.
+	var reps []byte
+	var room [8]member
+	others := room[:0]
 	if !jsonscan.Members(vars, func(key, value []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false // a name with an escape may be representations to the server
 		}
 		if string(key) == `"representations"` {
-			if r.reps != nil {
+			if reps != nil {
 				return false // twice: which one a server reads is its own choice
 			}
-			r.reps = value
+			reps = value
 			return true
 		}
-		// The other variables, in their order: two calls that write them
-		// in another order do not share (a miss, never a wrong answer).
-		base = append(base, 0)
-		base = append(base, key...)
-		base = append(base, ':')
-		base = append(base, value...)
+		others = append(others, member{key, value})
 		return true
-	}) || r.reps == nil {
+	}) || reps == nil {
 		return nil, false
+	}
+	r = &EntityRequest{body: body, reps: reps}
+	r.Reps = r.repsRoom[:0]
+	size := len(query) + len(opName) + len(ext) + 2
+	for _, m := range others {
+		size += 2 + len(m.key) + len(m.value)
+	}
+	base := make([]byte, 0, size)
+	base = append(base, query...)
+	base = append(base, 0)
+	base = append(base, opName...)
+	base = append(base, 0)
+	base = append(base, ext...)
+	for _, m := range others {
+		base = append(base, 0)
+		base = append(base, m.key...)
+		base = append(base, ':')
+		base = append(base, m.value...)
 	}
 	if !jsonscan.Elements(r.reps, func(elem []byte) bool {
 		r.Reps = append(r.Reps, elem)

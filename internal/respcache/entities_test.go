@@ -3,6 +3,8 @@ package respcache
 import (
 	"strings"
 	"testing"
+
+	"github.com/fusiongo/transport/internal/testsupport/race"
 )
 
 // TestEntityRequest: a body is taken apart only if it is an _entities
@@ -132,5 +134,29 @@ func TestEntityRequestOddMembers(t *testing.T) {
 		if _, ok := ParseEntityRequest([]byte(body)); ok {
 			t.Errorf("%s taken apart", body)
 		}
+	}
+}
+
+// TestNotEntitiesCostsNothing: a body that names _entities and
+// representations in its query text but has no representations variable
+// (a gateway that batches aliased _entities fields, each with a variable
+// of its own, as fusion-transport's does) is told apart without copying
+// its variables: no allocation, whatever their size. An _entities query
+// costs its request and its key's digest input.
+func TestNotEntitiesCostsNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	big := strings.Repeat(`{"__typename":"Product","upc":"1"},`, 200) + `{"__typename":"Product","upc":"2"}`
+	aliased := []byte(`{"query":"query($p0:[_Any!]!,$p1:[_Any!]!){p0:_entities(representations:$p0){...on Product{name}} p1:_entities(representations:$p1){...on Product{name}}}","variables":{"p0":[` + big + `],"p1":[` + big + `]}}`)
+	if _, ok := ParseValidEntityRequest(aliased); ok {
+		t.Fatal("an aliased batch taken for an _entities query")
+	}
+	if n := testing.AllocsPerRun(100, func() { ParseValidEntityRequest(aliased) }); n != 0 {
+		t.Errorf("ParseValidEntityRequest of an aliased batch: %.0f allocations, want 0", n)
+	}
+	one := []byte(`{"query":"query($representations:[_Any!]!){_entities(representations:$representations){...on Product{name}}}","variables":{"representations":[{"__typename":"Product","upc":"1"},{"__typename":"Product","upc":"2"}],"x":1}}`)
+	if n := testing.AllocsPerRun(100, func() { ParseValidEntityRequest(one) }); n > 2 {
+		t.Errorf("ParseValidEntityRequest of an _entities query: %.0f allocations, want at most 2", n)
 	}
 }
