@@ -85,15 +85,30 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 	}) || len(query) == 0 || query[0] != '"' || !bytes.Contains(query, entitiesField) {
 		return nil, false
 	}
-	// The other variables, in their order, are in the key: two calls
-	// that write them in another order do not share (a miss, never a
-	// wrong answer). They are kept as slices of the body until
-	// representations is known to be there: a body without it (a
-	// gateway's aliased _entities fields, each with a variable of its
-	// own) costs no copy.
-	var reps []byte
 	var room [8]member
-	others := room[:0]
+	reps, others, ok := splitVariables(vars, room[:0])
+	if !ok {
+		return nil, false
+	}
+	r = &EntityRequest{body: body, reps: reps}
+	r.Reps = r.repsRoom[:0]
+	if !jsonscan.Elements(r.reps, func(elem []byte) bool {
+		r.Reps = append(r.Reps, elem)
+		return true
+	}) || len(r.Reps) == 0 {
+		return nil, false
+	}
+	r.base = entityBase(query, opName, ext, others)
+	return r, true
+}
+
+// splitVariables takes an _entities query's variables apart: its
+// representations array, and the other variables in their order (appended
+// to others, slices of vars, not copies: a body without representations,
+// such as a gateway's aliased _entities fields, each with a variable of
+// its own, costs no copy). ok is false if vars has no representations, or
+// has it twice, or has a name written with an escape.
+func splitVariables(vars []byte, others []member) (reps []byte, _ []member, ok bool) {
 	if !jsonscan.Members(vars, func(key, value []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false // a name with an escape may be representations to the server
@@ -108,10 +123,17 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 		others = append(others, member{key, value})
 		return true
 	}) || reps == nil {
-		return nil, false
+		return nil, nil, false
 	}
-	r = &EntityRequest{body: body, reps: reps}
-	r.Reps = r.repsRoom[:0]
+	return reps, others, true
+}
+
+// entityBase returns what every entity's key holds besides its
+// representation: a SHA-256 over the query, the operation name, the
+// extensions and the other variables, in their order, as sent (two calls
+// that write them in another order do not share: a miss, never a wrong
+// answer).
+func entityBase(query, opName, ext []byte, others []member) [sha256.Size]byte {
 	size := len(query) + len(opName) + len(ext) + 2
 	for _, m := range others {
 		size += 2 + len(m.key) + len(m.value)
@@ -128,14 +150,7 @@ func ParseValidEntityRequest(body []byte) (r *EntityRequest, ok bool) {
 		base = append(base, ':')
 		base = append(base, m.value...)
 	}
-	if !jsonscan.Elements(r.reps, func(elem []byte) bool {
-		r.Reps = append(r.Reps, elem)
-		return true
-	}) || len(r.Reps) == 0 {
-		return nil, false
-	}
-	r.base = sha256.Sum256(base)
-	return r, true
+	return sha256.Sum256(base)
 }
 
 // entityMark starts the key body of an entity: no request body starts so
