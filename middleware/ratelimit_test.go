@@ -132,7 +132,11 @@ func TestRateLimitNotRetried(t *testing.T) {
 
 // TestRateLimitOrder: callers that wait are served in the order they took
 // their turns. Each caller starts once the one before it waits (the hook),
-// so the order of the turns is known; the turns are 20ms apart.
+// so the order of the turns is known; the turns are 100ms apart, so that
+// a caller woken for its turn reaches the next handler before the next
+// caller's turn even when the machine is busy (at 20ms apart, a caller
+// descheduled past its successor's turn failed the test once at a load
+// of 7).
 func TestRateLimitOrder(t *testing.T) {
 	const callers = 6
 	order := make(chan int, callers+1)
@@ -143,7 +147,7 @@ func TestRateLimitOrder(t *testing.T) {
 		resp, _ := fakeResponse(req, 200, "{}")
 		return resp, nil
 	})
-	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 50, Burst: 1, Wait: time.Hour})
+	l := middleware.NewRateLimiter(middleware.RateLimitConfig{Schema: "products", RequestsPerSecond: 10, Burst: 1, Wait: time.Hour})
 	waiting := make(chan struct{}, callers)
 	middleware.SetWaitingHook(l, func() { waiting <- struct{}{} })
 	rt := l.Middleware()(next)
