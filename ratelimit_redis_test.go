@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,6 +28,7 @@ import (
 	"github.com/fusiongo/transport/env"
 	"github.com/fusiongo/transport/fault"
 	"github.com/fusiongo/transport/internal/testsupport/redistest"
+	"github.com/fusiongo/transport/internal/testsupport/wiretest"
 	"github.com/fusiongo/transport/telemetry"
 )
 
@@ -716,7 +716,7 @@ func TestRateLimitRedisPasswordHidden(t *testing.T) {
 		s.RateLimit = env.RateLimitSettings{RequestsPerSecond: 100, Store: env.StoreRedis, OnStoreError: env.OnStoreErrorAllow}
 	})
 	// A port nothing listens on: the dial is refused.
-	cfg.Redis = env.RedisSettings{URL: "redis://user:" + password + "@" + refusedAddr(t) + "/0"}
+	cfg.Redis = env.RedisSettings{URL: "redis://user:" + password + "@" + wiretest.RefusedAddr(t) + "/0"}
 	var logs logBuffer
 	events := newLimitEvents()
 	inv := newInvoker(t, cfg, transport.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), transport.WithRateLimitEventHook(events.hook))
@@ -734,16 +734,4 @@ func TestRateLimitRedisPasswordHidden(t *testing.T) {
 	if !strings.Contains(logs.String(), "the shared limit's Redis store failed") || !strings.Contains(string(js), `"last_error": "redis redis://user:xxxxx@`) {
 		t.Errorf("the fall back is not logged, or the status page does not name the server:\n%s\n%s", logs.String(), js)
 	}
-}
-
-// refusedAddr returns a loopback host:port that refuses connections.
-func refusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -534,7 +534,7 @@ func TestSecurityRedaction(t *testing.T) {
 		io.WriteString(w, `{"data":{"ok":true}}`)
 	})
 	withPassword := func(u string) string { return strings.Replace(u, "http://", "http://user:"+password+"@", 1) }
-	refused := secRefusedAddr(t)
+	refused := wiretest.RefusedAddr(t)
 	urls := map[string]string{
 		"products": withPassword(srv.URL()),
 		"flaky":    withPassword(srv.Server.URL + "/flaky"),
@@ -668,18 +668,6 @@ func TestSecurityRedaction(t *testing.T) {
 	}
 	t.Logf("checked %d log lines, a report of %d requests (%d bytes of text, JSON and JUnit) and %d caller errors for %d secrets",
 		strings.Count(outputs["log"], "\n"), len(report.Results), text.Len()+jsonOut.Len()+junit.Len(), len(callerErrs), len(secrets))
-}
-
-// secRefusedAddr returns a loopback address where nothing listens.
-func secRefusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestLegacyRedirectAuthorization: the legacy path follows a 307 and
@@ -859,7 +847,7 @@ func TestSecurityRequestURLParts(t *testing.T) {
 			srv := newSchemaServer(t, func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			})
-			refused := "http://" + secRefusedAddr(t) + "/graphql"
+			refused := "http://" + wiretest.RefusedAddr(t) + "/graphql"
 			cfg := config(p, "products", srv.URL(), "refused", refused)
 			s := cfg.SourceSchemas["products"]
 			s.Retry = env.RetrySettings{MaxAttempts: 2, WaitMin: time.Millisecond, WaitMax: 2 * time.Millisecond}

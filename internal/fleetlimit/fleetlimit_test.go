@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,33 +209,8 @@ func TestBatchInOrder(t *testing.T) {
 // error: Take returns ErrStore at the bound, the events are reported, and
 // the limit shows fallen back with the cause.
 func TestTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var conns []net.Conn // held open, never answered; closed with the listener's test
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	g := newRigOn(t, env.RedisSettings{URL: "redis://" + ln.Addr().String() + "/0", Timeout: 5 * time.Second}, 100, 10, 50*time.Millisecond, nil)
-	_, _, err = g.l.Take(context.Background(), time.Now())
+	g := newRigOn(t, env.RedisSettings{URL: "redis://" + wiretest.SilentListener(t) + "/0", Timeout: 5 * time.Second}, 100, 10, 50*time.Millisecond, nil)
+	_, _, err := g.l.Take(context.Background(), time.Now())
 	if !errors.Is(err, ErrStore) {
 		t.Fatalf("a check of a Redis that never answers: %v, want ErrStore", err)
 	}

@@ -220,33 +220,7 @@ func TestScrubKeepsIs(t *testing.T) {
 // answers, a call ends with a timeout error once redis.timeout has passed,
 // without the caller giving any deadline, and is not retried.
 func TestTimeoutBoundsEachCall(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c // held open, never answered
-		}
-	}()
-	defer func() {
-		l.Close()
-		for {
-			select {
-			case c := <-accepted:
-				c.Close()
-			default:
-				return
-			}
-		}
-	}()
-	h, err := onePing(t, l.Addr().String(), 50*time.Millisecond)
+	h, err := onePing(t, wiretest.SilentListener(t), 50*time.Millisecond)
 	var ne net.Error
 	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
 		t.Fatalf("PING to a silent server: %v, want a timeout", err)

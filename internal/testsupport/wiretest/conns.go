@@ -118,3 +118,16 @@ func SilentListener(t testing.TB) string {
 	})
 	return ln.Addr().String()
 }
+
+// RefusedAddr returns a loopback host:port where nothing listens: a dial
+// to it is refused at once.
+func RefusedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
