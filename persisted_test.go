@@ -24,6 +24,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -229,6 +230,17 @@ func TestPersistedQueriesWire(t *testing.T) {
 // resendsCounted returns the persisted query resends counted, by reason.
 func resendsCounted(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
+	return int64Sums(t, reader, func(name string, attrs attribute.Set) (string, bool) {
+		reason, _ := attrs.Value(telemetry.AttrPersistedQueryReason)
+		return reason.AsString(), name == telemetry.MetricPersistedQueryResends
+	})
+}
+
+// int64Sums collects reader's int64 sums: the value of each data point
+// that key takes, added up under the key it gives (by the metric's name
+// and the point's attributes).
+func int64Sums(t *testing.T, reader *sdkmetric.ManualReader, key func(name string, attrs attribute.Set) (string, bool)) map[string]int64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
@@ -236,10 +248,13 @@ func resendsCounted(t *testing.T, reader *sdkmetric.ManualReader) map[string]int
 	got := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.MetricPersistedQueryResends {
-				for _, p := range s.DataPoints {
-					reason, _ := p.Attributes.Value(telemetry.AttrPersistedQueryReason)
-					got[reason.AsString()] += p.Value
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, p := range s.DataPoints {
+				if k, ok := key(m.Name, p.Attributes); ok {
+					got[k] += p.Value
 				}
 			}
 		}

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	transport "github.com/fusiongo/transport"
 	"github.com/fusiongo/transport/env"
@@ -497,24 +497,10 @@ func newMeterRig(t *testing.T) (*sdkmetric.ManualReader, *telemetry.Telemetry) {
 // return and some store errors, for products.
 func checkLimitMeters(t *testing.T, reader *sdkmetric.ManualReader) {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			d, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
-			}
-			for _, dp := range d.DataPoints {
-				if v, _ := dp.Attributes.Value(telemetry.AttrSourceSchema); v.AsString() == "products" {
-					got[m.Name] += dp.Value
-				}
-			}
-		}
-	}
+	got := int64Sums(t, reader, func(name string, attrs attribute.Set) (string, bool) {
+		v, _ := attrs.Value(telemetry.AttrSourceSchema)
+		return name, v.AsString() == "products"
+	})
 	if got[telemetry.MetricRateLimitFallbacks] != 1 || got[telemetry.MetricRateLimitReturns] != 1 || got[telemetry.MetricRateLimitStoreErrors] == 0 {
 		t.Errorf("metrics %v: want one fall back, one return, some store errors", got)
 	}
